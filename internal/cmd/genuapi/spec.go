@@ -1,0 +1,145 @@
+package main
+
+// hdrSpec names one header: its path in the kernel tree and how the C check
+// includes it.
+type hdrSpec struct {
+	path    string // relative to the kernel source root
+	include string // what the check program #includes
+}
+
+// builtin is a constant a header uses but takes from a header we do not
+// parse (drm/drm.h).
+type builtin struct {
+	val   int64
+	cExpr string
+}
+
+// extraRequest is an ioctl request number the current headers no longer
+// spell, such as the legacy 'H' encoding of the habanalabs ioctls.
+type extraRequest struct {
+	name, dir, magic, nr, arg, group string
+}
+
+// pkgSpec is the generator's table for one uapi package.
+type pkgSpec struct {
+	dir           string // output directory, relative to the module root
+	pkg           string // Go package name
+	doc           string // one line for the package overview
+	headers       []hdrSpec
+	prelude       string // C text the check puts before the includes
+	includeDirs   []string
+	stripPrefixes []string
+	builtins      map[string]builtin
+	builtinOrder  []string
+	skipDefines   map[string]string // name -> why it has no Go constant
+	keepType      func(tag string) bool
+	extraRequests []extraRequest
+	packetPrefix  string // e.g. "GAUDI_PKT_": shift/mask pairs to prove on packet bytes
+}
+
+var hlLegacy = func() []extraRequest {
+	var out []extraRequest
+	for _, x := range []struct{ op, arg string }{
+		{"INFO", "struct hl_info_args"}, {"CB", "union hl_cb_args"}, {"CS", "union hl_cs_args"},
+		{"WAIT_CS", "union hl_wait_cs_args"}, {"MEMORY", "union hl_mem_args"}, {"DEBUG", "struct hl_debug_args"},
+	} {
+		out = append(out, extraRequest{
+			name: "HL_LEGACY_IOCTL_" + x.op, dir: "_IOWR", magic: "'H'", nr: "HL_IOCTL_" + x.op + " + 1", arg: x.arg,
+			group: "Legacy ioctl request numbers: type 'H', number HL_IOCTL_* + 1, as kernels up to 6.5 spelled them for /dev/hlN",
+		})
+	}
+	return out
+}()
+
+// rdmaVerbsTypes are the structs of ib_user_verbs.h an RDMA control path
+// needs: the write-command headers and the commands up to memory regions.
+var rdmaVerbsTypes = map[string]bool{
+	"ib_uverbs_cmd_hdr": true, "ib_uverbs_ex_cmd_hdr": true,
+	"ib_uverbs_get_context": true, "ib_uverbs_get_context_resp": true,
+	"ib_uverbs_query_device": true, "ib_uverbs_query_device_resp": true,
+	"ib_uverbs_query_port": true, "ib_uverbs_query_port_resp": true,
+	"ib_uverbs_alloc_pd": true, "ib_uverbs_alloc_pd_resp": true, "ib_uverbs_dealloc_pd": true,
+	"ib_uverbs_reg_mr": true, "ib_uverbs_reg_mr_resp": true, "ib_uverbs_dereg_mr": true,
+	"ib_uverbs_rereg_mr": true, "ib_uverbs_rereg_mr_resp": true,
+	"ib_uverbs_query_port_resp_ex": true, "ib_uverbs_gid_entry": true,
+	"ib_uverbs_attr": true, "ib_uverbs_ioctl_hdr": true,
+}
+
+var specs = []*pkgSpec{
+	{
+		dir: "uapi/hl", pkg: "hl",
+		doc: "include/uapi/drm/habanalabs_accel.h",
+		headers: []hdrSpec{
+			{"include/uapi/drm/habanalabs_accel.h", "drm/habanalabs_accel.h"},
+		},
+		includeDirs:   []string{"include/uapi"},
+		stripPrefixes: []string{"hl_"},
+		builtins: map[string]builtin{
+			"DRM_IOCTL_BASE":   {'d', "DRM_IOCTL_BASE"},
+			"DRM_COMMAND_BASE": {0x40, "DRM_COMMAND_BASE"},
+			"SZ_1M":            {1 << 20, "SZ_1M"},
+			"U16_MAX":          {0xffff, "U16_MAX"},
+		},
+		// A few macros are spelled with kernel-internal helpers (SZ_1M from
+		// linux/sizes.h, U16_MAX from linux/limits.h, BIT from linux/bits.h)
+		// that no uapi header defines; the check defines them as the kernel does.
+		prelude:       "#define __user\n#define SZ_1M 0x00100000\n#define U16_MAX ((__u16)~0U)\n#define BIT(nr) (1UL << (nr))\n",
+		builtinOrder:  []string{"SZ_1M", "U16_MAX", "DRM_COMMAND_BASE", "DRM_IOCTL_BASE"},
+		extraRequests: hlLegacy,
+	},
+	{
+		dir: "uapi/gaudi", pkg: "gaudi",
+		doc: "drivers/accel/habanalabs/include/gaudi/gaudi_packets.h",
+		headers: []hdrSpec{
+			{"drivers/accel/habanalabs/include/gaudi/gaudi_packets.h", "gaudi/gaudi_packets.h"},
+		},
+		prelude:       "#include <linux/types.h>\ntypedef __u8 u8;\n",
+		includeDirs:   []string{"drivers/accel/habanalabs/include"},
+		stripPrefixes: []string{"gaudi_"},
+		packetPrefix:  "GAUDI_PKT_",
+	},
+	{
+		dir: "uapi/gaudi2", pkg: "gaudi2",
+		doc: "drivers/accel/habanalabs/include/gaudi2/gaudi2_packets.h",
+		headers: []hdrSpec{
+			{"drivers/accel/habanalabs/include/gaudi2/gaudi2_packets.h", "gaudi2/gaudi2_packets.h"},
+		},
+		prelude:       "#include <linux/types.h>\ntypedef __u8 u8;\n",
+		includeDirs:   []string{"drivers/accel/habanalabs/include"},
+		stripPrefixes: []string{"gaudi2_"},
+		packetPrefix:  "GAUDI2_PKT_",
+	},
+	{
+		dir: "uapi/rdma", pkg: "rdma",
+		doc: "include/uapi/rdma (uverbs ioctl and write ABI, netlink)",
+		headers: []hdrSpec{
+			{"include/uapi/rdma/rdma_user_ioctl_cmds.h", "rdma/rdma_user_ioctl_cmds.h"},
+			{"include/uapi/rdma/ib_user_ioctl_verbs.h", "rdma/ib_user_ioctl_verbs.h"},
+			{"include/uapi/rdma/ib_user_ioctl_cmds.h", "rdma/ib_user_ioctl_cmds.h"},
+			{"include/uapi/rdma/ib_user_verbs.h", "rdma/ib_user_verbs.h"},
+			{"include/uapi/rdma/rdma_netlink.h", "rdma/rdma_netlink.h"},
+		},
+		includeDirs:   []string{"include/uapi"},
+		stripPrefixes: []string{"ib_"},
+		// RDMA_NLA_TYPE_MASK uses the netlink attribute flags of linux/netlink.h.
+		prelude: "#include <linux/netlink.h>\n",
+		builtins: map[string]builtin{
+			"NLA_F_NESTED":        {1 << 15, "NLA_F_NESTED"},
+			"NLA_F_NET_BYTEORDER": {1 << 14, "NLA_F_NET_BYTEORDER"},
+		},
+		builtinOrder: []string{"NLA_F_NESTED", "NLA_F_NET_BYTEORDER"},
+		keepType: func(tag string) bool {
+			return rdmaVerbsTypes[tag]
+		},
+	},
+	{
+		dir: "uapi/dmabuf", pkg: "dmabuf",
+		doc: "include/uapi/linux/dma-buf.h and udmabuf.h",
+		headers: []hdrSpec{
+			{"include/uapi/linux/dma-buf.h", "linux/dma-buf.h"},
+			{"include/uapi/linux/udmabuf.h", "linux/udmabuf.h"},
+		},
+		includeDirs:   []string{"include/uapi"},
+		stripPrefixes: []string{"dma_buf_"},
+	},
+}
