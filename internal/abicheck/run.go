@@ -157,4 +157,3 @@ func splitPair(s string) (uint64, uint64) {
 	y, _ := strconv.ParseUint(b, 10, 64)
 	return x, y
 }
-

@@ -130,11 +130,17 @@ func binary(op string, a, b value) (value, error) {
 			r.v.Rem(a.v, b.v)
 		}
 	case "<<":
+		if !b.v.IsUint64() || b.v.Uint64() > 128 {
+			return value{}, fmt.Errorf("shift by %s", b.v)
+		}
 		r.v.Lsh(a.v, uint(b.v.Uint64()))
 		if !r.unsigned && r.v.BitLen() > int(r.width())-1 {
 			r.long = true
 		}
 	case ">>":
+		if !b.v.IsUint64() || b.v.Uint64() > 128 {
+			return value{}, fmt.Errorf("shift by %s", b.v)
+		}
 		r.v.Rsh(a.v, uint(b.v.Uint64()))
 	case "&":
 		r.v.And(a.norm().v, b.norm().v)
@@ -158,6 +164,9 @@ func binary(op string, a, b value) (value, error) {
 		return boolVal(a.v.Sign() != 0 && b.v.Sign() != 0), nil
 	case "||":
 		return boolVal(a.v.Sign() != 0 || b.v.Sign() != 0), nil
+	}
+	if r.v.BitLen() > 128 {
+		return value{}, fmt.Errorf("value of %s overflows", op)
 	}
 	return r.norm(), nil
 }
@@ -322,6 +331,9 @@ func (e *exprParser) call(name string) (value, error) {
 		n, err := e.g.eval(args[0])
 		if err != nil {
 			return value{}, err
+		}
+		if !n.v.IsUint64() || n.v.Uint64() > 63 {
+			return value{}, fmt.Errorf("BIT(%s)", n.v)
 		}
 		return value{v: new(big.Int).Lsh(big.NewInt(1), uint(n.v.Uint64())), unsigned: true, long: true}, nil
 	case "DRM_IO", "DRM_IOR", "DRM_IOW", "DRM_IOWR":

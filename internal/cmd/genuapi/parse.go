@@ -161,9 +161,22 @@ type parser struct {
 
 func (p *parser) peek() token {
 	if p.pos >= len(p.toks) {
-		return token{kind: tokPunct, text: "<EOF>"}
+		return token{kind: tokPunct, text: eofText}
 	}
 	return p.toks[p.pos]
+}
+
+// eofText is what peek returns past the last token.
+const eofText = "<EOF>"
+
+// until reports whether a loop that consumes tokens up to stop should go on;
+// it fails at the end of input instead of spinning there.
+func (p *parser) until(stop string) (bool, error) {
+	t := p.peek()
+	if t.text == eofText {
+		return false, fmt.Errorf("unexpected end of input, want %q", stop)
+	}
+	return t.text != stop, nil
 }
 
 func (p *parser) next() token {
@@ -231,7 +244,14 @@ func (p *parser) parseAggregate() (*ctype, error) {
 	}
 	p.next()
 	agg.defined = true
-	for p.peek().text != "}" {
+	for {
+		more, err := p.until("}")
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
 		ms, err := p.parseMember()
 		if err != nil {
 			return nil, err
@@ -252,7 +272,7 @@ func (p *parser) skipAttributes() bool {
 		seen = true
 		p.next()
 		depth := 0
-		for {
+		for p.pos < len(p.toks) {
 			t := p.next()
 			if t.text == "(" {
 				depth++
@@ -274,7 +294,14 @@ func (p *parser) parseMember() ([]*member, error) {
 		// RDMA_UAPI_PTR(type, name) declares a user pointer as __aligned_u64.
 		p.next()
 		var args []token
-		for p.peek().text != ";" {
+		for {
+			more, err := p.until(";")
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				break
+			}
 			args = append(args, p.next())
 		}
 		p.next()
@@ -310,7 +337,14 @@ func (p *parser) parseMember() ([]*member, error) {
 		for p.peek().text == "[" {
 			p.next()
 			var expr []token
-			for p.peek().text != "]" {
+			for {
+				more, err := p.until("]")
+				if err != nil {
+					return nil, err
+				}
+				if !more {
+					break
+				}
 				expr = append(expr, p.next())
 			}
 			p.next()
@@ -382,7 +416,14 @@ func (p *parser) parseEnum() (*enumDecl, error) {
 	if err := p.expect("{"); err != nil {
 		return nil, err
 	}
-	for p.peek().text != "}" {
+	for {
+		more, err := p.until("}")
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
 		nt := p.next()
 		if nt.kind != tokIdent {
 			return nil, fmt.Errorf("line %d: want enumerator, got %q", nt.line, nt.text)
@@ -393,6 +434,9 @@ func (p *parser) parseEnum() (*enumDecl, error) {
 			depth := 0
 			for {
 				t := p.peek()
+				if t.text == eofText {
+					return nil, fmt.Errorf("line %d: unterminated enum", nt.line)
+				}
 				if depth == 0 && (t.text == "," || t.text == "}") {
 					break
 				}
