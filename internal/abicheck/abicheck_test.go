@@ -49,11 +49,10 @@ type goodPair struct {
 
 // badPair puts b at the wrong offset.
 type badPair struct {
-	A  uint32
-	B  uint32
-	X  uint64
-	u0 [1]uint32
-	_  [4]byte
+	A uint32
+	B uint32
+	X uint64
+	_ [8]byte
 }
 
 func (p *goodPair) SetD(v uint32) { *(*uint32)(unsafe.Add(unsafe.Pointer(p), 16)) = v }

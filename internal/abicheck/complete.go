@@ -65,6 +65,9 @@ func Complete(tbl *Table, dir string) error {
 							}
 						}
 					case *ast.ValueSpec:
+						if d.Tok != token.CONST {
+							continue // name tables: keyed by the constants themselves
+						}
 						for _, n := range s.Names {
 							if !consts[n.Name] {
 								missing = append(missing, "const "+n.Name)

@@ -49,7 +49,7 @@ func fieldLayout(ty Type, f Field) (off, size uint64, err error) {
 	default:
 		sf, ok := ty.Go.FieldByName(f.Go)
 		if !ok {
-			return 0, 0, fmt.Errorf("Go type %s has no field %s", ty.Go.Name(), f.Go)
+			return 0, 0, fmt.Errorf("type %s has no field %s", ty.Go.Name(), f.Go)
 		}
 		return uint64(sf.Offset), uint64(sf.Type.Size()), nil
 	}

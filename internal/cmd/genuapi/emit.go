@@ -377,3 +377,40 @@ func (g *gen) emitABITable() ([]byte, error) {
 	f.Write(b.Bytes())
 	return gofmt("zabi_test.go", &f)
 }
+
+// emitNames writes znames.go: maps from constant values to names.
+func (g *gen) emitNames() ([]byte, error) {
+	if len(g.spec.names) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	fileHeader(&b, g.spec)
+	for _, nt := range g.spec.names {
+		fmt.Fprintf(&b, "// %s maps %s to their names without the prefix.\n", nt.goName, nt.doc)
+		fmt.Fprintf(&b, "var %s = map[%s]string{\n", nt.goName, nt.keyType)
+		seen := map[string]bool{}
+		n := 0
+	next:
+		for _, c := range g.consts {
+			if !strings.HasPrefix(c.name, nt.prefix) || c.goType != "" {
+				continue
+			}
+			for _, x := range nt.excludes {
+				if strings.Contains(c.name, x) {
+					continue next
+				}
+			}
+			if seen[c.val.v.String()] {
+				continue // an alias of an earlier name
+			}
+			seen[c.val.v.String()] = true
+			fmt.Fprintf(&b, "\t%s: %q,\n", c.name, strings.TrimPrefix(c.name, nt.prefix))
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("name table %s matches no constant", nt.goName)
+		}
+		b.WriteString("}\n\n")
+	}
+	return gofmt("znames.go", &b)
+}

@@ -74,7 +74,6 @@ type goType struct {
 	fields    []goField
 	accessors []goAccessor
 	flex      []goField // flexible array members (no storage)
-	packet    bool
 }
 
 func newGen(spec *pkgSpec) *gen {
@@ -268,7 +267,7 @@ func (g *gen) typeName(tag string) string {
 // followed by member path cPath.
 func (g *gen) addType(name string, t *ctype, cRoot, cPath, desc string) (*goType, error) {
 	if _, dup := g.typeByGo[name]; dup {
-		return nil, fmt.Errorf("Go type name %s used twice", name)
+		return nil, fmt.Errorf("type name %s used twice", name)
 	}
 	gt := &goType{name: name, t: t, cRoot: cRoot, cPath: cPath, doc: desc}
 	g.typeByGo[name] = gt

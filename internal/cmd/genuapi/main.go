@@ -95,6 +95,13 @@ func generate(spec *pkgSpec, ksrc string) (map[string][]byte, error) {
 	if acc != nil {
 		files["zaccess_unsafe.go"] = acc
 	}
+	names, err := g.emitNames()
+	if err != nil {
+		return nil, err
+	}
+	if names != nil {
+		files["znames.go"] = names
+	}
 	if files["zabi_test.go"], err = g.emitABITable(); err != nil {
 		return nil, err
 	}

@@ -35,6 +35,17 @@ type pkgSpec struct {
 	keepType      func(tag string) bool
 	extraRequests []extraRequest
 	packetPrefix  string // e.g. "GAUDI_PKT_": shift/mask pairs to prove on packet bytes
+	names         []nameTable
+}
+
+// nameTable asks for a map from the values of a family of constants to
+// their names without the prefix, for error messages and tracers.
+type nameTable struct {
+	goName   string
+	doc      string
+	keyType  string
+	prefix   string
+	excludes []string // constants whose names contain one of these are not members
 }
 
 var hlLegacy = func() []extraRequest {
@@ -86,6 +97,21 @@ var specs = []*pkgSpec{
 		prelude:       "#define __user\n#define SZ_1M 0x00100000\n#define U16_MAX ((__u16)~0U)\n#define BIT(nr) (1UL << (nr))\n",
 		builtinOrder:  []string{"SZ_1M", "U16_MAX", "DRM_COMMAND_BASE", "DRM_IOCTL_BASE"},
 		extraRequests: hlLegacy,
+		names: []nameTable{
+			{goName: "InfoOpNames", doc: "INFO ops (HL_INFO_*)", keyType: "uint32", prefix: "HL_INFO_", excludes: []string{"_MAX_LEN", "_FW_HEARTBEAT_ERR", "_FW_REPORTED_ERR"}},
+			{goName: "CBOpNames", doc: "CB ops (HL_CB_OP_*)", keyType: "uint32", prefix: "HL_CB_OP_"},
+			{goName: "CBFlagNames", doc: "CB flag bits (HL_CB_FLAGS_*)", keyType: "uint32", prefix: "HL_CB_FLAGS_"},
+			{goName: "CSFlagNames", doc: "CS flag bits (HL_CS_FLAGS_*)", keyType: "uint32", prefix: "HL_CS_FLAGS_"},
+			{goName: "CSChunkFlagNames", doc: "CS chunk flag bits (HL_CS_CHUNK_FLAGS_*)", keyType: "uint32", prefix: "HL_CS_CHUNK_FLAGS_"},
+			{goName: "WaitCSFlagNames", doc: "WAIT_CS flag bits (HL_WAIT_CS_FLAGS_*)", keyType: "uint32", prefix: "HL_WAIT_CS_FLAGS_", excludes: []string{"_MASK", "ANY_"}},
+			{goName: "WaitCSStatusNames", doc: "WAIT_CS statuses (HL_WAIT_CS_STATUS_*)", keyType: "uint32", prefix: "HL_WAIT_CS_STATUS_", excludes: []string{"_FLAG_"}},
+			{goName: "WaitCSStatusFlagNames", doc: "WAIT_CS status flag bits (HL_WAIT_CS_STATUS_FLAG_*)", keyType: "uint32", prefix: "HL_WAIT_CS_STATUS_FLAG_"},
+			{goName: "MemOpNames", doc: "MEMORY ops (HL_MEM_OP_*)", keyType: "uint32", prefix: "HL_MEM_OP_"},
+			{goName: "MemFlagNames", doc: "MEMORY flag bits (HL_MEM_*)", keyType: "uint32", prefix: "HL_MEM_", excludes: []string{"_OP_"}},
+			{goName: "DebugOpNames", doc: "DEBUG ops (HL_DEBUG_OP_*)", keyType: "uint32", prefix: "HL_DEBUG_OP_"},
+			{goName: "RequestNames", doc: "DRM ioctl request numbers (DRM_IOCTL_HL_*)", keyType: "uint32", prefix: "DRM_IOCTL_HL_"},
+			{goName: "LegacyRequestNames", doc: "legacy ioctl request numbers (HL_LEGACY_IOCTL_*)", keyType: "uint32", prefix: "HL_LEGACY_IOCTL_"},
+		},
 	},
 	{
 		dir: "uapi/gaudi", pkg: "gaudi",

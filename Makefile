@@ -1,0 +1,56 @@
+# gaudi: pure-Go userspace driver for Intel Gaudi. Run "make help".
+
+GO          ?= go
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+RACE        ?= -race
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: deps
+deps: ## install from Debian what the suite needs (kernel sources, gcc) when missing
+	./scripts/install-deps.sh
+
+.PHONY: generate
+generate: ## regenerate uapi/*/z*.go from Debian's linux-source-6.12
+	$(GO) run ./internal/cmd/genuapi
+
+.PHONY: check-generate
+check-generate: ## fail when the generated files are not what the generator writes
+	$(GO) run ./internal/cmd/genuapi -check
+
+.PHONY: build
+build: ## build everything, and prove the library builds without cgo
+	$(GO) build ./...
+	CGO_ENABLED=0 $(GO) build ./...
+
+.PHONY: vet
+vet: ## go vet
+	$(GO) vet ./...
+
+.PHONY: lint
+lint: vet ## go vet and staticcheck
+	$(STATICCHECK) ./...
+
+.PHONY: unit
+unit: ## all tests with the race detector (includes the ABI proof)
+	$(GO) test $(RACE) -count=1 ./...
+
+.PHONY: bench
+bench: ## benchmarks with allocation counts
+	$(GO) test -run=NONE -bench=. -benchmem ./...
+
+.PHONY: bench-once
+bench-once: ## every benchmark once, so none can rot
+	$(GO) test -run=NONE -bench=. -benchtime=1x ./...
+
+.PHONY: integration
+integration: ## tests that need root, BPF or a VM kernel (run as root)
+	$(GO) test -count=1 -run 'Integration' ./...
+
+.PHONY: test
+test: deps ## what CI runs: deps, vet+staticcheck, generation check, cgo-free build, race tests, ABI proof, benchmarks once
+	$(MAKE) lint check-generate build unit bench-once

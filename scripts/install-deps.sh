@@ -1,0 +1,24 @@
+#!/bin/sh
+# install-deps.sh installs, from Debian, what the test suite needs and the
+# machine lacks: the kernel sources the bindings are generated from and
+# proven against (linux-source-6.12), gcc for the ABI proof and -race, and
+# the archive tools to read the tarball. It does nothing when all are there.
+set -eu
+
+need=""
+have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in linux-source-6.12 gcc libc6-dev linux-libc-dev make tar xz-utils; do
+	have "$p" || need="$need $p"
+done
+[ -z "$need" ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install:$need" >&2; exit 1; }
+	SUDO=sudo
+fi
+echo "install-deps: installing$need"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $need >/dev/null
