@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
 // Tarball is where Debian's linux-source-6.12 package installs the tree.
@@ -68,6 +69,19 @@ func Dir() (string, error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", err
 	}
+	// Test binaries of several packages run at once: one extracts while
+	// the others wait on the lock, then find the tree current.
+	lock, err := os.OpenFile(filepath.Join(base, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".stamp")); err == nil && string(b) == stamp {
+		return dir, nil
+	}
 	tmp, err := os.MkdirTemp(base, "extract-")
 	if err != nil {
 		return "", err
@@ -83,16 +97,11 @@ func Dir() (string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, topDir, ".stamp"), []byte(stamp), 0o644); err != nil {
 		return "", err
 	}
-	old := dir + ".old"
-	_ = os.RemoveAll(old)
-	_ = os.Rename(dir, old)
-	if err := os.Rename(filepath.Join(tmp, topDir), dir); err != nil {
-		// Another process won the race; use its tree if it is complete.
-		if _, err2 := os.Stat(filepath.Join(dir, ".stamp")); err2 == nil {
-			return dir, nil
-		}
+	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
-	_ = os.RemoveAll(old)
+	if err := os.Rename(filepath.Join(tmp, topDir), dir); err != nil {
+		return "", err
+	}
 	return dir, nil
 }
