@@ -1,0 +1,91 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Config describes a simulated system: a server with one or more devices.
+type Config struct {
+	// Devices lists the devices; when empty, Default is used.
+	Devices []DeviceConfig
+	// LockDir holds the lock files that make the one-compute-context rule
+	// hold across processes. Processes that share it share devices. Empty
+	// means DefaultLockDir().
+	LockDir string
+	// Legacy makes the devices answer the legacy 'H' ioctl encoding of
+	// kernels up to 6.5 (and refuse the DRM one with ENOTTY), as /dev/hlN
+	// did; by default they speak the DRM encoding of current kernels.
+	Legacy bool
+}
+
+// DeviceConfig describes one simulated device. Zero fields take the ASIC's
+// defaults.
+type DeviceConfig struct {
+	ASIC       ASIC
+	ModuleID   uint32 // the card's location in the server, 0..7
+	PCIAddress string // e.g. "0000:19:00.0"
+	// DRAMSize is the device's total HBM in bytes, before the driver's
+	// reservation; Gaudi2 defaults to 96 GiB, Gaudi to 32 GiB.
+	DRAMSize uint64
+	// Revision is the PCI revision (Gaudi2: 1 = A, 2 = B, 3 = C, 4 = D).
+	Revision uint8
+}
+
+// pciBuses are the bus numbers of the eight OAM slots of an HLS-2 style
+// server, used for default PCI addresses.
+var pciBuses = []int{0x19, 0x1a, 0x33, 0x34, 0x4d, 0x4e, 0x9a, 0x9b}
+
+// Default returns a server of n devices of one ASIC with module ids 0..n-1
+// and distinct PCI addresses.
+func Default(asic ASIC, n int) Config {
+	var c Config
+	for i := 0; i < n; i++ {
+		bus := 0x10 + i
+		if i < len(pciBuses) {
+			bus = pciBuses[i]
+		}
+		c.Devices = append(c.Devices, DeviceConfig{
+			ASIC:       asic,
+			ModuleID:   uint32(i),
+			PCIAddress: fmt.Sprintf("0000:%02x:00.0", bus),
+		})
+	}
+	return c
+}
+
+// FromEnv returns the configuration the tools use when they fall back to
+// the simulator: GAUDI_SIM="gaudi2:8" (ASIC and device count, the default),
+// "gaudi:2", and so on.
+func FromEnv() (Config, error) {
+	spec := os.Getenv("GAUDI_SIM")
+	if spec == "" {
+		return Default(Gaudi2, 8), nil
+	}
+	name, count, _ := strings.Cut(spec, ":")
+	asic, err := ParseASIC(name)
+	if err != nil {
+		return Config{}, fmt.Errorf("GAUDI_SIM: %w", err)
+	}
+	n := 8
+	if count != "" {
+		n, err = strconv.Atoi(count)
+		if err != nil || n < 1 || n > 64 {
+			return Config{}, fmt.Errorf("GAUDI_SIM: bad device count %q", count)
+		}
+	}
+	return Default(asic, n), nil
+}
+
+// DefaultLockDir is where lock files live unless Config.LockDir says
+// otherwise: a per-user directory in the runtime or temporary directory.
+func DefaultLockDir() string {
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, fmt.Sprintf("gaudi-sim-%d", os.Getuid()))
+}

@@ -1,0 +1,196 @@
+package sim
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// Device is one simulated Gaudi. Open gives a compute file (one at a time,
+// across processes that share the lock directory), OpenControl a control
+// file. Tests drive its state with SetState, Reset and InjectFault. A Device
+// is safe for concurrent use.
+type Device struct {
+	index    int
+	cfg      DeviceConfig
+	prof     profile
+	legacy   bool
+	lockPath string
+	dram     *sparseMem
+
+	mu             sync.Mutex
+	state          State
+	hardResets     uint32
+	computeResets  uint32
+	openCounter    uint64
+	lastOpen       time.Time
+	lastOpenPeriod time.Duration
+	compute        *File
+	files          map[*File]struct{}
+	faults         []*Fault
+	dramUsed       uint64
+	hwEvents       []uint32 // counters since the last reset
+	hwEventsAgg    []uint32 // counters across resets
+}
+
+func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
+	prof := profileOf(dc.ASIC)
+	if dc.DRAMSize == 0 {
+		dc.DRAMSize = prof.dramSize
+	}
+	if dc.DRAMSize < 2*prof.dramPageSize || dc.DRAMSize%prof.dramPageSize != 0 {
+		return nil, fmt.Errorf("DRAM size %#x is not a multiple of at least two %#x-byte pages", dc.DRAMSize, prof.dramPageSize)
+	}
+	prof.dramSize = dc.DRAMSize
+	if dc.PCIAddress == "" {
+		dc.PCIAddress = fmt.Sprintf("0000:%02x:00.0", 0x10+i)
+	}
+	if dc.ASIC == Gaudi2 && dc.Revision == 0 {
+		dc.Revision = 1
+	}
+	return &Device{
+		index:       i,
+		cfg:         dc,
+		prof:        prof,
+		legacy:      cfg.Legacy,
+		lockPath:    lockPath(cfg.LockDir, dc.PCIAddress),
+		dram:        newSparseMem(dc.DRAMSize),
+		files:       map[*File]struct{}{},
+		hwEvents:    make([]uint32, prof.numEvents),
+		hwEventsAgg: make([]uint32, prof.numEvents),
+	}, nil
+}
+
+// Index returns the device's position in its System.
+func (d *Device) Index() int { return d.index }
+
+// Config returns the device's configuration with defaults filled in.
+func (d *Device) Config() DeviceConfig { return d.cfg }
+
+// Name returns the device's node name, as /dev/accel would show it.
+func (d *Device) Name() string { return fmt.Sprintf("sim:accel%d", d.index) }
+
+// State returns the device's current state.
+func (d *Device) State() State {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state
+}
+
+// SetState puts the device in state s, for tests: while it is not
+// operational, compute opens and most ioctls fail as on the driver.
+func (d *Device) SetState(s State) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.state = s
+}
+
+// ResidentDRAM returns how many bytes of host memory the device's sparse
+// DRAM uses.
+func (d *Device) ResidentDRAM() uint64 { return d.dram.Resident() }
+
+// Open opens the device's compute node. Only one compute file may be open
+// per device at a time, across goroutines and processes: a second open gets
+// EBUSY. A device in reset gives EAGAIN; one that is disabled or needs a
+// reset gives EPERM. Errors are unix.Errno values, as from open(2).
+func (d *Device) Open() (*File, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.takeFault("OPEN", -1); err != nil {
+		return nil, err
+	}
+	switch {
+	case d.state == InReset || d.state == InResetAfterDeviceRelease:
+		return nil, unix.EAGAIN
+	case !d.state.operational():
+		return nil, unix.EPERM
+	case d.compute != nil:
+		return nil, unix.EBUSY
+	}
+	lock, err := acquireCtxLock(d.lockPath)
+	if err != nil {
+		return nil, err
+	}
+	f := newFile(d, false)
+	f.lock = lock
+	d.compute = f
+	d.files[f] = struct{}{}
+	d.openCounter++
+	d.lastOpen = time.Now()
+	return f, nil
+}
+
+// OpenControl opens the device's control node, which serves INFO only and
+// may be opened any number of times. It fails with EPERM only when the
+// device is disabled.
+func (d *Device) OpenControl() (*File, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.takeFault("OPEN_CONTROL", -1); err != nil {
+		return nil, err
+	}
+	if d.state == Malfunction {
+		return nil, unix.EPERM
+	}
+	f := newFile(d, true)
+	d.files[f] = struct{}{}
+	return f, nil
+}
+
+// release is called when file f closes.
+func (d *Device) release(f *File) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.files, f)
+	if d.compute != f {
+		return
+	}
+	d.compute = nil
+	d.lastOpenPeriod = time.Since(d.lastOpen)
+	d.dramUsed = 0
+	if d.prof.dramVirtual {
+		// Gaudi2 resets the compute engines whenever the context goes
+		// away (reset_upon_device_release); the reset is instant here.
+		d.computeResets++
+	}
+}
+
+// Reset performs a hard reset now, as the driver does after a fatal error:
+// the device is briefly in reset, the hard reset counter grows, every open
+// file gets the DEVICE_RESET notifier bit (and its eventfd a signal), and
+// the device is operational again.
+func (d *Device) Reset() {
+	d.mu.Lock()
+	d.state = InReset
+	d.hardResets++
+	clear(d.hwEvents)
+	files := make([]*File, 0, len(d.files))
+	for f := range d.files {
+		files = append(files, f)
+	}
+	d.mu.Unlock()
+	for _, f := range files {
+		f.abort()
+		f.notify(hl.HL_NOTIFIER_EVENT_DEVICE_RESET)
+	}
+	d.mu.Lock()
+	d.state = Operational
+	d.mu.Unlock()
+}
+
+// Notify raises notifier event bits (hl.HL_NOTIFIER_EVENT_*) on every open
+// compute file, as the driver does when it records an error.
+func (d *Device) Notify(bits uint64) {
+	d.mu.Lock()
+	files := make([]*File, 0, len(d.files))
+	for f := range d.files {
+		files = append(files, f)
+	}
+	d.mu.Unlock()
+	for _, f := range files {
+		f.notify(bits)
+	}
+}

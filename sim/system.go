@@ -1,0 +1,51 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+)
+
+// System is a simulated server: a set of devices that share a lock
+// directory. It is safe for concurrent use.
+type System struct {
+	cfg     Config
+	devices []*Device
+}
+
+// New builds a System from cfg. Devices start operational.
+func New(cfg Config) (*System, error) {
+	if len(cfg.Devices) == 0 {
+		cfg = Config{Devices: Default(Gaudi2, 1).Devices, LockDir: cfg.LockDir, Legacy: cfg.Legacy}
+	}
+	if cfg.LockDir == "" {
+		cfg.LockDir = DefaultLockDir()
+	}
+	if err := os.MkdirAll(cfg.LockDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create simulator lock directory: %w", err)
+	}
+	s := &System{cfg: cfg}
+	seen := map[string]bool{}
+	for i, dc := range cfg.Devices {
+		d, err := newDevice(i, dc, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("simulated device %d: %w", i, err)
+		}
+		if seen[d.cfg.PCIAddress] {
+			return nil, fmt.Errorf("simulated device %d: PCI address %s used twice", i, d.cfg.PCIAddress)
+		}
+		seen[d.cfg.PCIAddress] = true
+		s.devices = append(s.devices, d)
+	}
+	return s, nil
+}
+
+// Devices returns the devices in index order.
+func (s *System) Devices() []*Device { return append([]*Device(nil), s.devices...) }
+
+// Device returns device i, or nil when there is none.
+func (s *System) Device(i int) *Device {
+	if i < 0 || i >= len(s.devices) {
+		return nil
+	}
+	return s.devices[i]
+}

@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"errors"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The driver reaches user memory with copy_to_user and copy_from_user,
+// which fail with EFAULT on a bad address. The simulator runs in the
+// caller's process and does the same with process_vm_writev/readv on its
+// own pid: the kernel checks the addresses, so a bad pointer gives EFAULT
+// instead of crashing the program.
+
+var selfPID = os.Getpid()
+
+// directCopy is set when process_vm_* is unavailable (seccomp, old kernel);
+// copies then go through the pointer directly and cannot detect EFAULT.
+var directCopy atomic.Bool
+
+// copyOut writes b to the caller's memory at addr.
+func copyOut(addr uint64, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if addr == 0 {
+		return unix.EFAULT
+	}
+	if directCopy.Load() {
+		copy(unsafe.Slice(userPtr(addr), len(b)), b)
+		return nil
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+	n, err := unix.ProcessVMWritev(selfPID, local, remote, 0)
+	return vmResult(n, len(b), err, func() error { return copyOut(addr, b) })
+}
+
+// copyIn reads len(b) bytes of the caller's memory at addr into b.
+func copyIn(b []byte, addr uint64) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if addr == 0 {
+		return unix.EFAULT
+	}
+	if directCopy.Load() {
+		copy(b, unsafe.Slice(userPtr(addr), len(b)))
+		return nil
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+	n, err := unix.ProcessVMReadv(selfPID, local, remote, 0)
+	return vmResult(n, len(b), err, func() error { return copyIn(b, addr) })
+}
+
+func vmResult(n, want int, err error, retry func() error) error {
+	switch {
+	case err == nil && n == want:
+		return nil
+	case err == nil, errors.Is(err, unix.EFAULT):
+		return unix.EFAULT
+	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
+		directCopy.Store(true)
+		return retry()
+	}
+	return unix.EFAULT
+}
+
+// userPtr turns a user address from an ioctl argument into a pointer. The
+// address comes from the caller, who keeps the memory alive for the call.
+func userPtr(addr uint64) *byte {
+	return *(**byte)(unsafe.Pointer(&addr))
+}
+
+// structBytes views a struct as bytes, for copying it out.
+func structBytes[T any](v *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
+}
