@@ -88,7 +88,7 @@ func (f *File) infoHWIPInfo(a *hl.InfoArgs) error {
 	copy(r.CardName[:], p.cardName)
 	r.CpldVersion = p.cpldVersion
 	r.ModuleID = d.cfg.ModuleID
-	r.PsocPCIPLLNR, r.PsocPCIPLLNf, r.PsocPCIPLLOd, r.PsocPCIPLLDivFactor = p.psocPCIPLL[0], p.psocPCIPLL[1], p.psocPCIPLL[2], p.psocPCIPLL[3]
+	r.PsocPCIPLLNr, r.PsocPCIPLLNf, r.PsocPCIPLLOd, r.PsocPCIPLLDivFactor = p.psocPCIPLL[0], p.psocPCIPLL[1], p.psocPCIPLL[2], p.psocPCIPLL[3]
 	r.DecoderEnabledMask = p.decoderMask
 	r.MMEMasterSlaveMode = p.mmeMasterSlave
 	r.FirstAvailableInterruptID = p.firstUserInterrupt

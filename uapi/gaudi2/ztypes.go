@@ -72,12 +72,12 @@ type PacketMsgProt struct {
 // PacketFence mirrors struct packet_fence.
 type PacketFence struct {
 	_   structs.HostLayout
-	CFG uint32
+	Cfg uint32
 	Ctl uint32
 }
 
-// PacketLINDMA mirrors struct packet_lin_dma.
-type PacketLINDMA struct {
+// PacketLinDMA mirrors struct packet_lin_dma.
+type PacketLinDMA struct {
 	_       structs.HostLayout
 	Tsize   uint32
 	Ctl     uint32
@@ -88,21 +88,21 @@ type PacketLINDMA struct {
 // PacketArbPoint mirrors struct packet_arb_point.
 type PacketArbPoint struct {
 	_   structs.HostLayout
-	CFG uint32
+	Cfg uint32
 	Ctl uint32
 }
 
 // PacketRepeat mirrors struct packet_repeat.
 type PacketRepeat struct {
 	_   structs.HostLayout
-	CFG uint32
+	Cfg uint32
 	Ctl uint32
 }
 
 // PacketWait mirrors struct packet_wait.
 type PacketWait struct {
 	_   structs.HostLayout
-	CFG uint32
+	Cfg uint32
 	Ctl uint32
 }
 
@@ -118,7 +118,7 @@ type PacketCBList struct {
 // PacketLoadAndExe mirrors struct packet_load_and_exe.
 type PacketLoadAndExe struct {
 	_       structs.HostLayout
-	CFG     uint32
+	Cfg     uint32
 	Ctl     uint32
 	SrcAddr uint64
 }

@@ -187,7 +187,7 @@ var abiTable = &abicheck.Table{
 			{C: "first_available_interrupt_id", Go: "FirstAvailableInterruptID"},
 			{C: "server_type", Go: "ServerType"},
 			{C: "cpld_version", Go: "CpldVersion"},
-			{C: "psoc_pci_pll_nr", Go: "PsocPCIPLLNR"},
+			{C: "psoc_pci_pll_nr", Go: "PsocPCIPLLNr"},
 			{C: "psoc_pci_pll_nf", Go: "PsocPCIPLLNf"},
 			{C: "psoc_pci_pll_od", Go: "PsocPCIPLLOd"},
 			{C: "psoc_pci_pll_div_factor", Go: "PsocPCIPLLDivFactor"},

@@ -206,7 +206,7 @@ type InfoHWIPInfo struct {
 	FirstAvailableInterruptID     uint16
 	ServerType                    uint16
 	CpldVersion                   uint32
-	PsocPCIPLLNR                  uint32
+	PsocPCIPLLNr                  uint32
 	PsocPCIPLLNf                  uint32
 	PsocPCIPLLOd                  uint32
 	PsocPCIPLLDivFactor           uint32

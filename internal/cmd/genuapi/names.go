@@ -16,7 +16,7 @@ var initialisms = map[string]bool{
 	"rkey": true, "iova": true, "cpucp": true, "hbw": true, "lbw": true, "etr": true,
 	"etf": true, "stm": true, "spmu": true, "bmon": true, "arc": true, "pdma": true,
 	"edma": true, "kdma": true, "cmdq": true, "ts": true, "ecc": true, "sm": true,
-	"lin": true, "cfg": true, "nr": true, "ib": true,
+	"ib": true,
 }
 
 // camel turns a C snake_case identifier into an exported Go name.
