@@ -29,7 +29,10 @@ type DeviceConfig struct {
 	ModuleID   uint32 // the card's location in the server, 0..7
 	PCIAddress string // e.g. "0000:19:00.0"
 	// DRAMSize is the device's total HBM in bytes, before the driver's
-	// reservation; Gaudi2 defaults to 96 GiB, Gaudi to 32 GiB.
+	// reservation; Gaudi2 defaults to 96 GiB (six HBMs, 768 MB pages) and
+	// takes 80 GiB as a card with one HBM binned (640 MB pages), Gaudi
+	// defaults to 32 GiB. Other sizes keep the default page and must be a
+	// whole number of pages above the driver's reservation.
 	DRAMSize uint64
 	// Revision is the PCI revision (Gaudi2: 1 = A, 2 = B, 3 = C, 4 = D).
 	Revision uint8
@@ -59,11 +62,14 @@ func Default(asic ASIC, n int) Config {
 
 // FromEnv returns the configuration the tools use when they fall back to
 // the simulator: GAUDI_SIM="gaudi2:8" (ASIC and device count, the default),
-// "gaudi:2", and so on.
+// "gaudi:2", and so on; GAUDI_SIM_LOCKDIR overrides DefaultLockDir.
 func FromEnv() (Config, error) {
 	spec := os.Getenv("GAUDI_SIM")
+	lockDir := os.Getenv("GAUDI_SIM_LOCKDIR")
 	if spec == "" {
-		return Default(Gaudi2, 8), nil
+		c := Default(Gaudi2, 8)
+		c.LockDir = lockDir
+		return c, nil
 	}
 	name, count, _ := strings.Cut(spec, ":")
 	asic, err := ParseASIC(name)
@@ -77,7 +83,9 @@ func FromEnv() (Config, error) {
 			return Config{}, fmt.Errorf("GAUDI_SIM: bad device count %q", count)
 		}
 	}
-	return Default(asic, n), nil
+	c := Default(asic, n)
+	c.LockDir = lockDir
+	return c, nil
 }
 
 // DefaultLockDir is where lock files live unless Config.LockDir says

@@ -32,19 +32,21 @@ type Device struct {
 	files          map[*File]struct{}
 	faults         []*Fault
 	dramUsed       uint64
-	hwEvents       []uint32 // counters since the last reset
+	hwEvents       []uint32 // counters since the last hard reset
 	hwEventsAgg    []uint32 // counters across resets
+	created        time.Time
+	lastOpenMono   int64      // CLOCK_MONOTONIC ns of the last compute open, 0 before the first
+	errs           errorInfo  // the first error of each kind since the last compute open
+	csDrops        csCounters // dropped command submissions, all contexts
+	throttle       clkThrottle
 }
 
 func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
-	prof := profileOf(dc.ASIC)
-	if dc.DRAMSize == 0 {
-		dc.DRAMSize = prof.dramSize
+	prof, err := newProfile(dc.ASIC, dc.DRAMSize)
+	if err != nil {
+		return nil, err
 	}
-	if dc.DRAMSize < 2*prof.dramPageSize || dc.DRAMSize%prof.dramPageSize != 0 {
-		return nil, fmt.Errorf("DRAM size %#x is not a multiple of at least two %#x-byte pages", dc.DRAMSize, prof.dramPageSize)
-	}
-	prof.dramSize = dc.DRAMSize
+	dc.DRAMSize = prof.dramSize
 	if dc.PCIAddress == "" {
 		dc.PCIAddress = fmt.Sprintf("0000:%02x:00.0", 0x10+i)
 	}
@@ -61,6 +63,7 @@ func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
 		files:       map[*File]struct{}{},
 		hwEvents:    make([]uint32, prof.numEvents),
 		hwEventsAgg: make([]uint32, prof.numEvents),
+		created:     time.Now(),
 	}, nil
 }
 
@@ -120,6 +123,8 @@ func (d *Device) Open() (*File, error) {
 	d.files[f] = struct{}{}
 	d.openCounter++
 	d.lastOpen = time.Now()
+	d.lastOpenMono = monotonicNow()
+	d.errs.enableCapture()
 	return f, nil
 }
 
@@ -159,9 +164,10 @@ func (d *Device) release(f *File) {
 }
 
 // Reset performs a hard reset now, as the driver does after a fatal error:
-// the device is briefly in reset, the hard reset counter grows, every open
-// file gets the DEVICE_RESET notifier bit (and its eventfd a signal), and
-// the device is operational again.
+// the device is briefly in reset, the hard reset counter grows, the
+// HW_EVENTS counters restart (HW_EVENTS_AGGREGATE and the captured errors
+// stay), every open compute file gets the DEVICE_RESET notifier bit (and
+// its eventfd a signal), and the device is operational again.
 func (d *Device) Reset() {
 	d.mu.Lock()
 	d.state = InReset

@@ -18,8 +18,9 @@ type File struct {
 
 	mu      sync.Mutex
 	closed  bool
-	events  uint64 // notifier bits not yet read by GET_EVENTS
-	eventfd int    // a duplicate of the registered eventfd, or -1
+	events  uint64     // notifier bits not yet read by GET_EVENTS
+	eventfd int        // a duplicate of the registered eventfd, or -1
+	csDrops csCounters // the compute context's dropped submissions
 }
 
 func newFile(d *Device, control bool) *File {

@@ -126,6 +126,21 @@ var MemFlagNames = map[uint32]string{
 	HL_MEM_PREFETCH:   "PREFETCH",
 }
 
+// NotifierEventNames maps notifier event bits (HL_NOTIFIER_EVENT_*) to their names without the prefix.
+var NotifierEventNames = map[uint64]string{
+	HL_NOTIFIER_EVENT_TPC_ASSERT:         "TPC_ASSERT",
+	HL_NOTIFIER_EVENT_UNDEFINED_OPCODE:   "UNDEFINED_OPCODE",
+	HL_NOTIFIER_EVENT_DEVICE_RESET:       "DEVICE_RESET",
+	HL_NOTIFIER_EVENT_CS_TIMEOUT:         "CS_TIMEOUT",
+	HL_NOTIFIER_EVENT_DEVICE_UNAVAILABLE: "DEVICE_UNAVAILABLE",
+	HL_NOTIFIER_EVENT_USER_ENGINE_ERR:    "USER_ENGINE_ERR",
+	HL_NOTIFIER_EVENT_GENERAL_HW_ERR:     "GENERAL_HW_ERR",
+	HL_NOTIFIER_EVENT_RAZWI:              "RAZWI",
+	HL_NOTIFIER_EVENT_PAGE_FAULT:         "PAGE_FAULT",
+	HL_NOTIFIER_EVENT_CRITICL_HW_ERR:     "CRITICL_HW_ERR",
+	HL_NOTIFIER_EVENT_CRITICL_FW_ERR:     "CRITICL_FW_ERR",
+}
+
 // DebugOpNames maps DEBUG ops (HL_DEBUG_OP_*) to their names without the prefix.
 var DebugOpNames = map[uint32]string{
 	HL_DEBUG_OP_ETR:       "ETR",

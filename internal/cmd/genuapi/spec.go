@@ -108,6 +108,7 @@ var specs = []*pkgSpec{
 			{goName: "WaitCSStatusFlagNames", doc: "WAIT_CS status flag bits (HL_WAIT_CS_STATUS_FLAG_*)", keyType: "uint32", prefix: "HL_WAIT_CS_STATUS_FLAG_"},
 			{goName: "MemOpNames", doc: "MEMORY ops (HL_MEM_OP_*)", keyType: "uint32", prefix: "HL_MEM_OP_"},
 			{goName: "MemFlagNames", doc: "MEMORY flag bits (HL_MEM_*)", keyType: "uint32", prefix: "HL_MEM_", excludes: []string{"_OP_"}},
+			{goName: "NotifierEventNames", doc: "notifier event bits (HL_NOTIFIER_EVENT_*)", keyType: "uint64", prefix: "HL_NOTIFIER_EVENT_"},
 			{goName: "DebugOpNames", doc: "DEBUG ops (HL_DEBUG_OP_*)", keyType: "uint32", prefix: "HL_DEBUG_OP_"},
 			{goName: "RequestNames", doc: "DRM ioctl request numbers (DRM_IOCTL_HL_*)", keyType: "uint32", prefix: "DRM_IOCTL_HL_"},
 			{goName: "LegacyRequestNames", doc: "legacy ioctl request numbers (HL_LEGACY_IOCTL_*)", keyType: "uint32", prefix: "HL_LEGACY_IOCTL_"},

@@ -1,0 +1,162 @@
+package device
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+)
+
+// Device is an open Gaudi: a compute node (which owns the device's single
+// compute context) or a control node (INFO only, any number of them). It
+// learns the chip and its fixed properties at open.
+//
+// A Device is safe for concurrent use. Close is idempotent.
+type Device struct {
+	io      *ioctl.Device
+	path    string
+	control bool
+	simdev  *sim.Device // set for simulated devices
+
+	hw   HWIPInfo
+	asic ASIC
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// newDevice wraps an open File and reads its identity.
+func newDevice(f ioctl.File, path string, control bool, simdev *sim.Device) (*Device, error) {
+	d := &Device{io: ioctl.New(f), path: path, control: control, simdev: simdev}
+	hw, err := d.readHWIPInfo()
+	if err != nil {
+		d.io.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	d.hw = hw
+	d.asic = ASICFromPCI(hw.DeviceID, hw.Revision)
+	return d, nil
+}
+
+// Path returns the node the device was opened from: a /dev path, or
+// "sim:accelN" for a simulated device.
+func (d *Device) Path() string { return d.path }
+
+// IsControl reports whether this is a control node (INFO only).
+func (d *Device) IsControl() bool { return d.control }
+
+// Simulated reports whether the device is the software Gaudi.
+func (d *Device) Simulated() bool { return d.simdev != nil }
+
+// Sim returns the simulated device behind d, or nil on hardware. Tests use
+// it to inject faults and resets.
+func (d *Device) Sim() *sim.Device { return d.simdev }
+
+// ASIC returns the chip, from the PCI device id and revision.
+func (d *Device) ASIC() ASIC { return d.asic }
+
+// HWIPInfo returns the fixed properties read at open.
+func (d *Device) HWIPInfo() HWIPInfo { return d.hw }
+
+// Encoding returns the ioctl encoding the kernel speaks for this node.
+func (d *Device) Encoding() ioctl.Encoding { return d.io.Encoding() }
+
+// Ioctl returns the typed ioctl layer, for packages that issue MEMORY, CB,
+// CS and WAIT_CS (memory, dma).
+func (d *Device) Ioctl() *ioctl.Device { return d.io }
+
+// Close closes the node; for a compute node this releases the device's
+// compute context.
+func (d *Device) Close() error {
+	d.closeOnce.Do(func() { d.closeErr = d.io.Close() })
+	return d.closeErr
+}
+
+// String describes the device, e.g. "GAUDI2 module 0 (sim:accel0)".
+func (d *Device) String() string {
+	return fmt.Sprintf("%s module %d (%s)", d.asic, d.hw.ModuleID, d.path)
+}
+
+// HWIPInfo is what INFO HW_IP_INFO reports, in Go units.
+type HWIPInfo struct {
+	DeviceID        uint32 // PCI device id
+	Revision        uint8  // PCI revision
+	ModuleID        uint32 // the card's location in the server
+	CardName        string
+	CPUCPVersion    string // firmware (CPU-CP) version
+	CPLDVersion     uint32
+	SecurityEnabled bool
+	ServerType      uint16 // hl.HL_SERVER_*
+
+	SRAMBase uint64 // first SRAM address users get
+	SRAMSize uint64 // SRAM available to users, bytes
+
+	DRAMEnabled bool
+	// DRAMBase is the first DRAM address users get: a device virtual
+	// address on Gaudi2 (DRAM is mapped through the device MMU), a
+	// physical one on Gaudi.
+	DRAMBase             uint64
+	DRAMSize             uint64 // DRAM available to users, bytes, a multiple of DRAMPageSize
+	DRAMPageSize         uint64
+	DRAMReserved         uint64 // DRAM the driver keeps for itself
+	DefaultAllocPageSize uint64
+
+	NumEvents          uint32
+	FirstUserInterrupt uint16
+	UserInterrupts     uint16
+	TPCInterruptID     uint16
+	TPCMask            uint64
+	DecoderMask        uint32
+	EDMAMask           uint32
+	RotatorMask        uint32
+	MMEMasterSlave     bool
+	EngineCoreIRQAddr  uint64
+	PSOCPCIPLL         [4]uint32 // nr, nf, od, div factor
+}
+
+func (d *Device) readHWIPInfo() (HWIPInfo, error) {
+	r, err := infoStruct[hl.InfoHWIPInfo](d, hl.HL_INFO_HW_IP_INFO, nil)
+	if err != nil {
+		return HWIPInfo{}, err
+	}
+	return HWIPInfo{
+		DeviceID:             r.DeviceID,
+		Revision:             r.RevisionID,
+		ModuleID:             r.ModuleID,
+		CardName:             cString(r.CardName[:]),
+		CPUCPVersion:         cString(r.CPUCPVersion[:]),
+		CPLDVersion:          r.CpldVersion,
+		SecurityEnabled:      r.SecurityEnabled != 0,
+		ServerType:           r.ServerType,
+		SRAMBase:             r.SRAMBaseAddress,
+		SRAMSize:             uint64(r.SRAMSize),
+		DRAMEnabled:          r.DRAMEnabled != 0,
+		DRAMBase:             r.DRAMBaseAddress,
+		DRAMSize:             r.DRAMSize,
+		DRAMPageSize:         r.DRAMPageSize,
+		DRAMReserved:         r.ReservedDRAMSize,
+		DefaultAllocPageSize: r.DeviceMemAllocDefaultPageSize,
+		NumEvents:            r.NumOfEvents,
+		FirstUserInterrupt:   r.FirstAvailableInterruptID,
+		UserInterrupts:       r.NumberOfUserInterrupts,
+		TPCInterruptID:       r.TPCInterruptID,
+		TPCMask:              r.TPCEnabledMaskExt,
+		DecoderMask:          r.DecoderEnabledMask,
+		EDMAMask:             r.EDMAEnabledMask,
+		RotatorMask:          r.RotatorEnabledMask,
+		MMEMasterSlave:       r.MMEMasterSlaveMode != 0,
+		EngineCoreIRQAddr:    r.EngineCoreInterruptRegAddr,
+		PSOCPCIPLL:           [4]uint32{r.PsocPCIPLLNr, r.PsocPCIPLLNf, r.PsocPCIPLLOd, r.PsocPCIPLLDivFactor},
+	}, nil
+}
+
+// cString returns the text of a NUL-terminated byte array.
+func cString(b []byte) string {
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}

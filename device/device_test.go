@@ -1,0 +1,236 @@
+package device
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+func testSystem(t *testing.T, cfg sim.Config) *sim.System {
+	t.Helper()
+	cfg.LockDir = t.TempDir()
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestASICFromPCI(t *testing.T) {
+	for _, tt := range []struct {
+		id   uint32
+		rev  uint8
+		want ASIC
+	}{
+		{0x0001, 0, Goya}, {0x1000, 1, Gaudi}, {0x1010, 1, GaudiSec},
+		{0x1020, 1, Gaudi2}, {0x1020, 2, Gaudi2B}, {0x1020, 3, Gaudi2C}, {0x1020, 4, Gaudi2D},
+		{0x1020, 9, ASICUnknown}, {0x1060, 1, Gaudi3}, {0xdead, 0, ASICUnknown},
+	} {
+		if got := ASICFromPCI(tt.id, tt.rev); got != tt.want {
+			t.Errorf("ASICFromPCI(%#x, %d) = %v, want %v", tt.id, tt.rev, got, tt.want)
+		}
+	}
+}
+
+func TestOpenSimIdentity(t *testing.T) {
+	for _, tt := range []struct {
+		asic     sim.ASIC
+		want     ASIC
+		deviceID uint32
+		encoding ioctl.Encoding
+		legacy   bool
+	}{
+		{sim.Gaudi2, Gaudi2, 0x1020, ioctl.EncodingDRM, false},
+		{sim.Gaudi, Gaudi, 0x1000, ioctl.EncodingDRM, false},
+		{sim.Gaudi2, Gaudi2, 0x1020, ioctl.EncodingLegacy, true},
+	} {
+		cfg := sim.Default(tt.asic, 2)
+		cfg.Legacy = tt.legacy
+		s := testSystem(t, cfg)
+		d, err := OpenSim(s.Device(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw := d.HWIPInfo()
+		if d.ASIC() != tt.want || hw.DeviceID != tt.deviceID || hw.ModuleID != 1 || d.Encoding() != tt.encoding || !d.Simulated() {
+			t.Errorf("%v: ASIC %v id %#x module %d encoding %v", tt.asic, d.ASIC(), hw.DeviceID, hw.ModuleID, d.Encoding())
+		}
+		if hw.DRAMSize == 0 || hw.DRAMSize%hw.DRAMPageSize != 0 || !hw.DRAMEnabled {
+			t.Errorf("%v: DRAM size %#x page %#x", tt.asic, hw.DRAMSize, hw.DRAMPageSize)
+		}
+		u, err := d.DRAMUsage()
+		if err != nil || u.Free != hw.DRAMSize || u.Context != 0 {
+			t.Errorf("%v: DRAMUsage = %+v, %v; want free %#x", tt.asic, u, err, hw.DRAMSize)
+		}
+		if st, err := d.Status(); err != nil || st != StatusOperational {
+			t.Errorf("Status = %v, %v", st, err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		if _, err := d.Status(); !errors.Is(err, ioctl.ErrClosed) {
+			t.Errorf("Status after Close: %v, want ErrClosed", err)
+		}
+	}
+}
+
+// The hl-thunk open_close scenarios: a second open of a device is EBUSY,
+// open and close work without any ioctl in between, and control nodes
+// coexist with the owner.
+func TestOpenClose(t *testing.T) {
+	s := testSystem(t, sim.Default(sim.Gaudi2, 1))
+	for i := 0; i < 3; i++ {
+		f, err := s.Device(0).Open()
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := OpenSim(s.Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, err = OpenSim(s.Device(0))
+	if !errors.Is(err, ioctl.ErrDeviceBusy) || !errors.Is(err, unix.EBUSY) {
+		t.Fatalf("second open: %v, want ErrDeviceBusy and EBUSY", err)
+	}
+	c, err := OpenSimControl(s.Device(0))
+	if err != nil {
+		t.Fatalf("control open next to the owner: %v", err)
+	}
+	defer c.Close()
+	if !c.IsControl() || c.HWIPInfo() != d.HWIPInfo() {
+		t.Errorf("control node reports different identity")
+	}
+	if _, err := c.Events(); !errors.Is(err, ioctl.ErrNotSupported) || !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Errorf("GET_EVENTS on control: %v, want EOPNOTSUPP", err)
+	}
+	stats, err := c.OpenStats()
+	if err != nil || !stats.ComputeActive || stats.Opens != 4 {
+		t.Errorf("OpenStats = %+v, %v; want active, 4 opens", stats, err)
+	}
+	s.Device(0).SetState(sim.InReset)
+	_, err = OpenSim(s.Device(0))
+	s.Device(0).SetState(sim.Operational)
+	if err == nil {
+		t.Fatal("open during reset succeeded")
+	}
+}
+
+func TestNotifierReset(t *testing.T) {
+	s := testSystem(t, sim.Default(sim.Gaudi2, 1))
+	d, err := OpenSim(s.Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n, err := d.Notifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Notifier(); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("second Notifier: %v, want EINVAL", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if _, err := n.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait with nothing recorded: %v, want DeadlineExceeded", err)
+	}
+	cancel()
+	before, _ := d.ResetCount()
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		s.Device(0).Reset()
+	}()
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ev, err := n.Wait(ctx)
+	if err != nil || !ev.Has(hl.HL_NOTIFIER_EVENT_DEVICE_RESET) {
+		t.Fatalf("Wait = %v, %v; want DEVICE_RESET", ev, err)
+	}
+	if ev.String() != "DEVICE_RESET" {
+		t.Errorf("Events.String() = %q", ev.String())
+	}
+	after, _ := d.ResetCount()
+	if after.Hard != before.Hard+1 {
+		t.Errorf("hard resets %d -> %d", before.Hard, after.Hard)
+	}
+	// GET_EVENTS reads and clears.
+	if ev, err := d.Events(); err != nil || ev != 0 {
+		t.Errorf("Events after Wait = %v, %v; want none", ev, err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := n.Wait(context.Background()); !errors.Is(err, ErrNotifierClosed) {
+		t.Errorf("Wait after Close: %v", err)
+	}
+	// A new one can be registered after the old one is gone.
+	n2, err := d.Notifier()
+	if err != nil {
+		t.Fatalf("Notifier after Close: %v", err)
+	}
+	n2.Close()
+}
+
+func TestOpenDefault(t *testing.T) {
+	t.Setenv("GAUDI_SIM", "gaudi2:2")
+	t.Setenv("GAUDI_SIM_LOCKDIR", t.TempDir())
+	none := func() ([]Node, error) { return nil, nil }
+	d, why, err := openDefault("", none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Simulated() || !strings.Contains(why, "simulator") {
+		t.Errorf("no hardware: got %v (%s)", d, why)
+	}
+	// The first device is taken: the next free one is chosen.
+	d2, _, err := openDefault("sim", none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2.Path() == d.Path() {
+		t.Errorf("second default open reused %s", d.Path())
+	}
+	if _, _, err := openDefault("sim", none); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("all simulated devices taken: %v, want ErrNoDevice", err)
+	}
+	d.Close()
+	d2.Close()
+	if _, _, err := openDefault("bogus", none); err == nil {
+		t.Error("GAUDI_DEVICE=bogus accepted")
+	}
+	listErr := func() ([]Node, error) { return nil, errors.New("sysfs broken") }
+	if _, _, err := openDefault("", listErr); err == nil {
+		t.Error("a listing error was hidden")
+	}
+	var buf bytes.Buffer
+	stderr = &buf
+	t.Cleanup(func() { stderr = os.Stderr })
+	t.Setenv("GAUDI_DEVICE", "sim:1")
+	d3, err := OpenDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d3.Close()
+	if !strings.Contains(buf.String(), "sim:accel1") || !strings.Contains(buf.String(), "simulator") {
+		t.Errorf("stderr = %q", buf.String())
+	}
+}

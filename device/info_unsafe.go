@@ -1,0 +1,40 @@
+package device
+
+import (
+	"unsafe"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+)
+
+// infoStruct issues INFO op with a result of type T; set, when not nil,
+// fills the op-specific union member of the arguments.
+func infoStruct[T any](d *Device, op uint32, set func(*hl.InfoArgs)) (T, error) {
+	var r T
+	var a hl.InfoArgs
+	if set != nil {
+		set(&a)
+	}
+	out := unsafe.Slice((*byte)(unsafe.Pointer(&r)), unsafe.Sizeof(r))
+	err := d.io.Info(op, &a, out)
+	return r, err
+}
+
+// infoSlice issues INFO op with a result array of T.
+func (d *Device) infoSlice(op uint32, set func(*hl.InfoArgs), out []uint32) error {
+	var a hl.InfoArgs
+	if set != nil {
+		set(&a)
+	}
+	return infoSliceArgs(d, op, &a, out)
+}
+
+// infoSliceArgs issues INFO op into a slice, keeping the arguments for the
+// caller to read back.
+func infoSliceArgs[T any](d *Device, op uint32, a *hl.InfoArgs, out []T) error {
+	if len(out) == 0 {
+		return d.io.Info(op, a, nil)
+	}
+	var zero T
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), uintptr(len(out))*unsafe.Sizeof(zero))
+	return d.io.Info(op, a, b)
+}

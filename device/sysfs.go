@@ -1,0 +1,170 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// SysFS reads device information from sysfs below an injectable root: "/"
+// on a live system, or a fixture tree that holds a sys/ directory in tests.
+// The zero value reads the live system.
+//
+// SysFS only reads files and symbolic links; it never opens a device node,
+// so it works while another process owns the device. A SysFS is a plain
+// value and is safe for concurrent use.
+type SysFS struct {
+	// Root is the directory that contains sys/. Empty means "/".
+	Root string
+}
+
+// AttrError reports a sysfs file that discovery needs (such as a PCI
+// vendor or device id) but could not read or parse.
+type AttrError struct {
+	// Path is the file as read, joined under SysFS.Root.
+	Path string
+	// Err is the underlying read or parse error.
+	Err error
+}
+
+// Error implements error.
+func (e *AttrError) Error() string {
+	return "read sysfs attribute " + e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error, so errors.Is(err, fs.ErrNotExist)
+// works for a missing file.
+func (e *AttrError) Unwrap() error { return e.Err }
+
+// maxAttrSize bounds one attribute read. The kernel serves at most a page
+// per text attribute; the bound only guards against odd fixture files.
+const maxAttrSize = 64 << 10
+
+// path joins elem under the root.
+func (s SysFS) path(elem ...string) string {
+	root := s.Root
+	if root == "" {
+		root = "/"
+	}
+	return filepath.Join(append([]string{root}, elem...)...)
+}
+
+// readAttr returns the content of a sysfs text attribute without
+// surrounding white space.
+func readAttr(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxAttrSize))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// linkBase returns the last element of a symbolic link's target, such as
+// the PCI address a "device" link points at or the driver name a "driver"
+// link points at.
+func linkBase(path string) (string, error) {
+	target, err := os.Readlink(path)
+	if err != nil {
+		return "", err
+	}
+	base := filepath.Base(target)
+	if base == "." || base == "/" || base == ".." {
+		return "", fmt.Errorf("link %s: unexpected target %q", path, target)
+	}
+	return base, nil
+}
+
+// readHex reads an attribute the kernel prints as "0x%x" (PCI vendor,
+// device and revision) into an unsigned number of the given bit size.
+func readHex(path string, bits int) (uint64, error) {
+	s, err := readAttr(path)
+	if err != nil {
+		return 0, &AttrError{Path: path, Err: err}
+	}
+	v, err := parseHex(s, bits)
+	if err != nil {
+		return 0, &AttrError{Path: path, Err: err}
+	}
+	return v, nil
+}
+
+// errNoHexPrefix is returned for a number that lacks the "0x" prefix the
+// kernel always prints.
+var errNoHexPrefix = errors.New(`missing "0x" prefix`)
+
+// parseHex parses "0x1da3" strictly: prefix, then hex digits only.
+func parseHex(s string, bits int) (uint64, error) {
+	digits, ok := strings.CutPrefix(s, "0x")
+	if !ok {
+		digits, ok = strings.CutPrefix(s, "0X")
+	}
+	if !ok {
+		return 0, fmt.Errorf("parse %q: %w", s, errNoHexPrefix)
+	}
+	if digits == "" || strings.ContainsAny(digits, "_+-") {
+		return 0, fmt.Errorf("parse %q: %w", s, strconv.ErrSyntax)
+	}
+	v, err := strconv.ParseUint(digits, 16, bits)
+	if err != nil {
+		return 0, fmt.Errorf("parse %q: %w", s, err)
+	}
+	return v, nil
+}
+
+// parseIndex returns N for a class entry named prefix+N. It accepts only
+// the decimal form the kernel prints with "%d" for a non-negative number:
+// no sign and no leading zeros.
+func parseIndex(name, prefix string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, prefix)
+	if !ok || digits == "" || len(digits) > 9 {
+		return 0, false
+	}
+	if len(digits) > 1 && digits[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// isPCIAddress reports whether s has the form the kernel gives PCI
+// functions: "dddd:bb:ss.f" in lowercase hex, where the domain has at least
+// four digits (pci_name, and the driver's pci_addr attribute, print it with
+// "%04x", so VMD domains such as 10000 have five).
+func isPCIAddress(s string) bool {
+	domain, rest, ok := strings.Cut(s, ":")
+	if !ok || len(domain) < 4 || len(domain) > 8 || !isLowerHex(domain) {
+		return false
+	}
+	if len(rest) != len("00:00.0") || rest[2] != ':' || rest[5] != '.' {
+		return false
+	}
+	return isLowerHex(rest[0:2]) && isLowerHex(rest[3:5]) && rest[6] >= '0' && rest[6] <= '7'
+}
+
+// isLowerHex reports whether s is non-empty and all lowercase hex digits.
+func isLowerHex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

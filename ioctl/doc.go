@@ -1,0 +1,51 @@
+// Package ioctl issues the habanalabs driver's ioctls and maps its files.
+//
+// It is the only package of the module that makes ioctl, mmap and munmap
+// system calls on a Gaudi device file. Higher layers (device, memory, dma)
+// build on the typed calls of Device and never see request numbers.
+//
+// # Files
+//
+// A File is an open device: OpenFile returns one backed by a kernel file
+// descriptor, and the software Gaudi in package sim implements the same
+// interface, so the code above runs unchanged on both. Tests fake a File
+// with a single function that answers ioctls.
+//
+// # Encodings
+//
+// Kernels from 6.6 on serve Gaudi as an accel (DRM) device, /dev/accel/accelN,
+// and number the ioctls _IOWR('d', 0x40+nr, args). Older kernels served
+// /dev/hlN and numbered them _IOWR('H', nr+1, args). A Device probes once,
+// with INFO HW_IP_INFO, which encoding the file accepts, and uses it for
+// every later call; see Device.Encoding.
+//
+// # Errors
+//
+// Failures are *Error values that keep the errno and name the operation, as
+// in "ioctl MEMORY ALLOC: cannot allocate memory". Test them with errors.Is,
+// against an errno (unix.ENOMEM) or one of the sentinels ErrDeviceBusy,
+// ErrInReset, ErrNotSupported, ErrTimeout and ErrClosed; never compare with
+// ==. See Error for the mapping from errno to sentinel.
+//
+// # Interrupted calls
+//
+// The Go runtime signals its own threads to preempt goroutines, so an ioctl
+// that sleeps in the driver is interrupted often. Every call is retried on EINTR with its arguments
+// restored; WAIT_CS is retried with the time that remains, never the whole
+// timeout again.
+//
+// # Lifetimes and concurrency
+//
+// A Device and the Files of this package are safe for concurrent use. Close
+// waits for calls in flight, then closes the file; later calls fail with an
+// error matching ErrClosed, and closing again returns nil. No call can reach
+// a descriptor number after it has been closed, when the kernel may have
+// handed it to another open file. Mappings outlive Close and are released
+// with Munmap.
+//
+// Addresses inside ioctl arguments are integers the garbage collector does
+// not follow. The typed calls keep the arguments, and the buffers they point
+// at, alive until the system call returns; memory the driver keeps using
+// afterwards (a mapped host buffer, say) is the caller's to keep, and must
+// not be on a goroutine stack.
+package ioctl

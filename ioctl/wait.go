@@ -1,0 +1,161 @@
+package ioctl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// defaultWaitSlice is the longest single WAIT_CS a Device issues. Between
+// slices it checks the context, and Close can proceed; a longer wait is a
+// series of slices.
+const defaultWaitSlice = 10 * time.Millisecond
+
+// maxTimeoutUs is the largest timeout, in microseconds, that a time.Duration
+// can hold; larger timeouts are treated as unbounded.
+const maxTimeoutUs = math.MaxInt64 / uint64(time.Microsecond)
+
+// WaitCS issues WAIT_CS with args and waits, within ctx, for what args
+// names: a submission sequence number, several of them (multi-CS), or a
+// user interrupt. The timeout given in args (TimeoutUs, or the interrupt
+// timeout for an interrupt wait) is relative, in microseconds, measured from
+// the call; 0 polls once without sleeping. WaitCS reads it once, before the
+// first attempt, and ends the wait at that deadline or at ctx's deadline,
+// whichever comes first.
+//
+// The driver sleeps interruptibly. When a signal arrives it answers EINTR
+// without a result, and WaitCS issues the wait again with only the time that
+// remains. Long waits are issued in short slices so that cancelling ctx, or
+// closing the Device, ends them promptly. Registering a timestamp for an
+// interrupt (HL_WAIT_CS_FLAGS_REGISTER_INTERRUPT) does not wait and is
+// issued once, as given.
+//
+// args.In() is restored before each attempt and args.Out() holds the
+// driver's last answer. The outcomes are:
+//
+//   - nil, status HL_WAIT_CS_STATUS_COMPLETED: done (with
+//     HL_WAIT_CS_STATUS_FLAG_GONE if the sequence had already been retired);
+//   - nil, status HL_WAIT_CS_STATUS_BUSY: the timeout in args passed first;
+//     like the driver, WaitCS does not treat this as an error;
+//   - an error matching ctx.Err() (context.Canceled or
+//     context.DeadlineExceeded): ctx ended first;
+//   - an *Error matching ErrTimeout and unix.ETIMEDOUT, status
+//     HL_WAIT_CS_STATUS_TIMEDOUT: the submission itself timed out on the
+//     device, which the driver answers with ETIMEDOUT;
+//   - an *Error matching unix.EIO, status HL_WAIT_CS_STATUS_ABORTED: the
+//     submission was aborted, typically by a device reset (the driver
+//     answers EIO, or 0 with this status for some interrupt waits);
+//   - an *Error matching ErrDeviceBusy: the device is not operational;
+//   - an *Error matching unix.EINVAL: for example a sequence number that was
+//     never submitted.
+//
+// A multi-CS wait points args at an array of sequence numbers by address;
+// keep that array alive, and off the goroutine stack, until WaitCS returns.
+func (d *Device) WaitCS(ctx context.Context, args *hl.WaitCSArgs) error {
+	in := args.In()
+	flags := in.Flags
+	req, err := d.request(nrWaitCS, flags)
+	if err != nil {
+		return err
+	}
+	saved := *in
+	interrupt := flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0
+	requested := waitTimeout(&saved, interrupt)
+
+	start := d.now()
+	unbounded := requested > maxTimeoutUs
+	var deadline time.Time
+	if !unbounded {
+		deadline = start.Add(time.Duration(requested) * time.Microsecond)
+	}
+	byCtx := false
+	if dl, ok := ctx.Deadline(); ok && (unbounded || dl.Before(deadline)) {
+		deadline, unbounded, byCtx = dl, false, true
+	}
+	single := flags&hl.HL_WAIT_CS_FLAGS_REGISTER_INTERRUPT != 0
+
+	for {
+		if err := ctx.Err(); err != nil {
+			return waitCtxErr(flags, err)
+		}
+		*in = saved
+		last := single
+		if !single {
+			var t time.Duration
+			if unbounded {
+				t = d.slice
+			} else {
+				t = deadline.Sub(d.now())
+				if t <= d.slice {
+					last = true
+				} else {
+					t = d.slice
+				}
+			}
+			setWaitTimeout(in, interrupt, ceilMicroseconds(t))
+		}
+
+		err := d.attemptWait(req, args)
+		if err != nil {
+			if isEINTR(err) {
+				continue
+			}
+			return wrapErr(opNames[nrWaitCS], subName(nrWaitCS, flags), req, err)
+		}
+		switch args.Out().Status {
+		case hl.HL_WAIT_CS_STATUS_BUSY:
+		case hl.HL_WAIT_CS_STATUS_TIMEDOUT:
+			return &Error{Op: opNames[nrWaitCS], Sub: subName(nrWaitCS, flags), Req: req, Errno: unix.ETIMEDOUT}
+		case hl.HL_WAIT_CS_STATUS_ABORTED:
+			return &Error{Op: opNames[nrWaitCS], Sub: subName(nrWaitCS, flags), Req: req, Errno: unix.EIO}
+		default:
+			return nil
+		}
+		if last {
+			if byCtx {
+				err := ctx.Err()
+				if err == nil {
+					// The driver's clock ran out a moment before ctx's timer.
+					err = context.DeadlineExceeded
+				}
+				return waitCtxErr(flags, err)
+			}
+			return nil
+		}
+	}
+}
+
+// waitTimeout returns the timeout field that applies to a wait.
+func waitTimeout(in *hl.WaitCSIn, interrupt bool) uint64 {
+	if interrupt {
+		return in.InterruptTimeoutUs()
+	}
+	return in.TimeoutUs()
+}
+
+// setWaitTimeout sets the timeout field that applies to a wait.
+func setWaitTimeout(in *hl.WaitCSIn, interrupt bool, us uint64) {
+	if interrupt {
+		in.SetInterruptTimeoutUs(us)
+	} else {
+		in.SetTimeoutUs(us)
+	}
+}
+
+// ceilMicroseconds converts t to whole microseconds, rounding up so that a
+// positive remainder never turns into a poll; t <= 0 gives 0.
+func ceilMicroseconds(t time.Duration) uint64 {
+	if t <= 0 {
+		return 0
+	}
+	return uint64((t + time.Microsecond - 1) / time.Microsecond)
+}
+
+// waitCtxErr reports a wait ended by its context.
+func waitCtxErr(flags uint32, err error) error {
+	return fmt.Errorf("%s: %w", opText(opNames[nrWaitCS], subName(nrWaitCS, flags)), err)
+}
