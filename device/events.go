@@ -85,14 +85,12 @@ func (n *Notifier) Wait(ctx context.Context) (Events, error) {
 	if f == nil {
 		return 0, ErrNotifierClosed
 	}
+	// A deadline left by an earlier, cancelled Wait must not end this one.
+	f.SetReadDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var buf [8]byte
-	for {
-		_, err := f.Read(buf[:])
-		if err == nil {
-			break
-		}
+	if _, err := f.Read(buf[:]); err != nil {
 		if ctx.Err() != nil {
 			f.SetReadDeadline(time.Time{})
 			return 0, ctx.Err()

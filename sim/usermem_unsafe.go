@@ -40,25 +40,6 @@ func copyOut(addr uint64, b []byte) error {
 	return vmResult(n, len(b), err, func() error { return copyOut(addr, b) })
 }
 
-// copyIn reads len(b) bytes of the caller's memory at addr into b.
-func copyIn(b []byte, addr uint64) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if addr == 0 {
-		return unix.EFAULT
-	}
-	if directCopy.Load() {
-		copy(b, unsafe.Slice(userPtr(addr), len(b)))
-		return nil
-	}
-	local := []unix.Iovec{{Base: &b[0]}}
-	local[0].SetLen(len(b))
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
-	n, err := unix.ProcessVMReadv(selfPID, local, remote, 0)
-	return vmResult(n, len(b), err, func() error { return copyIn(b, addr) })
-}
-
 func vmResult(n, want int, err error, retry func() error) error {
 	switch {
 	case err == nil && n == want:
