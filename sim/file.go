@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,11 +17,13 @@ type File struct {
 	name    string
 	lock    *ctxLock
 
-	mu      sync.Mutex
-	closed  bool
-	events  uint64     // notifier bits not yet read by GET_EVENTS
-	eventfd int        // a duplicate of the registered eventfd, or -1
-	csDrops csCounters // the compute context's dropped submissions
+	mu       sync.Mutex
+	closed   bool       // this handle is closed
+	refs     int        // open handles: this one and its duplicates
+	released bool       // every handle is closed and the context is gone
+	events   uint64     // notifier bits not yet read by GET_EVENTS
+	eventfd  int        // a duplicate of the registered eventfd, or -1
+	csDrops  csCounters // the compute context's dropped submissions
 }
 
 func newFile(d *Device, control bool) *File {
@@ -28,7 +31,7 @@ func newFile(d *Device, control bool) *File {
 	if control {
 		name = d.Name() + "-control"
 	}
-	return &File{dev: d, control: control, name: name, eventfd: -1}
+	return &File{dev: d, control: control, name: name, eventfd: -1, refs: 1}
 }
 
 // Name returns the node the file stands for, e.g. "sim:accel0".
@@ -40,10 +43,16 @@ func (f *File) Device() *Device { return f.dev }
 // Mmap implements the ioctl layer's File. The control node has no mmap.
 func (f *File) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
 		return nil, unix.EBADF
 	}
+	return f.mmap(offset, length, prot, flags)
+}
+
+// mmap maps device memory of the open file.
+func (f *File) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 	if f.control {
 		return nil, unix.ENODEV
 	}
@@ -53,8 +62,10 @@ func (f *File) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 // Munmap implements the ioctl layer's File.
 func (f *File) Munmap(b []byte) error { return unix.EINVAL }
 
-// Close releases the file: for a compute file, the device's compute context
-// and its lock. Later calls return EBADF; Close itself is idempotent.
+// Close closes this handle. When it is the last handle of the open file
+// (see Dup), the file is released: for a compute file, the device's compute
+// context and its lock. Later calls on this handle return EBADF; Close
+// itself is idempotent.
 func (f *File) Close() error {
 	f.mu.Lock()
 	if f.closed {
@@ -62,6 +73,20 @@ func (f *File) Close() error {
 		return nil
 	}
 	f.closed = true
+	f.mu.Unlock()
+	f.put()
+	return nil
+}
+
+// put drops one handle's reference and releases the file with the last.
+func (f *File) put() {
+	f.mu.Lock()
+	f.refs--
+	if f.refs > 0 {
+		f.mu.Unlock()
+		return
+	}
+	f.released = true
 	if f.eventfd >= 0 {
 		unix.Close(f.eventfd)
 		f.eventfd = -1
@@ -69,6 +94,68 @@ func (f *File) Close() error {
 	f.mu.Unlock()
 	f.dev.release(f)
 	f.lock.release()
+}
+
+// Dup returns another handle to the same open file, as dup(2) gives another
+// descriptor for the same open file description: both reach the same
+// context, and the context ends only when every handle is closed.
+func (f *File) Dup() (*Handle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, unix.EBADF
+	}
+	f.refs++
+	return &Handle{f: f}, nil
+}
+
+// Handle is a duplicate of a File (see File.Dup). It implements the ioctl
+// layer's File interface, is safe for concurrent use, and its Close is
+// idempotent.
+type Handle struct {
+	f      *File
+	mu     sync.Mutex
+	closed bool
+}
+
+// Name returns the node the handle stands for.
+func (h *Handle) Name() string { return h.f.name }
+
+// Ioctl runs a request on the shared file; EBADF once this handle is closed.
+func (h *Handle) Ioctl(req uint, arg unsafe.Pointer) error {
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return unix.EBADF
+	}
+	return h.f.ioctl(req, arg)
+}
+
+// Mmap maps through the shared file; EBADF once this handle is closed.
+func (h *Handle) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return nil, unix.EBADF
+	}
+	return h.f.mmap(offset, length, prot, flags)
+}
+
+// Munmap removes a mapping made through any handle of the file.
+func (h *Handle) Munmap(b []byte) error { return h.f.Munmap(b) }
+
+// Close closes this handle; the last handle of the file releases it.
+func (h *Handle) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+	h.f.put()
 	return nil
 }
 
@@ -76,7 +163,7 @@ func (f *File) Close() error {
 func (f *File) notify(bits uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed || f.control {
+	if f.released || f.control {
 		return
 	}
 	f.events |= bits

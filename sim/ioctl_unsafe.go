@@ -66,6 +66,11 @@ func (f *File) Ioctl(req uint, arg unsafe.Pointer) error {
 	if closed {
 		return unix.EBADF
 	}
+	return f.ioctl(req, arg)
+}
+
+// ioctl runs a request on the open file, for any of its handles.
+func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
 	idx, errno, ok := f.decode(req)
 	if !ok {
 		return errno

@@ -174,3 +174,45 @@ func TestHWIPInfoGaudi2(t *testing.T) {
 		t.Errorf("bad return pointer: %v, want EFAULT", err)
 	}
 }
+
+// TestDupHandle ports hl-thunk's duplicated-fd scenario: a duplicate keeps
+// the context after the original is closed, and the last close frees it.
+func TestDupHandle(t *testing.T) {
+	s := newTestSystem(t, Default(Gaudi2, 1))
+	d := s.Device(0)
+	f, err := d.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.Dup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	if err := info(f, hl.HL_INFO_DEVICE_STATUS, buf); !errors.Is(err, unix.EBADF) {
+		t.Errorf("INFO on the closed original: %v, want EBADF", err)
+	}
+	a := hl.InfoArgs{Op: hl.HL_INFO_DEVICE_STATUS, ReturnSize: 8, ReturnPointer: uint64(uintptr(unsafe.Pointer(&buf[0])))}
+	if err := h.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&a)); err != nil {
+		t.Errorf("INFO on the duplicate: %v", err)
+	}
+	if _, err := d.Open(); !errors.Is(err, unix.EBUSY) {
+		t.Errorf("open while a duplicate holds the context: %v, want EBUSY", err)
+	}
+	if _, err := f.Dup(); !errors.Is(err, unix.EBADF) {
+		t.Errorf("Dup of a closed handle: %v, want EBADF", err)
+	}
+	h.Close()
+	h.Close()
+	if err := h.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&a)); !errors.Is(err, unix.EBADF) {
+		t.Errorf("INFO on the closed duplicate: %v, want EBADF", err)
+	}
+	g, err := d.Open()
+	if err != nil {
+		t.Fatalf("open after the last handle closed: %v", err)
+	}
+	g.Close()
+}
