@@ -234,3 +234,63 @@ func TestOpenDefault(t *testing.T) {
 		t.Errorf("stderr = %q", buf.String())
 	}
 }
+
+// TestControlNodeEveryQuery ports hl-thunk's control_device scenario: every
+// INFO query works on a control node while another process would own the
+// compute node.
+func TestControlNodeEveryQuery(t *testing.T) {
+	s := testSystem(t, sim.Default(sim.Gaudi2, 1))
+	owner, err := OpenSim(s.Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	c, err := OpenSimControl(s.Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	calls := map[string]func() error{
+		"Status":          func() error { _, err := c.Status(); return err },
+		"DRAMUsage":       func() error { _, err := c.DRAMUsage(); return err },
+		"HWIdle":          func() error { _, err := c.HWIdle(); return err },
+		"Utilization":     func() error { _, err := c.Utilization(100 * time.Millisecond); return err },
+		"ClockRate":       func() error { _, err := c.ClockRate(); return err },
+		"ResetCount":      func() error { _, err := c.ResetCount(); return err },
+		"TimeSync":        func() error { _, err := c.TimeSync(); return err },
+		"CSCounters":      func() error { _, err := c.CSCounters(); return err },
+		"PCICounters":     func() error { _, err := c.PCICounters(); return err },
+		"ClockThrottle":   func() error { _, err := c.ClockThrottle(); return err },
+		"SyncManager":     func() error { _, err := c.SyncManager(0); return err },
+		"TotalEnergy":     func() error { _, err := c.TotalEnergy(); return err },
+		"Power":           func() error { _, err := c.Power(); return err },
+		"PLLFrequency":    func() error { _, err := c.PLLFrequency(0); return err },
+		"OpenStats":       func() error { _, err := c.OpenStats(); return err },
+		"DRAMPendingRows": func() error { _, err := c.DRAMPendingRows(); return err },
+		"DRAMReplaced":    func() error { _, err := c.DRAMReplacedRows(); return err },
+		"PageSizes":       func() error { _, err := c.DevMemAllocPageSizes(); return err },
+		"HWEvents":        func() error { _, err := c.HWEvents(false); return err },
+		"HWEventsAgg":     func() error { _, err := c.HWEvents(true); return err },
+		"EngineStatus":    func() error { _, err := c.EngineStatus(); return err },
+		"UserMappings":    func() error { _, err := c.UserMappings(); return err },
+		"CSTimeout":       func() error { _, _, err := c.CSTimeoutEvent(); return err },
+		"Razwi":           func() error { _, _, err := c.RazwiEvent(); return err },
+		"PageFault":       func() error { _, _, err := c.PageFaultEvent(); return err },
+		"UndefinedOpcode": func() error { _, _, err := c.UndefinedOpcodeEvent(); return err },
+		"HWErr":           func() error { _, _, err := c.HWErrEvent(); return err },
+		"FWErr":           func() error { _, _, err := c.FWErrEvent(); return err },
+		"EngineErr":       func() error { _, _, err := c.EngineErrEvent(); return err },
+		"LastOpenTime":    func() error { _, err := c.LastOpenTime(); return err },
+	}
+	for name, call := range calls {
+		if err := call(); err != nil {
+			t.Errorf("%s on a control node: %v", name, err)
+		}
+	}
+	// Recorded events reach the control node too.
+	s.Device(0).RecordRazwi(0x1000, []uint16{3, 4}, hl.HL_RAZWI_READ)
+	rz, ok, err := c.RazwiEvent()
+	if err != nil || !ok || rz.Addr != 0x1000 || len(rz.Engines) != 2 || rz.Flags != hl.HL_RAZWI_READ {
+		t.Errorf("RazwiEvent = %+v, %v, %v", rz, ok, err)
+	}
+}
