@@ -1,0 +1,240 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+)
+
+// AllocOptions adjust Alloc.
+type AllocOptions struct {
+	// Contiguous asks for physically contiguous device memory
+	// (HL_MEM_CONTIGUOUS).
+	Contiguous bool
+	// Shared allocates memory other contexts may map (HL_MEM_SHARED).
+	Shared bool
+	// Hint is a device address to map the buffer at, page aligned; the
+	// driver may choose another address unless ForceHint is set, in which
+	// case an unusable hint fails the allocation (HL_MEM_FORCE_HINT).
+	Hint      uint64
+	ForceHint bool
+}
+
+// Buffer is device memory (HBM) allocated and mapped into the context's
+// device address space. Its address stays valid until Close.
+//
+// Close unmaps, then frees, in that order. It refuses with ErrInUse while a
+// dma-buf exported from the buffer is open, and defers the release while a
+// transfer holds the buffer (see Hold): the last Release finishes it.
+//
+// A Buffer is safe for concurrent use; Close is idempotent.
+type Buffer struct {
+	m      *Manager
+	handle uint64 // the driver's handle (Gaudi2); 0 on Gaudi
+	va     uint64 // device address: a VA on Gaudi2, a physical address on Gaudi
+	size   uint64
+
+	mu      sync.Mutex
+	exports int  // open dma-buf exports
+	holds   int  // transfers in flight
+	closing bool // Close was called while holds > 0
+	closed  bool
+}
+
+// Alloc allocates size bytes of device memory, rounded up to the device's
+// DRAM page, and maps it.
+func (m *Manager) Alloc(size uint64, opts AllocOptions) (*Buffer, error) {
+	if size == 0 {
+		return nil, fmt.Errorf("allocate device memory: size 0: %w", ErrRange)
+	}
+	page := m.pageSize()
+	size = (size + page - 1) / page * page
+	m.mu.RLock()
+	closed := m.closed
+	m.mu.RUnlock()
+	if closed {
+		return nil, m.errClosed("allocate device memory")
+	}
+	b := &Buffer{m: m, size: size}
+	if m.virtualDRAM {
+		if err := b.allocMapped(opts); err != nil {
+			return nil, err
+		}
+	} else if err := b.allocPhysical(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	ok := !m.closed && m.devVA.insert(b.va, b.va+b.size, b)
+	m.mu.Unlock()
+	if !ok {
+		b.release()
+		return nil, fmt.Errorf("allocate device memory: address %#x overlaps a live buffer or the manager closed", b.va)
+	}
+	return b, nil
+}
+
+// allocMapped does ALLOC then MAP (Gaudi2).
+func (b *Buffer) allocMapped(opts AllocOptions) error {
+	var a hl.MemArgs
+	in := a.In()
+	in.Op = hl.HL_MEM_OP_ALLOC
+	if opts.Contiguous {
+		in.Flags |= hl.HL_MEM_CONTIGUOUS
+	}
+	if opts.Shared {
+		in.Flags |= hl.HL_MEM_SHARED
+	}
+	in.Alloc().MemSize = b.size
+	if err := b.m.memory(&a); err != nil {
+		return fmt.Errorf("allocate device memory: %w", err)
+	}
+	b.handle = a.Out().Handle()
+
+	a = hl.MemArgs{}
+	in = a.In()
+	in.Op = hl.HL_MEM_OP_MAP
+	if opts.ForceHint {
+		in.Flags |= hl.HL_MEM_FORCE_HINT
+	}
+	in.MapDevice().Handle = b.handle
+	in.MapDevice().HintAddr = opts.Hint
+	if err := b.m.memory(&a); err != nil {
+		b.free()
+		return fmt.Errorf("map device memory: %w", err)
+	}
+	b.va = a.Out().DeviceVirtAddr()
+	return nil
+}
+
+// allocPhysical takes a DRAM range from the library's allocator and has the
+// driver account for it (Gaudi).
+func (b *Buffer) allocPhysical() error {
+	m := b.m
+	m.mu.Lock()
+	addr, ok := m.phys.alloc(b.size, m.pageSize())
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("allocate device memory: %d bytes: %w", b.size, ErrNoSpace)
+	}
+	var a hl.MemArgs
+	in := a.In()
+	in.Op = hl.HL_MEM_OP_ALLOC
+	in.Alloc().MemSize = b.size
+	if err := m.memory(&a); err != nil {
+		m.mu.Lock()
+		m.phys.release(addr, b.size)
+		m.mu.Unlock()
+		return fmt.Errorf("allocate device memory: %w", err)
+	}
+	b.va = addr
+	return nil
+}
+
+// VA returns the buffer's device address.
+func (b *Buffer) VA() uint64 { return b.va }
+
+// Size returns the buffer's size, a multiple of the DRAM page.
+func (b *Buffer) Size() uint64 { return b.size }
+
+// Handle returns the driver's handle of the allocation (0 on Gaudi, whose
+// driver does not allocate DRAM).
+func (b *Buffer) Handle() uint64 { return b.handle }
+
+// Hold marks the buffer as used by a transfer, so Close defers its release
+// until the matching Release. It fails with ErrClosed once Close was called.
+func (b *Buffer) Hold() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.closing {
+		return ErrClosed
+	}
+	b.holds++
+	return nil
+}
+
+// Release ends a Hold; the last one finishes a deferred Close.
+func (b *Buffer) Release() {
+	b.mu.Lock()
+	b.holds--
+	finish := b.holds == 0 && b.closing
+	b.mu.Unlock()
+	if finish {
+		b.finishClose()
+	}
+}
+
+// Close unmaps and frees the buffer. See Buffer for when it refuses
+// (ErrInUse) or defers.
+func (b *Buffer) Close() error {
+	b.mu.Lock()
+	switch {
+	case b.closed || b.closing:
+		b.mu.Unlock()
+		return nil
+	case b.exports > 0:
+		n := b.exports
+		b.mu.Unlock()
+		return fmt.Errorf("close device buffer at %#x: %d dma-buf export(s) open: %w", b.va, n, ErrInUse)
+	case b.holds > 0:
+		b.closing = true
+		b.mu.Unlock()
+		return nil
+	}
+	b.closing = true
+	b.mu.Unlock()
+	return b.finishClose()
+}
+
+func (b *Buffer) finishClose() error {
+	b.m.mu.Lock()
+	b.m.devVA.remove(b.va)
+	b.m.mu.Unlock()
+	err := b.release()
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return err
+}
+
+// release gives the memory back to the driver: UNMAP, then FREE.
+func (b *Buffer) release() error {
+	m := b.m
+	if !m.virtualDRAM {
+		var a hl.MemArgs
+		in := a.In()
+		in.Op = hl.HL_MEM_OP_FREE
+		// Gaudi's FREE takes the size to un-account in the alloc arm.
+		in.Alloc().MemSize = b.size
+		err := m.memory(&a)
+		m.mu.Lock()
+		m.phys.release(b.va, b.size)
+		m.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("free device memory: %w", err)
+		}
+		return nil
+	}
+	var a hl.MemArgs
+	in := a.In()
+	in.Op = hl.HL_MEM_OP_UNMAP
+	in.Unmap().DeviceVirtAddr = b.va
+	uerr := m.memory(&a)
+	if uerr != nil {
+		uerr = fmt.Errorf("unmap device memory: %w", uerr)
+	}
+	return errors.Join(uerr, b.free())
+}
+
+// free issues FREE for the handle.
+func (b *Buffer) free() error {
+	var a hl.MemArgs
+	in := a.In()
+	in.Op = hl.HL_MEM_OP_FREE
+	in.Free().Handle = b.handle
+	if err := b.m.memory(&a); err != nil {
+		return fmt.Errorf("free device memory: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package memory
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// regCache keeps host mappings alive after use so that mapping the same
+// range, or a range inside it, again costs no ioctl. Entries nobody holds
+// are unmapped, least recently used first, beyond the count and byte
+// limits. Safe for concurrent use.
+type regCache struct {
+	m          *Manager
+	maxEntries int
+	maxBytes   uint64
+
+	mu    sync.Mutex
+	idx   spans[*cacheEntry] // by host address
+	lru   cacheEntry         // sentinel: lru.next is the most recent
+	bytes uint64
+
+	hits, misses, evictions atomic.Uint64
+}
+
+// cacheEntry is one cached mapping.
+type cacheEntry struct {
+	h          *HostBuffer
+	start      uint64 // host address
+	refs       int
+	indexed    bool // in idx and on the LRU list
+	prev, next *cacheEntry
+}
+
+func newRegCache(m *Manager, maxEntries int, maxBytes uint64) *regCache {
+	c := &regCache{m: m, maxEntries: maxEntries, maxBytes: maxBytes}
+	c.lru.next, c.lru.prev = &c.lru, &c.lru
+	return c
+}
+
+// HostRef is a held reference to a cached host mapping. Release it when the
+// device no longer uses the memory; the mapping itself stays cached. The
+// zero HostRef is invalid.
+type HostRef struct {
+	e  *cacheEntry
+	va uint64
+	n  uint64
+}
+
+// VA returns the device address of the memory passed to MapHostCached.
+func (r HostRef) VA() uint64 { return r.va }
+
+// Len returns the length of that memory.
+func (r HostRef) Len() uint64 { return r.n }
+
+// Release drops the reference. Releasing twice is a bug that the cache
+// detects and ignores.
+func (r HostRef) Release() {
+	if r.e == nil {
+		return
+	}
+	r.e.h.m.cache.put(r.e)
+}
+
+// CacheStats counts the registration cache's work.
+type CacheStats struct {
+	Hits, Misses, Evictions uint64
+	Entries                 int
+	Bytes                   uint64
+}
+
+// MapHostCached maps caller-provided host memory like MapHost, through the
+// registration cache: when a cached mapping already covers mem, it is
+// reused without an ioctl. The memory must not be Go-heap memory
+// (ErrGoHeap) and must stay valid until it is invalidated (InvalidateHost)
+// or the Manager is closed.
+func (m *Manager) MapHostCached(mem []byte) (HostRef, error) {
+	if len(mem) == 0 {
+		return HostRef{}, fmt.Errorf("map host memory: empty: %w", ErrRange)
+	}
+	start := addrOf(mem)
+	n := uint64(len(mem))
+	c := m.cache
+	c.mu.Lock()
+	if s, ok := c.idx.find(start); ok && start+n <= s.end {
+		e := s.val
+		e.refs++
+		c.touch(e)
+		c.mu.Unlock()
+		c.hits.Add(1)
+		return HostRef{e: e, va: e.h.va + (start - e.start), n: n}, nil
+	}
+	c.mu.Unlock()
+	c.misses.Add(1)
+	if onGoHeap(mem) {
+		return HostRef{}, fmt.Errorf("map host memory at %#x: %w", start, ErrGoHeap)
+	}
+	// Entries that overlap the new range but do not cover it are dropped
+	// when nobody holds them.
+	c.invalidate(start, start+n, false)
+	h, err := m.mapCachedHost(mem)
+	if err != nil {
+		return HostRef{}, err
+	}
+	e := &cacheEntry{h: h, start: start, refs: 1}
+	c.mu.Lock()
+	if c.idx.insert(start, start+n, e) {
+		e.indexed = true
+		c.bytes += n
+		c.pushFront(e)
+	}
+	victims := c.trim()
+	c.mu.Unlock()
+	c.unmap(victims)
+	return HostRef{e: e, va: h.va, n: n}, nil
+}
+
+// mapCachedHost maps mem for the cache: indexed by device address only,
+// since the cache indexes host addresses itself.
+func (m *Manager) mapCachedHost(mem []byte) (*HostBuffer, error) {
+	h, err := m.mapHost(mem, false)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.hostPtr.remove(addrOf(mem))
+	m.mu.Unlock()
+	h.mu.Lock()
+	h.cached = true
+	h.mu.Unlock()
+	return h, nil
+}
+
+// InvalidateHost drops cached mappings that overlap mem, for example before
+// the memory is freed: mappings nobody holds are unmapped now, the others
+// when their last reference is released.
+func (m *Manager) InvalidateHost(mem []byte) {
+	if len(mem) == 0 {
+		return
+	}
+	start := addrOf(mem)
+	m.cache.invalidate(start, start+uint64(len(mem)), true)
+}
+
+// CacheStats returns the registration cache's counters.
+func (m *Manager) CacheStats() CacheStats {
+	c := m.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(), Entries: c.idx.len(), Bytes: c.bytes}
+}
+
+// lookupHost finds the cached mapping covering a host address.
+func (c *regCache) lookupHost(addr uint64) (*HostBuffer, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.idx.find(addr)
+	if !ok {
+		return nil, 0, false
+	}
+	return s.val.h, addr - s.start, true
+}
+
+// put drops one reference.
+func (c *regCache) put(e *cacheEntry) {
+	c.mu.Lock()
+	if e.refs <= 0 {
+		c.mu.Unlock()
+		return
+	}
+	e.refs--
+	var victims []*cacheEntry
+	if e.refs == 0 && !e.indexed {
+		victims = append(victims, e) // invalidated while held
+	}
+	victims = append(victims, c.trim()...)
+	c.mu.Unlock()
+	c.unmap(victims)
+}
+
+// invalidate removes entries overlapping [start, end); with all set it
+// also removes held ones (unmapped on their last release).
+func (c *regCache) invalidate(start, end uint64, all bool) {
+	c.mu.Lock()
+	var victims []*cacheEntry
+	for i := 0; i < len(c.idx.s); {
+		s := c.idx.s[i]
+		if s.end <= start || s.start >= end || (!all && s.val.refs > 0) {
+			i++
+			continue
+		}
+		c.drop(s.val)
+		if s.val.refs == 0 {
+			victims = append(victims, s.val)
+		}
+	}
+	c.mu.Unlock()
+	c.unmap(victims)
+}
+
+// trim picks least recently used, unheld entries beyond the limits and
+// takes them out of the cache. c.mu must be held.
+func (c *regCache) trim() []*cacheEntry {
+	var victims []*cacheEntry
+	for e := c.lru.prev; e != &c.lru && (c.idx.len() > c.maxEntries || c.bytes > c.maxBytes); {
+		prev := e.prev
+		if e.refs == 0 {
+			c.drop(e)
+			victims = append(victims, e)
+			c.evictions.Add(1)
+		}
+		e = prev
+	}
+	return victims
+}
+
+// drop takes e out of the index and the LRU list. c.mu must be held.
+func (c *regCache) drop(e *cacheEntry) {
+	if !e.indexed {
+		return
+	}
+	c.idx.remove(e.start)
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+	e.indexed = false
+	c.bytes -= e.h.size
+}
+
+func (c *regCache) pushFront(e *cacheEntry) {
+	e.prev, e.next = &c.lru, c.lru.next
+	c.lru.next.prev = e
+	c.lru.next = e
+}
+
+func (c *regCache) touch(e *cacheEntry) {
+	if !e.indexed || c.lru.next == e {
+		return
+	}
+	e.prev.next, e.next.prev = e.next, e.prev
+	c.pushFront(e)
+}
+
+// unmap releases the mappings of entries taken out of the cache.
+func (c *regCache) unmap(victims []*cacheEntry) {
+	for _, e := range victims {
+		e.h.mu.Lock()
+		e.h.cached = false
+		e.h.mu.Unlock()
+		e.h.release()
+	}
+}
+
+// clear unmaps every entry nobody holds and forgets the rest.
+func (c *regCache) clear() { c.invalidate(0, ^uint64(0), true) }

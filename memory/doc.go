@@ -1,0 +1,31 @@
+// Package memory manages the memory of an open Gaudi: device buffers (HBM),
+// host memory mapped for the device's DMA engines, dma-buf exports of device
+// memory, an address index, and a registration cache for host mappings.
+//
+// A Manager belongs to one compute node (device.Device). Device buffers
+// come from Alloc: ALLOC then MAP on Gaudi2, whose device MMU maps DRAM at
+// virtual addresses; on first-generation Gaudi the driver does not allocate
+// DRAM, so the Manager keeps the free list and buffers are physical
+// addresses. Host memory comes from AllocHost (page-aligned, outside the Go
+// heap, huge pages on request) or from the caller through MapHost and
+// MapHostCached; memory on the Go heap is refused, because the garbage
+// collector may move it while a DMA engine writes it.
+//
+// # Lifetimes
+//
+// Every buffer and mapping has an idempotent Close. A device buffer is
+// unmapped, then freed; it refuses to close (ErrInUse) while a dma-buf
+// export of it is open, and both device buffers and host mappings defer
+// their release while a transfer holds them (Hold/Release), so memory is
+// never unmapped under a running DMA. Manager.Close releases whatever is
+// left.
+//
+// # Address lookup
+//
+// Manager.Lookup tells, in O(log n), which buffer or mapping covers an
+// address: a device address of a buffer or of a host mapping, or a host
+// pointer of mapped host memory. The dma package uses it to find the
+// direction of a copy.
+//
+// All types are safe for concurrent use.
+package memory

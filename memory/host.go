@@ -1,0 +1,230 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// HostOptions adjust AllocHost.
+type HostOptions struct {
+	// HugePages asks for 2 MiB pages: hugetlb pages when the system has
+	// some reserved, else transparent huge pages (madvise), else normal
+	// pages. HostBuffer.HugePages says which was obtained.
+	HugePages bool
+}
+
+// HostBuffer is host memory mapped into the device's address space, so DMA
+// engines can read and write it. Memory from AllocHost lives outside the Go
+// heap and is unmapped by Close; memory given to MapHost stays the
+// caller's.
+//
+// Close unmaps the memory from the device; it defers that while a transfer
+// holds the mapping (see Hold), so memory is never unmapped under a
+// running DMA. A HostBuffer is safe for concurrent use; Close is idempotent.
+type HostBuffer struct {
+	m    *Manager
+	mem  []byte
+	own  bool   // allocated by AllocHost: munmap it after the unmap
+	huge string // "hugetlb", "thp" or ""
+	va   uint64 // device address of mem[0]
+	size uint64
+
+	mu      sync.Mutex
+	holds   int
+	closing bool
+	closed  bool
+	cached  bool // owned by the registration cache
+}
+
+const hugePageSize = 2 << 20
+
+// AllocHost allocates size bytes of page-aligned host memory outside the Go
+// heap (mmap), and maps it for the device.
+func (m *Manager) AllocHost(size uint64, opts HostOptions) (*HostBuffer, error) {
+	if size == 0 || size > 1<<46 {
+		return nil, fmt.Errorf("allocate host memory: size %d: %w", size, ErrRange)
+	}
+	mem, huge, err := mmapHost(size, opts.HugePages)
+	if err != nil {
+		return nil, fmt.Errorf("allocate host memory: %w", err)
+	}
+	h, err := m.mapHost(mem, true)
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, err
+	}
+	h.huge = huge
+	return h, nil
+}
+
+// mmapHost maps anonymous memory, with huge pages when asked and possible.
+func mmapHost(size uint64, huge bool) ([]byte, string, error) {
+	const prot = unix.PROT_READ | unix.PROT_WRITE
+	const flags = unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+	if huge {
+		n := (size + hugePageSize - 1) / hugePageSize * hugePageSize
+		if mem, err := unix.Mmap(-1, 0, int(n), prot, flags|unix.MAP_HUGETLB); err == nil {
+			return mem[:size], "hugetlb", nil
+		}
+		// Transparent huge pages need 2 MiB alignment: map a little more
+		// and use an aligned window.
+		mem, err := unix.Mmap(-1, 0, int(n+hugePageSize), prot, flags)
+		if err != nil {
+			return nil, "", err
+		}
+		off := alignOffset(mem, hugePageSize)
+		if off > 0 {
+			unix.Munmap(mem[:off])
+		}
+		mem = mem[off:]
+		if tail := uint64(len(mem)) - n; tail > 0 {
+			unix.Munmap(mem[n:])
+		}
+		mem = mem[:n:n]
+		if unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil {
+			return mem[:size], "thp", nil
+		}
+		return mem[:size], "", nil
+	}
+	mem, err := unix.Mmap(-1, 0, int(size), prot, flags)
+	return mem, "", err
+}
+
+// MapHost maps caller-provided host memory for the device. The memory must
+// stay valid and must not move until the HostBuffer is closed, so it must
+// not be Go-heap memory (a []byte from make, a string, a stack variable):
+// MapHost rejects what it can detect as such with ErrGoHeap. Memory from
+// mmap, from AllocHost, or from a C allocator is fine.
+func (m *Manager) MapHost(mem []byte) (*HostBuffer, error) {
+	if len(mem) == 0 {
+		return nil, fmt.Errorf("map host memory: empty: %w", ErrRange)
+	}
+	if onGoHeap(mem) {
+		return nil, fmt.Errorf("map host memory at %#x: %w", addrOf(mem), ErrGoHeap)
+	}
+	return m.mapHost(mem, false)
+}
+
+// mapHost issues MAP with HL_MEM_USERPTR and indexes the mapping.
+func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
+	m.mu.RLock()
+	closed := m.closed
+	m.mu.RUnlock()
+	if closed {
+		return nil, m.errClosed("map host memory")
+	}
+	var a hl.MemArgs
+	in := a.In()
+	in.Op = hl.HL_MEM_OP_MAP
+	in.Flags = hl.HL_MEM_USERPTR
+	in.MapHost().HostVirtAddr = addrOf(mem)
+	in.MapHost().MemSize = uint64(len(mem))
+	if err := m.memory(&a, mem); err != nil {
+		return nil, fmt.Errorf("map host memory: %w", err)
+	}
+	h := &HostBuffer{m: m, mem: mem, own: own, va: a.Out().DeviceVirtAddr(), size: uint64(len(mem))}
+	host := addrOf(mem)
+	m.mu.Lock()
+	ok := !m.closed && m.hostVA.insert(h.va, h.va+h.size, h)
+	if ok && !m.hostPtr.insert(host, host+h.size, h) {
+		m.hostVA.remove(h.va)
+		ok = false
+	}
+	m.mu.Unlock()
+	if !ok {
+		h.unmap()
+		return nil, fmt.Errorf("map host memory at %#x: the range is already mapped, or the manager closed", host)
+	}
+	return h, nil
+}
+
+// Bytes returns the host memory.
+func (h *HostBuffer) Bytes() []byte { return h.mem }
+
+// VA returns the device address of the first byte.
+func (h *HostBuffer) VA() uint64 { return h.va }
+
+// Size returns the mapped length in bytes.
+func (h *HostBuffer) Size() uint64 { return h.size }
+
+// HugePages says how the memory of AllocHost is backed: "hugetlb", "thp"
+// (transparent huge pages requested) or "" (normal pages).
+func (h *HostBuffer) HugePages() string { return h.huge }
+
+// Hold marks the mapping as used by a transfer, so Close defers the unmap
+// until the matching Release. It fails with ErrClosed once Close was called.
+func (h *HostBuffer) Hold() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.closing {
+		return ErrClosed
+	}
+	h.holds++
+	return nil
+}
+
+// Release ends a Hold; the last one finishes a deferred Close.
+func (h *HostBuffer) Release() {
+	h.mu.Lock()
+	h.holds--
+	finish := h.holds == 0 && h.closing && !h.closed
+	h.mu.Unlock()
+	if finish {
+		h.release()
+	}
+}
+
+// Close unmaps the memory from the device (after running transfers end)
+// and, for AllocHost memory, frees it. A mapping owned by the registration
+// cache is released by the cache instead.
+func (h *HostBuffer) Close() error {
+	h.mu.Lock()
+	if h.closed || h.closing || h.cached {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closing = true
+	busy := h.holds > 0
+	h.mu.Unlock()
+	if busy {
+		return nil
+	}
+	return h.release()
+}
+
+// release removes the mapping from the indexes, unmaps it and frees owned
+// memory. It runs once.
+func (h *HostBuffer) release() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+	m := h.m
+	m.mu.Lock()
+	m.hostVA.remove(h.va)
+	m.hostPtr.remove(addrOf(h.mem))
+	m.mu.Unlock()
+	err := h.unmap()
+	if h.own {
+		err = errors.Join(err, unix.Munmap(h.mem))
+	}
+	return err
+}
+
+func (h *HostBuffer) unmap() error {
+	var a hl.MemArgs
+	in := a.In()
+	in.Op = hl.HL_MEM_OP_UNMAP
+	in.Unmap().DeviceVirtAddr = h.va
+	if err := h.m.memory(&a); err != nil {
+		return fmt.Errorf("unmap host memory: %w", err)
+	}
+	return nil
+}

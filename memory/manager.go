@@ -1,0 +1,197 @@
+package memory
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+)
+
+// Manager owns the memory of one open compute node: device buffers, host
+// mappings, dma-buf exports, the address index and the registration cache.
+// Everything it hands out is released by its owner's Close, or by the
+// Manager's Close at the latest.
+//
+// A Manager is safe for concurrent use.
+type Manager struct {
+	dev *device.Device
+	io  *ioctl.Device
+	hw  device.HWIPInfo
+	// virtualDRAM is set where device memory is mapped through the device
+	// MMU (Gaudi2): ALLOC returns a handle and MAP a device VA. Without it
+	// (Gaudi) DRAM is addressed physically and the library allocates it.
+	virtualDRAM bool
+
+	mu      sync.RWMutex
+	closed  bool
+	devVA   spans[*Buffer]     // device buffers by device address
+	hostVA  spans[*HostBuffer] // host mappings by device address
+	hostPtr spans[*HostBuffer] // host mappings by host address
+	phys    *physAlloc         // DRAM allocator where the driver has none
+	cache   *regCache
+}
+
+// Options configure a Manager.
+type Options struct {
+	// CacheEntries and CacheBytes limit the registration cache of host
+	// mappings (MapHostCached): least recently used mappings that nobody
+	// holds are unmapped beyond them. Zero means 1024 entries and 64 GiB.
+	CacheEntries int
+	CacheBytes   uint64
+}
+
+// New returns a Manager for a compute node.
+func New(d *device.Device, opts Options) (*Manager, error) {
+	if d.IsControl() {
+		return nil, ErrNotControl
+	}
+	hw := d.HWIPInfo()
+	m := &Manager{
+		dev:         d,
+		io:          d.Ioctl(),
+		hw:          hw,
+		virtualDRAM: d.ASIC().IsGaudi2() || d.ASIC() == device.Gaudi3,
+	}
+	if !m.virtualDRAM {
+		m.phys = newPhysAlloc(hw.DRAMBase, hw.DRAMSize)
+	}
+	if opts.CacheEntries <= 0 {
+		opts.CacheEntries = 1024
+	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = 64 << 30
+	}
+	m.cache = newRegCache(m, opts.CacheEntries, opts.CacheBytes)
+	return m, nil
+}
+
+// Device returns the device the Manager allocates on.
+func (m *Manager) Device() *device.Device { return m.dev }
+
+// Close releases everything still allocated: cached host mappings, host
+// buffers and device buffers (exports must be closed first; Close reports
+// ErrInUse for buffers that still have one and leaves them). It is
+// idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	var bufs []*Buffer
+	for _, s := range m.devVA.s {
+		bufs = append(bufs, s.val)
+	}
+	var hosts []*HostBuffer
+	for _, s := range m.hostVA.s {
+		hosts = append(hosts, s.val)
+	}
+	m.mu.Unlock()
+	m.cache.clear()
+	var first error
+	for _, h := range hosts {
+		if err := h.release(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, b := range bufs {
+		if err := b.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// memory issues MEMORY with args.
+func (m *Manager) memory(args *hl.MemArgs, keep ...any) error {
+	return m.io.Memory(args, keep...)
+}
+
+// pageSize is the unit device memory is allocated in.
+func (m *Manager) pageSize() uint64 {
+	if m.hw.DRAMPageSize != 0 {
+		return m.hw.DRAMPageSize
+	}
+	return 2 << 20
+}
+
+// Kind says what an address is.
+type Kind int
+
+const (
+	// Unknown is an address no live buffer or mapping covers.
+	Unknown Kind = iota
+	// DeviceMemory is an address in a device buffer.
+	DeviceMemory
+	// HostMemory is host memory mapped for the device: a host pointer, or
+	// the device address of its mapping.
+	HostMemory
+)
+
+// String returns "unknown", "device" or "host".
+func (k Kind) String() string {
+	switch k {
+	case DeviceMemory:
+		return "device"
+	case HostMemory:
+		return "host"
+	}
+	return "unknown"
+}
+
+// Region is what Lookup finds: the buffer or mapping that covers an
+// address, and the address's offset in it.
+type Region struct {
+	Kind   Kind
+	Offset uint64      // of the address within the buffer or mapping
+	Device *Buffer     // for DeviceMemory
+	Host   *HostBuffer // for HostMemory
+}
+
+// DeviceVA returns the device address of the region's start plus Offset.
+func (r Region) DeviceVA() uint64 {
+	switch r.Kind {
+	case DeviceMemory:
+		return r.Device.va + r.Offset
+	case HostMemory:
+		return r.Host.va + r.Offset
+	}
+	return 0
+}
+
+// Len returns how many bytes of the region follow the address.
+func (r Region) Len() uint64 {
+	switch r.Kind {
+	case DeviceMemory:
+		return r.Device.size - r.Offset
+	case HostMemory:
+		return r.Host.size - r.Offset
+	}
+	return 0
+}
+
+// Lookup finds what covers addr, which may be a device address (of a device
+// buffer or of a host mapping) or a host pointer of a mapped host buffer.
+// It takes O(log n) in the number of live buffers and mappings.
+func (m *Manager) Lookup(addr uint64) Region {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if s, ok := m.devVA.find(addr); ok {
+		return Region{Kind: DeviceMemory, Offset: addr - s.start, Device: s.val}
+	}
+	if s, ok := m.hostVA.find(addr); ok {
+		return Region{Kind: HostMemory, Offset: addr - s.start, Host: s.val}
+	}
+	if s, ok := m.hostPtr.find(addr); ok {
+		return Region{Kind: HostMemory, Offset: addr - s.start, Host: s.val}
+	}
+	if h, off, ok := m.cache.lookupHost(addr); ok {
+		return Region{Kind: HostMemory, Offset: off, Host: h}
+	}
+	return Region{}
+}
+
+func (m *Manager) errClosed(op string) error { return fmt.Errorf("%s: %w", op, ErrClosed) }

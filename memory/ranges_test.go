@@ -1,0 +1,119 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func TestSpans(t *testing.T) {
+	var s spans[int]
+	for i, r := range [][2]uint64{{100, 200}, {300, 400}, {200, 250}, {0, 50}} {
+		if !s.insert(r[0], r[1], i) {
+			t.Fatalf("insert %v failed", r)
+		}
+	}
+	for _, bad := range [][2]uint64{{150, 160}, {90, 101}, {399, 500}, {10, 10}, {20, 5}, {0, 1 << 40}} {
+		if s.insert(bad[0], bad[1], -1) {
+			t.Errorf("overlapping or empty insert %v accepted", bad)
+		}
+	}
+	for _, tt := range []struct {
+		addr uint64
+		want int
+		ok   bool
+	}{{0, 3, true}, {49, 3, true}, {50, 0, false}, {100, 0, true}, {199, 0, true}, {200, 2, true}, {249, 2, true}, {250, 0, false}, {399, 1, true}, {400, 0, false}, {1 << 63, 0, false}} {
+		sp, ok := s.find(tt.addr)
+		if ok != tt.ok || (ok && sp.val != tt.want) {
+			t.Errorf("find(%d) = %v %v, want %v %v", tt.addr, sp.val, ok, tt.want, tt.ok)
+		}
+	}
+	if !s.remove(200) || s.remove(200) || s.remove(201) {
+		t.Error("remove")
+	}
+	if _, ok := s.find(220); ok {
+		t.Error("removed range still found")
+	}
+	if s.len() != 3 {
+		t.Errorf("len = %d", s.len())
+	}
+}
+
+// TestSpansRandom checks find against a brute-force scan.
+func TestSpansRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var s spans[uint64]
+	type rg struct{ a, b uint64 }
+	var all []rg
+	for i := 0; i < 2000; i++ {
+		a := r.Uint64N(1 << 20)
+		b := a + 1 + r.Uint64N(64)
+		if s.insert(a, b, a) {
+			all = append(all, rg{a, b})
+		}
+		if i%7 == 0 && len(all) > 0 {
+			k := r.IntN(len(all))
+			if !s.remove(all[k].a) {
+				t.Fatal("remove of a present range failed")
+			}
+			all = append(all[:k], all[k+1:]...)
+		}
+	}
+	for i := 0; i < 20000; i++ {
+		x := r.Uint64N(1<<20 + 100)
+		var want uint64
+		found := false
+		for _, g := range all {
+			if g.a <= x && x < g.b {
+				want, found = g.a, true
+			}
+		}
+		sp, ok := s.find(x)
+		if ok != found || (ok && sp.val != want) {
+			t.Fatalf("find(%d) = %v %v, want %v %v", x, sp.val, ok, want, found)
+		}
+	}
+}
+
+func TestPhysAlloc(t *testing.T) {
+	const page = 2 << 20
+	p := newPhysAlloc(0x20000000, 8*page)
+	a, ok1 := p.alloc(3*page, page)
+	b, ok2 := p.alloc(page, page)
+	c, ok3 := p.alloc(4*page, page)
+	if !ok1 || !ok2 || !ok3 || a != 0x20000000 || b != a+3*page || c != b+page {
+		t.Fatalf("allocs %#x %#x %#x", a, b, c)
+	}
+	if _, ok := p.alloc(page, page); ok {
+		t.Fatal("allocated beyond the end")
+	}
+	p.release(b, page)
+	if _, ok := p.alloc(2*page, page); ok {
+		t.Fatal("a 2-page hole appeared from a 1-page release")
+	}
+	p.release(a, 3*page)
+	p.release(c, 4*page)
+	if p.available() != 8*page || len(p.free) != 1 {
+		t.Fatalf("after releasing everything: %d free in %d ranges", p.available(), len(p.free))
+	}
+	// Alignment is honoured.
+	p2 := newPhysAlloc(0x1000, 16*page)
+	x, ok := p2.alloc(page, page)
+	if !ok || x%page != 0 {
+		t.Fatalf("aligned alloc = %#x", x)
+	}
+}
+
+func BenchmarkSpansFind10k(b *testing.B) {
+	var s spans[int]
+	for i := 0; i < 10000; i++ {
+		s.insert(uint64(i)<<21, uint64(i)<<21+1<<20, i)
+	}
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		i = (i + 7919) % 10000
+		if _, ok := s.find(i<<21 + 12345); !ok {
+			b.Fatal("miss")
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package packet
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Errors returned by this package match one of them with
+// errors.Is.
+var (
+	// ErrFieldRange reports that an encoder was given a value that does not
+	// fit its bit field. Encoders never truncate.
+	ErrFieldRange = errors.New("value out of field range")
+
+	// ErrNotInFormat reports a field or packet that the chosen Format does not
+	// have, such as the Gaudi2 LIN_DMA endian swap on Gaudi or CB_LIST on
+	// Gaudi.
+	ErrNotInFormat = errors.New("not available in this format")
+
+	// ErrTruncated reports a packet that extends past the end of the buffer
+	// (gaudi_validate_cb: "out of CB boundary", -EINVAL).
+	ErrTruncated = errors.New("truncated packet")
+
+	// ErrUnknownOpcode reports an opcode the Format does not define
+	// (gaudi_validate_cb through validate_packet_id: -EINVAL; on Gaudi2 the
+	// queue manager raises an undefined-opcode event).
+	ErrUnknownOpcode = errors.New("unknown opcode")
+
+	// ErrUnsupportedOpcode reports a defined opcode whose layout this package
+	// does not decode: Gaudi2 WRITE_ARC_STREAM, LAST_READ_FROM_ARC,
+	// WREG_64_SHORT and WREG_64_LONG, which have no structure in the kernel
+	// headers.
+	ErrUnsupportedOpcode = errors.New("unsupported opcode")
+
+	// ErrReservedBits reports a packet with bits set that no field holds (or,
+	// for Gaudi LIN_DMA, the lin bit clear). The driver does not reject such
+	// packets, so Decode still returns the packet and its length alongside
+	// this error; re-encoding that packet clears the bits.
+	ErrReservedBits = errors.New("reserved bits set")
+
+	// ErrPrivileged reports a packet that the Gaudi driver refuses in a user
+	// command buffer (gaudi_validate_cb: -EPERM). See Format.CheckUser.
+	ErrPrivileged = errors.New("packet not allowed in a user command buffer")
+)
+
+// FieldError is the error an encoder returns for a field it cannot encode.
+// It matches ErrFieldRange or ErrNotInFormat with errors.Is.
+type FieldError struct {
+	Format Format
+	Opcode Opcode
+	Field  string // Go field name, such as "Dst" or "ContextID"
+	Value  uint64 // the rejected value (1 for a bool)
+	Bits   int    // the width of the field; 0 with ErrNotInFormat
+	Err    error  // ErrFieldRange or ErrNotInFormat
+}
+
+func (e *FieldError) Error() string {
+	if e.Err == ErrNotInFormat {
+		return fmt.Sprintf("packet: %v %v: field %s is not available in this format", e.Format, e.Opcode, e.Field)
+	}
+	return fmt.Sprintf("packet: %v %v: %s %#x does not fit in %d bits", e.Format, e.Opcode, e.Field, e.Value, e.Bits)
+}
+
+// Unwrap returns the sentinel.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// DecodeError describes a packet that could not be decoded. It matches
+// ErrTruncated, ErrUnknownOpcode, ErrUnsupportedOpcode or ErrReservedBits
+// with errors.Is.
+type DecodeError struct {
+	Format Format
+	// Offset is the byte offset of the packet: relative to the buffer given
+	// to Decode, or to the start of the command buffer given to Walk.
+	Offset int
+	// Opcode is the packet's opcode, or 0 when fewer than 8 bytes were left
+	// to read it from.
+	Opcode Opcode
+	Reason string // what is wrong, in a few words
+	Err    error  // the sentinel
+}
+
+func (e *DecodeError) Error() string {
+	if e.Opcode == 0 && e.Err == ErrTruncated {
+		return fmt.Sprintf("packet: %v: offset %d: %v: %s", e.Format, e.Offset, e.Err, e.Reason)
+	}
+	return fmt.Sprintf("packet: %v: offset %d: %v (%#02x): %v: %s", e.Format, e.Offset, e.Opcode, uint8(e.Opcode), e.Err, e.Reason)
+}
+
+// Unwrap returns the sentinel.
+func (e *DecodeError) Unwrap() error { return e.Err }
