@@ -54,7 +54,7 @@ func (m *Manager) AllocHost(size uint64, opts HostOptions) (*HostBuffer, error) 
 	}
 	h, err := m.mapHost(mem, true)
 	if err != nil {
-		unix.Munmap(mem)
+		munmapRange(mem)
 		return nil, err
 	}
 	h.huge = huge
@@ -62,36 +62,37 @@ func (m *Manager) AllocHost(size uint64, opts HostOptions) (*HostBuffer, error) 
 }
 
 // mmapHost maps anonymous memory, with huge pages when asked and possible.
+// The result's capacity is the whole mapping, for munmapRange.
 func mmapHost(size uint64, huge bool) ([]byte, string, error) {
 	const prot = unix.PROT_READ | unix.PROT_WRITE
 	const flags = unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
-	if huge {
-		n := (size + hugePageSize - 1) / hugePageSize * hugePageSize
-		if mem, err := unix.Mmap(-1, 0, int(n), prot, flags|unix.MAP_HUGETLB); err == nil {
-			return mem[:size], "hugetlb", nil
-		}
-		// Transparent huge pages need 2 MiB alignment: map a little more
-		// and use an aligned window.
-		mem, err := unix.Mmap(-1, 0, int(n+hugePageSize), prot, flags)
-		if err != nil {
-			return nil, "", err
-		}
-		off := alignOffset(mem, hugePageSize)
-		if off > 0 {
-			unix.Munmap(mem[:off])
-		}
-		mem = mem[off:]
-		if tail := uint64(len(mem)) - n; tail > 0 {
-			unix.Munmap(mem[n:])
-		}
-		mem = mem[:n:n]
-		if unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil {
-			return mem[:size], "thp", nil
-		}
-		return mem[:size], "", nil
+	if !huge {
+		mem, err := mmapAnon(size, prot, flags)
+		return mem, "", err
 	}
-	mem, err := unix.Mmap(-1, 0, int(size), prot, flags)
-	return mem, "", err
+	n := (size + hugePageSize - 1) / hugePageSize * hugePageSize
+	if mem, err := mmapAnon(n, prot, flags|unix.MAP_HUGETLB); err == nil {
+		return mem[:size], "hugetlb", nil
+	}
+	// Transparent huge pages need 2 MiB alignment: map one huge page more
+	// and unmap what lies outside an aligned window.
+	mem, err := mmapAnon(n+hugePageSize, prot, flags)
+	if err != nil {
+		return nil, "", err
+	}
+	off := alignOffset(mem, hugePageSize)
+	if off > 0 {
+		munmapRange(mem[:off:off])
+	}
+	if tail := mem[off+n:]; len(tail) > 0 {
+		munmapRange(tail)
+	}
+	mem = mem[off : off+n : off+n]
+	kind := ""
+	if unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil {
+		kind = "thp"
+	}
+	return mem[:size], kind, nil
 }
 
 // MapHost maps caller-provided host memory for the device. The memory must
@@ -213,7 +214,7 @@ func (h *HostBuffer) release() error {
 	m.mu.Unlock()
 	err := h.unmap()
 	if h.own {
-		err = errors.Join(err, unix.Munmap(h.mem))
+		err = errors.Join(err, munmapRange(h.mem))
 	}
 	return err
 }

@@ -204,7 +204,9 @@ func TestHostMemory(t *testing.T) {
 	if addrOf(hh.Bytes())%(2<<20) != 0 || hh.HugePages() == "" {
 		t.Errorf("huge-page buffer at %#x backed by %q", addrOf(hh.Bytes()), hh.HugePages())
 	}
-	hh.Close()
+	if err := hh.Close(); err != nil {
+		t.Errorf("Close of the huge-page buffer: %v", err)
+	}
 }
 
 // TestLargeHostMapping maps more than 4 GiB without touching it.
