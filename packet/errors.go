@@ -44,7 +44,9 @@ var (
 )
 
 // FieldError is the error an encoder returns for a field it cannot encode.
-// It matches ErrFieldRange or ErrNotInFormat with errors.Is.
+// It matches ErrFieldRange or ErrNotInFormat with errors.Is. Field is
+// "Opcode" for a packet the format lacks and "Format" for an invalid
+// Format.
 type FieldError struct {
 	Format Format
 	Opcode Opcode
@@ -55,7 +57,12 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
-	if e.Err == ErrNotInFormat {
+	switch {
+	case e.Err == ErrNotInFormat && e.Field == "Format":
+		return fmt.Sprintf("packet: %v: invalid format", e.Format)
+	case e.Err == ErrNotInFormat && e.Field == "Opcode":
+		return fmt.Sprintf("packet: %v: %v is not a %v packet", e.Format, e.Opcode, e.Format)
+	case e.Err == ErrNotInFormat:
 		return fmt.Sprintf("packet: %v %v: field %s is not available in this format", e.Format, e.Opcode, e.Field)
 	}
 	return fmt.Sprintf("packet: %v %v: %s %#x does not fit in %d bits", e.Format, e.Opcode, e.Field, e.Value, e.Bits)
@@ -64,9 +71,10 @@ func (e *FieldError) Error() string {
 // Unwrap returns the sentinel.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// DecodeError describes a packet that could not be decoded. It matches
-// ErrTruncated, ErrUnknownOpcode, ErrUnsupportedOpcode or ErrReservedBits
-// with errors.Is.
+// DecodeError describes a packet that could not be decoded, or (from
+// Format.ValidateUser) that the driver refuses. It matches ErrTruncated,
+// ErrUnknownOpcode, ErrUnsupportedOpcode, ErrReservedBits, ErrPrivileged or,
+// for an invalid Format, ErrNotInFormat with errors.Is.
 type DecodeError struct {
 	Format Format
 	// Offset is the byte offset of the packet: relative to the buffer given

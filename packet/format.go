@@ -2,7 +2,8 @@ package packet
 
 // Format is a packet format: the opcodes and field layouts that the queue
 // managers of one ASIC family execute. Use the values Gaudi and Gaudi2; the
-// zero Format is invalid and every encoder and decoder rejects it.
+// zero Format is invalid and every encoder and decoder rejects it. A Format
+// is a plain value, safe for concurrent use.
 type Format uint8
 
 const (

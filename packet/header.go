@@ -17,7 +17,7 @@ import (
 // Header holds the barrier bits of a packet's control word. Every packet
 // type embeds it. The names follow the kernel headers; the hardware meaning
 // is not documented there. The driver's own packets set RegBarrier on Gaudi
-// and MsgBarrier on the last packet of a sequence.
+// (never on Gaudi2) and MsgBarrier on all but the monitor payload writes.
 type Header struct {
 	EngineBarrier bool // EB, ctl bit 29
 	RegBarrier    bool // RB, ctl bit 30 (hl-thunk's Gaudi2 header calls it swtc)
@@ -48,7 +48,7 @@ func headerOf(ctl uint32) Header {
 	return Header{EngineBarrier: ctlEB.on(ctl), RegBarrier: ctlRB.on(ctl), MsgBarrier: ctlMB.on(ctl)}
 }
 
-// barriers returns the header's flags for String methods.
+// barriers writes the header's flags for String methods.
 func (h Header) barriers(s *str) {
 	s.flag(h.EngineBarrier, "EB")
 	s.flag(h.RegBarrier, "RB")

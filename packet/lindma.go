@@ -44,7 +44,9 @@ const (
 //	BF16, FP16       -                              ctl 6, ctl 7 (T)
 //
 // On Gaudi the encoder always sets the lin bit (ctl 3, K), as the driver does
-// for every LIN_DMA it builds; a decoded Gaudi LIN_DMA with that bit clear is
+// for every LIN_DMA it builds (hl-thunk's header adds that RegBarrier must
+// be set, which the driver's own LIN_DMA packets also do; the encoder leaves
+// Header to the caller); a decoded Gaudi LIN_DMA with that bit clear is
 // reported as ErrReservedBits. The Gaudi2 kernel header gives ctl 23:8 to
 // the context id where hl-thunk puts two flags at bits 8 and 9; the kernel
 // wins.
