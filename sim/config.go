@@ -36,6 +36,10 @@ type DeviceConfig struct {
 	DRAMSize uint64
 	// Revision is the PCI revision (Gaudi2: 1 = A, 2 = B, 3 = C, 4 = D).
 	Revision uint8
+	// PCIeBandwidth is the bandwidth of each direction of the device's
+	// PCIe link in bytes per second, which LIN_DMA transfers between host
+	// memory and the device share; 0 (the default) means unlimited.
+	PCIeBandwidth uint64
 }
 
 // pciBuses are the bus numbers of the eight OAM slots of an HLS-2 style

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -20,6 +21,8 @@ type Device struct {
 	legacy   bool
 	lockPath string
 	dram     *sparseMem
+	vm       *devVM
+	dramUsed atomic.Int64 // dram_used_mem: bytes allocated (Gaudi: as users report them)
 
 	mu             sync.Mutex
 	state          State
@@ -31,7 +34,6 @@ type Device struct {
 	compute        *File
 	files          map[*File]struct{}
 	faults         []*Fault
-	dramUsed       uint64
 	hwEvents       []uint32 // counters since the last hard reset
 	hwEventsAgg    []uint32 // counters across resets
 	created        time.Time
@@ -39,6 +41,7 @@ type Device struct {
 	errs           errorInfo  // the first error of each kind since the last compute open
 	csDrops        csCounters // dropped command submissions, all contexts
 	throttle       clkThrottle
+	hw             hwHolder // command submission hardware (engine.go)
 }
 
 func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
@@ -60,6 +63,7 @@ func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
 		legacy:      cfg.Legacy,
 		lockPath:    lockPath(cfg.LockDir, dc.PCIAddress),
 		dram:        newSparseMem(dc.DRAMSize),
+		vm:          newDevVM(&prof),
 		files:       map[*File]struct{}{},
 		hwEvents:    make([]uint32, prof.numEvents),
 		hwEventsAgg: make([]uint32, prof.numEvents),
@@ -91,8 +95,8 @@ func (d *Device) SetState(s State) {
 	d.state = s
 }
 
-// ResidentDRAM returns how many bytes of host memory the device's sparse
-// DRAM uses.
+// ResidentDRAM returns how many bytes of host memory the device's DRAM
+// uses: only pages that were written take memory.
 func (d *Device) ResidentDRAM() uint64 { return d.dram.Resident() }
 
 // Open opens the device's compute node. Only one compute file may be open
@@ -100,6 +104,7 @@ func (d *Device) ResidentDRAM() uint64 { return d.dram.Resident() }
 // EBUSY. A device in reset gives EAGAIN; one that is disabled or needs a
 // reset gives EPERM. Errors are unix.Errno values, as from open(2).
 func (d *Device) Open() (*File, error) {
+	d.reap()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.takeFault("OPEN", -1); err != nil {
@@ -119,6 +124,8 @@ func (d *Device) Open() (*File, error) {
 	}
 	f := newFile(d, false)
 	f.lock = lock
+	f.ctx = newContext(d)
+	f.mm = newMemMgr()
 	d.compute = f
 	d.files[f] = struct{}{}
 	d.openCounter++
@@ -145,29 +152,71 @@ func (d *Device) OpenControl() (*File, error) {
 	return f, nil
 }
 
-// release is called when file f closes.
+// release is called when the last handle of file f closes. A compute
+// file whose dma-buf exports are still open lingers: the driver's exports
+// hold the file, so the context, its memory and the compute lock stay
+// until they are closed (see reap).
 func (d *Device) release(f *File) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	delete(d.files, f)
-	if d.compute != f {
+	compute := d.compute == f
+	d.mu.Unlock()
+	if !compute {
 		return
 	}
-	d.compute = nil
-	d.lastOpenPeriod = time.Since(d.lastOpen)
-	d.dramUsed = 0
-	if d.prof.dramVirtual {
-		// Gaudi2 resets the compute engines whenever the context goes
-		// away (reset_upon_device_release); the reset is instant here.
-		d.computeResets++
+	if f.ctx.exported() {
+		d.mu.Lock()
+		f.lingering = true
+		d.mu.Unlock()
+		return
 	}
+	d.finish(f)
+}
+
+// reap ends a lingering compute context whose exports were closed since.
+func (d *Device) reap() {
+	d.mu.Lock()
+	f := d.compute
+	lingering := f != nil && f.lingering
+	d.mu.Unlock()
+	if lingering && !f.ctx.exported() {
+		d.finish(f)
+	}
+}
+
+// finish releases a compute context, as hl_device_release and the
+// context's release do: the mmap buffers, the memory context (mappings,
+// allocations, DRAM usage), the compute lock.
+func (d *Device) finish(f *File) {
+	f.final.Do(func() {
+		d.closeSubmissions(f)
+		f.mm.fini()
+		f.ctx.fini()
+		d.mu.Lock()
+		if d.compute == f {
+			d.compute = nil
+		}
+		f.lingering = false
+		d.lastOpenPeriod = time.Since(d.lastOpen)
+		if d.prof.dramVirtual {
+			// Gaudi2 resets the compute engines whenever the context
+			// goes away (reset_upon_device_release); the reset is
+			// instant here.
+			d.computeResets++
+		}
+		d.mu.Unlock()
+		f.lock.release()
+	})
 }
 
 // Reset performs a hard reset now, as the driver does after a fatal error:
 // the device is briefly in reset, the hard reset counter grows, the
 // HW_EVENTS counters restart (HW_EVENTS_AGGREGATE and the captured errors
-// stay), every open compute file gets the DEVICE_RESET notifier bit (and
-// its eventfd a signal), and the device is operational again.
+// stay), pending work ends, and the device is operational again; then
+// every open compute file gets the DEVICE_RESET notifier bit (and its
+// eventfd a signal). Notifying last keeps a woken user from meeting the
+// device still in reset, as with the driver's postponed reset, which
+// notifies while the device is operational.
 func (d *Device) Reset() {
 	d.mu.Lock()
 	d.state = InReset
@@ -178,13 +227,17 @@ func (d *Device) Reset() {
 		files = append(files, f)
 	}
 	d.mu.Unlock()
+	d.haltEngines()
 	for _, f := range files {
 		f.abort()
-		f.notify(hl.HL_NOTIFIER_EVENT_DEVICE_RESET)
 	}
+	d.restartEngines()
 	d.mu.Lock()
 	d.state = Operational
 	d.mu.Unlock()
+	for _, f := range files {
+		f.notify(hl.HL_NOTIFIER_EVENT_DEVICE_RESET)
+	}
 }
 
 // Notify raises notifier event bits (hl.HL_NOTIFIER_EVENT_*) on every open

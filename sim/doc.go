@@ -9,6 +9,49 @@
 // (drivers/accel/habanalabs). Device memory is sparse: a 96 GB device holds
 // only the pages that were written.
 //
+// # Memory
+//
+// Each device's DRAM is a memfd of the device's DRAM size, mapped once at
+// first use; tmpfs keeps only the pages that were written, and device
+// memory accesses are plain copies into and out of that mapping.
+// System.Close releases it.
+//
+// The MEMORY ioctl follows common/memory.c: ALLOC, FREE, MAP, UNMAP,
+// MAP_BLOCK, EXPORT_DMABUF_FD and TS_ALLOC with the driver's validation,
+// errno values, handle numbering, DRAM page pool and DRAM_USAGE
+// accounting, and its virtual address allocator (the ASIC's host, huge-page
+// and DRAM ranges, hints, FORCE_HINT, the ranges reserved from hint-less
+// allocations, the command buffer pool a context reserves). Gaudi2 maps
+// DRAM through its device MMU; on Gaudi, ALLOC and FREE only count and
+// DRAM is addressed physically. Host memory given to MAP is not pinned or
+// touched: /proc/self/maps tells whether pinning it would succeed. The
+// simulator cannot see physical pages, so it maps host memory with 2 MB
+// pages when the address is 2 MB aligned and the size a whole number of
+// 2 MB (the driver decides from the physical layout of the pinned pages).
+// The driver's context release frees every mapping and allocation of the
+// context when its compute file closes, and so does the simulator.
+//
+// # Command submission
+//
+// CB, CS and WAIT_CS follow common/command_buffer.c,
+// common/command_submission.c and common/hw_queue.c with the ASICs'
+// queue tables and parsers: command buffers share the memory manager's
+// handle space and are mapped with Mmap; a CS's chunks are validated per
+// queue (Gaudi's external queues run a parsed copy of a kernel CB, its
+// internal queues and every Gaudi2 queue a user CB by device address),
+// sequence numbers and fences are per context with the ASIC's pending-CS
+// limit, and waits report COMPLETED, BUSY, TIMEDOUT, ABORTED and GONE as
+// the driver does. Each queue runs its jobs in order on a goroutine of
+// its own, so queues run concurrently; the engines execute LIN_DMA (copy,
+// memset, Gaudi2 endian swap), MSG_LONG, MSG_SHORT, FENCE and WAIT against
+// host memory, DRAM, SRAM, the sync managers (SOBs, monitors) and the
+// QMAN fence counters. A page fault or an undefined opcode is recorded
+// and stops the stream; a CS that outlives its timeout is recorded and
+// resets the device, which aborts the CSs in flight. DeviceConfig's
+// PCIeBandwidth, when set, paces transfers between host and device.
+// engine.go, cs.go and wait.go tell the details and what is not
+// simulated.
+//
 // # Rules it keeps
 //
 //   - One compute context per device, across goroutines and processes: the
@@ -34,12 +77,29 @@
 // The simulator runs inside the calling process; ioctls are method calls, not
 // system calls, so tracers that watch syscalls (hltrace) do not see them.
 //
+// EXPORT_DMABUF_FD returns a memfd, not a dma-buf: a file of exactly the
+// exported bytes, whose pages are the device memory of the range (the
+// simulator maps them over its DRAM mapping), so the file and the device
+// stay coherent. Unlike a Gaudi dma-buf, which has no CPU access, it can
+// be read, written and mmapped; dma-buf ioctls (DMA_BUF_SET_NAME) answer
+// ENOTTY, and no device can import it. The driver's dma-buf holds the
+// compute file until it is released; the simulator has no release
+// callback and counts an export as released once no descriptor and no
+// mapping of this process refer to it (it looks in /proc/self), so a
+// descriptor passed to another process does not keep the export alive
+// here. Two exports that overlap without being the same range cannot share
+// pages: while the first is open, the second fails with EBUSY. The driver
+// accepts an export whose offset + size wraps around; the simulator
+// answers EINVAL. HW blocks mapped through MAP_BLOCK handles are plain
+// zeroed memory.
+//
 // Where the driver asks the device's firmware (cpucp version, card name,
 // clocks, PLLs, power, energy, PCIe counters, HBM rows) the simulated
 // firmware answers with fixed values of an idle, healthy card; it does not
 // implement the security module, so SECURED_ATTESTATION, DEV_SIGNED and
 // FW_GENERIC_REQ end in EIO after the driver's own checks, as on a device
-// whose firmware refuses those packets. The engines are always idle.
+// whose firmware refuses those packets. HW_IDLE and ENGINE_STATUS report
+// the engines idle even while they run submissions.
 //
 // A Device is safe for concurrent use, and so are the files it opens.
 package sim

@@ -5,6 +5,10 @@ import (
 	"testing"
 )
 
+// pageResident bounds what a write of a few bytes may take: a page, or a
+// huge page when tmpfs is set to use them.
+const pageResident = 2 << 20
+
 func TestSparseDRAM(t *testing.T) {
 	s := newTestSystem(t, Default(Gaudi2, 1))
 	d := s.Device(0)
@@ -12,30 +16,55 @@ func TestSparseDRAM(t *testing.T) {
 	if m.size != 96<<30 || d.ResidentDRAM() != 0 {
 		t.Fatalf("size %#x resident %d", m.size, d.ResidentDRAM())
 	}
+	// Reading a device that was never written sets nothing up.
+	z := bytes.Repeat([]byte{0xAA}, 4096)
+	if err := m.ReadAt(z, 5<<30); err != nil || !bytes.Equal(z, make([]byte, 4096)) {
+		t.Errorf("read of a fresh device: %v", err)
+	}
+	if m.base != nil {
+		t.Errorf("a read created the memory")
+	}
 	// A write that straddles two chunks near the end of 96 GiB.
 	off := m.size - chunkSize - 3
 	data := []byte("hello, sparse device memory")
 	if err := m.WriteAt(data, off); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.ResidentDRAM(); got != 2*chunkSize {
-		t.Errorf("resident after one small write = %d, want %d", got, 2*chunkSize)
+	got := d.ResidentDRAM()
+	if got == 0 || got > 2*pageResident {
+		t.Errorf("resident after one small write = %d, want at most %d", got, 2*pageResident)
 	}
-	got := make([]byte, len(data)+10)
-	if err := m.ReadAt(got, off-5); err != nil {
+	resident := got
+	buf := make([]byte, len(data)+10)
+	if err := m.ReadAt(buf, off-5); err != nil {
 		t.Fatal(err)
 	}
 	want := append(append(make([]byte, 5), data...), make([]byte, 5)...)
-	if !bytes.Equal(got, want) {
-		t.Errorf("read back %q, want %q", got, want)
+	if !bytes.Equal(buf, want) {
+		t.Errorf("read back %q, want %q", buf, want)
 	}
-	// Unwritten memory reads as zeros without becoming resident.
-	z := bytes.Repeat([]byte{0xAA}, 4096)
+	// Unwritten memory reads as zeros without becoming resident, also in
+	// a large read that spans written and unwritten pages.
 	if err := m.ReadAt(z, 1<<30); err != nil || !bytes.Equal(z, make([]byte, 4096)) {
 		t.Errorf("unwritten read: %v", err)
 	}
-	if d.ResidentDRAM() != 2*chunkSize {
-		t.Errorf("a read made memory resident")
+	big := make([]byte, 64<<20)
+	for i := range big {
+		big[i] = 0x55
+	}
+	if err := m.ReadAt(big, m.size-uint64(len(big))); err != nil {
+		t.Fatal(err)
+	}
+	tail := big[uint64(len(big))-(m.size-off):]
+	if !bytes.Equal(tail[:len(data)], data) || bytes.Count(big, []byte{0}) != len(big)-len(data) {
+		t.Errorf("large read across written and unwritten pages is wrong")
+	}
+	if d.ResidentDRAM() != resident {
+		t.Errorf("a read made memory resident: %d -> %d", resident, d.ResidentDRAM())
+	}
+	// A 96 GiB device does not take 96 GiB.
+	if d.ResidentDRAM() > 16*pageResident {
+		t.Errorf("resident %d", d.ResidentDRAM())
 	}
 	// Out of range accesses fail.
 	for _, tc := range []struct {
@@ -48,9 +77,167 @@ func TestSparseDRAM(t *testing.T) {
 		if err := m.ReadAt(make([]byte, tc.n), tc.off); err == nil {
 			t.Errorf("read of %d at %#x accepted", tc.n, tc.off)
 		}
+		if err := m.view(tc.off, uint64(tc.n), func([]byte) error { return nil }); err == nil {
+			t.Errorf("view of %d at %#x accepted", tc.n, tc.off)
+		}
 	}
 	m.Reset()
 	if d.ResidentDRAM() != 0 {
 		t.Errorf("resident after Reset = %d", d.ResidentDRAM())
+	}
+	if err := m.ReadAt(buf, off-5); err != nil || !bytes.Equal(buf, make([]byte, len(buf))) {
+		t.Errorf("memory after Reset: %q, %v", buf, err)
+	}
+}
+
+func TestDRAMViewAndZero(t *testing.T) {
+	s := newTestSystem(t, Default(Gaudi, 1))
+	m := s.Device(0).dram
+	const off = 3 << 20
+	err := m.view(off, 3*4096, func(b []byte) error {
+		for i := range b {
+			b[i] = byte(i)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 3*4096)
+	if err := m.ReadAt(got, off); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != byte(i) {
+			t.Fatalf("byte %d = %d", i, got[i])
+		}
+	}
+	// Zero gives back whole pages and clears the edges.
+	if err := m.Zero(off+100, 3*4096-200); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ReadAt(got, off); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		want := byte(0)
+		if i < 100 || i >= 3*4096-100 {
+			want = byte(i)
+		}
+		if got[i] != want {
+			t.Fatalf("after Zero byte %d = %d, want %d", i, got[i], want)
+		}
+	}
+	if r := m.Resident(); r > 2*pageResident || r < 2*4096 {
+		t.Errorf("resident after Zero = %d", r)
+	}
+}
+
+func TestSystemClose(t *testing.T) {
+	s := newTestSystem(t, Default(Gaudi2, 2))
+	m := s.Device(0).dram
+	if err := m.WriteAt([]byte{1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	before := countFDs(t)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if n := countFDs(t); n != before-1 {
+		t.Errorf("descriptors %d after Close, want %d", n, before-1)
+	}
+	if err := m.WriteAt([]byte{1}, 0); err == nil {
+		t.Errorf("write after Close accepted")
+	}
+	if err := m.ReadAt(make([]byte, 1), 0); err == nil {
+		t.Errorf("read after Close accepted")
+	}
+	if s.Device(0).ResidentDRAM() != 0 {
+		t.Errorf("resident after Close")
+	}
+}
+
+func BenchmarkDRAMWrite(b *testing.B) {
+	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	m := s.Device(0).dram
+	src := make([]byte, 64<<20)
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if err := m.WriteAt(src, 1<<30); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDRAMRead(b *testing.B) {
+	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	m := s.Device(0).dram
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = 1
+	}
+	if err := m.WriteAt(buf, 1<<30); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		if err := m.ReadAt(buf, 1<<30); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMemmove(b *testing.B) {
+	src := make([]byte, 64<<20)
+	dst := make([]byte, 64<<20)
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		copy(dst, src)
+	}
+}
+
+func TestDRAMCopy(t *testing.T) {
+	s := newTestSystem(t, Default(Gaudi2, 1))
+	defer s.Close()
+	m := s.Device(0).dram
+	const src, dst, n = 1 << 30, 2 << 30, 64 << 20
+	// Source: data in two places, holes elsewhere. Destination: data all
+	// over, which the holes of the source must clear.
+	m.WriteAt([]byte("head"), src+10)
+	m.WriteAt([]byte("tail"), src+n-4)
+	ones := bytes.Repeat([]byte{1}, n)
+	m.WriteAt(ones, dst)
+	before := m.Resident()
+	if err := m.Copy(dst, src, n); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n)
+	m.ReadAt(got, dst)
+	want := make([]byte, n)
+	copy(want[10:], "head")
+	copy(want[n-4:], "tail")
+	if !bytes.Equal(got, want) {
+		t.Errorf("copy differs")
+	}
+	if r := m.Resident(); r >= before {
+		t.Errorf("resident %d after copying holes over data, was %d", r, before)
+	}
+	for _, tc := range []struct{ dst, src, n uint64 }{
+		{m.size, 0, 1}, {0, m.size, 1}, {0, 0, m.size + 1},
+	} {
+		if err := m.Copy(tc.dst, tc.src, tc.n); err == nil {
+			t.Errorf("copy %+v accepted", tc)
+		}
 	}
 }

@@ -21,9 +21,21 @@ type File struct {
 	closed   bool       // this handle is closed
 	refs     int        // open handles: this one and its duplicates
 	released bool       // every handle is closed and the context is gone
+	busy     int        // ioctls and mmaps in progress
+	pending  bool       // released while busy: the last call out releases
 	events   uint64     // notifier bits not yet read by GET_EVENTS
 	eventfd  int        // a duplicate of the registered eventfd, or -1
 	csDrops  csCounters // the compute context's dropped submissions
+	cs       csHolder   // command buffers and submissions (cb.go, cs.go)
+	mmaps    map[*byte]userMapping
+
+	// Compute files only: the memory context and the mmap buffers. Both
+	// outlive the last Close while a dma-buf export is open (lingering),
+	// as the driver's exports hold the file.
+	ctx       *context
+	mm        *memMgr
+	lingering bool
+	final     sync.Once
 }
 
 func newFile(d *Device, control bool) *File {
@@ -48,19 +60,9 @@ func (f *File) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 	if closed {
 		return nil, unix.EBADF
 	}
+	f.cbSweepFor(offset)
 	return f.mmap(offset, length, prot, flags)
 }
-
-// mmap maps device memory of the open file.
-func (f *File) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
-	if f.control {
-		return nil, unix.ENODEV
-	}
-	return nil, unix.EINVAL
-}
-
-// Munmap implements the ioctl layer's File.
-func (f *File) Munmap(b []byte) error { return unix.EINVAL }
 
 // Close closes this handle. When it is the last handle of the open file
 // (see Dup), the file is released: for a compute file, the device's compute
@@ -91,9 +93,39 @@ func (f *File) put() {
 		unix.Close(f.eventfd)
 		f.eventfd = -1
 	}
+	// As the kernel holds a file for the duration of a system call, calls
+	// in progress keep the file until they return.
+	f.pending = f.busy > 0
+	pending := f.pending
 	f.mu.Unlock()
-	f.dev.release(f)
-	f.lock.release()
+	if !pending {
+		f.dev.release(f)
+	}
+}
+
+// enter starts a call on the file; false once every handle is closed.
+func (f *File) enter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refs == 0 {
+		return false
+	}
+	f.busy++
+	return true
+}
+
+// exit ends a call, releasing the file if it was closed meanwhile.
+func (f *File) exit() {
+	f.mu.Lock()
+	f.busy--
+	release := f.busy == 0 && f.pending
+	if release {
+		f.pending = false
+	}
+	f.mu.Unlock()
+	if release {
+		f.dev.release(f)
+	}
 }
 
 // Dup returns another handle to the same open file, as dup(2) gives another
@@ -140,6 +172,7 @@ func (h *Handle) Mmap(offset int64, length int, prot, flags int) ([]byte, error)
 	if closed {
 		return nil, unix.EBADF
 	}
+	h.f.cbSweepFor(offset)
 	return h.f.mmap(offset, length, prot, flags)
 }
 
@@ -174,6 +207,19 @@ func (f *File) notify(bits uint64) {
 	}
 }
 
-// abort ends the file's pending work after a reset. Waits arrive with the
-// command submission support; nothing is pending yet.
-func (f *File) abort() {}
+// abort ends the file's pending work in a reset, with the engines halted:
+// its CSs in flight are rolled back and their waits answer EIO (ABORTED),
+// or ETIMEDOUT for the CS whose timeout caused the reset.
+func (f *File) abort() {
+	if f.cs.p != nil {
+		f.dev.hardware().abortCS(f)
+	}
+}
+
+// cbSweepFor frees destroyed command buffers before a CB handle is mapped,
+// so that one whose last mapping went away cannot be mapped again.
+func (f *File) cbSweepFor(offset int64) {
+	if (uint64(offset)>>12)&mmapTypeMask == mmapTypeCB && !f.control {
+		f.cbSweep()
+	}
+}

@@ -200,13 +200,12 @@ func (f *File) hwEvents(a *hl.InfoArgs, aggregate bool) error {
 func (f *File) infoDRAMUsage(a *hl.InfoArgs) error {
 	d := f.dev
 	p := &d.prof
-	d.mu.Lock()
+	d.reap()
 	var r hl.InfoDRAMUsage
-	r.DRAMFreeMem = p.dramSize - (p.dramUserBase - p.dramBase) - d.dramUsed
-	if !f.control {
-		r.CtxDRAMMem = d.dramUsed
+	r.DRAMFreeMem = p.dramSize - (p.dramUserBase - p.dramBase) - uint64(d.dramUsed.Load())
+	if f.ctx != nil {
+		r.CtxDRAMMem = uint64(f.ctx.dramPhysMem.Load())
 	}
-	d.mu.Unlock()
 	return copyResult(a, structBytes(&r))
 }
 
@@ -214,6 +213,7 @@ func (f *File) infoDRAMUsage(a *hl.InfoArgs) error {
 // compute_ctx_in_release is always 0.
 func (f *File) infoOpenStats(a *hl.InfoArgs) error {
 	d := f.dev
+	d.reap()
 	d.mu.Lock()
 	var r hl.OpenStatsInfo
 	r.OpenCounter = d.openCounter

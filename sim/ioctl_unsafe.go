@@ -71,6 +71,10 @@ func (f *File) Ioctl(req uint, arg unsafe.Pointer) error {
 
 // ioctl runs a request on the open file, for any of its handles.
 func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
+	if !f.enter() {
+		return unix.EBADF
+	}
+	defer f.exit()
 	idx, errno, ok := f.decode(req)
 	if !ok {
 		return errno
@@ -85,11 +89,28 @@ func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
 			return err
 		}
 		return f.info(args)
+	case hl.HL_IOCTL_MEMORY:
+		args := (*hl.MemArgs)(arg)
+		if err := f.dev.fault("MEMORY", int(args.In().Op)); err != nil {
+			return err
+		}
+		return f.memory(args)
+	case hl.HL_IOCTL_CB:
+		args := (*hl.CBArgs)(arg)
+		if err := f.dev.fault("CB", int(args.In().Op)); err != nil {
+			return err
+		}
+		return f.cbIoctl(args)
 	}
 	if err := f.dev.fault(ioctlTable[idx].name, -1); err != nil {
 		return err
 	}
-	// CB, CS, WAIT_CS, MEMORY and DEBUG arrive with the memory and
-	// command submission support of the simulator.
+	switch idx {
+	case hl.HL_IOCTL_CS:
+		return f.csIoctl((*hl.CSArgs)(arg))
+	case hl.HL_IOCTL_WAIT_CS:
+		return f.waitIoctl((*hl.WaitCSArgs)(arg))
+	}
+	// DEBUG arrives with the debug support of the simulator.
 	return unix.ENOSYS
 }

@@ -65,7 +65,34 @@ type profile struct {
 	// Power in mW: dc_power_default (driver), the firmware's max power and
 	// the idle power the simulated firmware reports.
 	dcPowerMW, maxPowerMW, idlePowerMW uint64
+
+	// Virtual memory (MEMORY ioctl), see vm.go.
+	vm vmProps
 }
+
+// vmProps are the fixed properties the MEMORY ioctl works with: the
+// device MMU's virtual address ranges as hl_vm_ctx_init builds them from
+// pmmu, pmmu_huge and dmmu, the ranges that allocations without a hint
+// avoid (hints_*_reserved_va_range), and what a new context reserves.
+type vmProps struct {
+	// The three VA ranges of a context, bounds inclusive, after
+	// va_range_init's rounding. With hugeRange false (pmmu_huge_range),
+	// host memory mapped with huge pages shares the 4 KB range.
+	host, hostHuge, dram vaSpan
+	hugeRange            bool
+	hostPage, hugePage   uint64 // pmmu.page_size, pmmu_huge.page_size
+	dmmuPage             uint64 // dmmu.page_size: DRAM VA alignment and hl_is_dram_va's size
+	dmmuStart, dmmuEnd   uint64 // dmmu.start_addr, dmmu.end_addr (exclusive)
+
+	// hints_range_reservation and the reserved ranges per range type.
+	hintsReserved                              bool
+	hintsHost, hintsHostHuge, hintsDRAM        vaSpan
+	dramHintsMask                              uint64 // dram_hints_align_mask
+	cbPoolSize, internalCBSize, msixDoorbellVA uint64
+}
+
+// vaSpan is an inclusive address range.
+type vaSpan struct{ start, end uint64 }
 
 // hlMaxDcores is HL_MAX_DCORES (common/habanalabs.h): the dcore_id bound of
 // SYNC_MANAGER.
@@ -243,8 +270,82 @@ func newProfile(asic ASIC, dramSize uint64) (profile, error) {
 	if err := p.setDRAM(dramSize); err != nil {
 		return profile{}, err
 	}
+	p.setVM()
 	return p, nil
 }
+
+// Address space constants of the device MMUs (gaudi2/gaudi2P.h,
+// include/gaudi2/gaudi2.h, gaudi/gaudiP.h).
+const (
+	gaudi2HostVAStart  = 0xFFF0000000000000 // VA_HOST_SPACE_PAGE_START
+	gaudi2HostVAEnd    = 0xFFF0800000000000 // VA_HOST_SPACE_PAGE_END
+	gaudi2HugeVAStart  = 0xFFF0800000000000 // VA_HOST_SPACE_HPAGE_START
+	gaudi2HugeVAEnd    = 0xFFF1000000000000 // VA_HOST_SPACE_HPAGE_END
+	gaudi2HBMVAEnd     = 0x1002000000000000 // VA_HBM_SPACE_END
+	gaudi2DoorbellVA   = 0xFFF077FFFFFF0000 // RESERVED_VA_FOR_VIRTUAL_MSIX_DOORBELL_START
+	gaudi2HostHintsEnd = 0xFFF07FFFFFFFFFFF // RESERVED_VA_RANGE_FOR_ARC_ON_HOST_END
+	gaudi2HugeHints    = 0xFFF0F80000000000 // RESERVED_VA_RANGE_FOR_ARC_ON_HOST_HPAGE_START
+	gaudi2HugeHintsEnd = 0xFFF0FFFFFFFFFFFF // ..._HPAGE_END
+	gaudi2DRAMHints    = 0x1001500000000000 // RESERVED_VA_RANGE_FOR_ARC_ON_HBM_START
+	gaudi2DRAMHintsEnd = 0x10016FFFFFFFFFFF // RESERVED_VA_RANGE_FOR_ARC_ON_HBM_END
+	gaudi2DRAMHintMask = 0xFFFFFFFFFFFF     // DRAM_VA_HINT_MASK (GAUDI2_HBM_MMU_SCRM_ADDRESS_MASK)
+	gaudiVAStart       = 0x1000000000000    // VA_HOST_SPACE_START
+	gaudiVAEnd         = 0x3FF8000000000    // VA_HOST_SPACE_END
+	cbVAPoolSize       = 4 * sz1G           // CB_VA_POOL_SIZE (common/command_buffer.c)
+	internalCBSize     = 2 * sz1M           // HOST_SPACE_INTERNAL_CB_SZ
+	hostPageSize       = 4096               // pmmu.page_size on 4 KB-page kernels
+	hugePageSize       = 2 * sz1M           // pmmu_huge.page_size on 4 KB-page kernels
+)
+
+// setVM fills the MEMORY properties: the ranges are what hl_vm_ctx_init
+// passes to va_range_init (end_addr - 1 as the inclusive end), rounded as
+// va_range_init rounds power-of-two ranges. Gaudi sets pmmu.end_addr to an
+// inclusive value already, so its host range loses its last page to that
+// double "- 1" and the rounding, exactly as on the driver.
+func (p *profile) setVM() {
+	v := &p.vm
+	v.hostPage, v.hugePage = hostPageSize, hugePageSize
+	v.internalCBSize = internalCBSize
+	if p.dramVirtual {
+		// gaudi2_set_fixed_properties, gaudi2_set_dram_properties.
+		v.host = vaInit(gaudi2HostVAStart, gaudi2HostVAEnd-1, hostPageSize)
+		v.hostHuge = vaInit(gaudi2HugeVAStart, gaudi2HugeVAEnd-1, hugePageSize)
+		v.hugeRange = true
+		v.dmmuPage = sz1G // PAGE_SIZE_1GB
+		v.dmmuStart = p.dmmuStart
+		v.dmmuEnd = p.dmmuStart + p.dramPageSize*((gaudi2HBMVAEnd-p.dmmuStart)/v.dmmuPage)
+		v.dram = vaInit(v.dmmuStart, v.dmmuEnd-1, p.dramPageSize)
+		v.hintsReserved = true
+		v.hintsHost = vaSpan{gaudi2DoorbellVA, gaudi2HostHintsEnd}
+		v.hintsHostHuge = vaSpan{gaudi2HugeHints, gaudi2HugeHintsEnd}
+		v.hintsDRAM = vaSpan{gaudi2DRAMHints, gaudi2DRAMHintsEnd}
+		v.dramHintsMask = ^uint64(gaudi2DRAMHintMask)
+		v.cbPoolSize = cbVAPoolSize // supports_cb_mapping
+		v.msixDoorbellVA = gaudi2DoorbellVA
+		return
+	}
+	// gaudi_set_fixed_properties: the host range is the lower half of
+	// VA_HOST_SPACE, the DMMU range (unused: no DRAM MMU) the upper half.
+	half := uint64(gaudiVAEnd-gaudiVAStart) / 2
+	v.host = vaInit(gaudiVAStart, gaudiVAStart+half-1-1, hostPageSize)
+	v.hostHuge = v.host
+	v.dmmuPage = 2 * sz1M
+	v.dmmuStart, v.dmmuEnd = gaudiVAStart+half, gaudiVAEnd
+	v.dram = vaInit(v.dmmuStart, v.dmmuEnd-1, p.dramPageSize)
+}
+
+// vaInit applies va_range_init's rounding to [start, end] (inclusive) for a
+// range of pages of the given size.
+func vaInit(start, end, page uint64) vaSpan {
+	if isPow2(page) {
+		start = (start + page - 1) &^ (page - 1)
+		end = (end+1)&^(page-1) - 1
+	}
+	return vaSpan{start, end}
+}
+
+// isPow2 is the kernel's is_power_of_2: false for 0.
+func isPow2(n uint64) bool { return n != 0 && n&(n-1) == 0 }
 
 // setDRAM sets the DRAM size and what depends on it. Gaudi2 derives its
 // page from the number of functional HBMs: 80 GB is a card with one HBM

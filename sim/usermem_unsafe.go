@@ -71,3 +71,9 @@ func sliceBytes[T any](s []T) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), uintptr(len(s))*unsafe.Sizeof(s[0]))
 }
+
+// hostBytes views n bytes of the caller's memory at addr, for DMA to and
+// from host mappings. The caller mapped the memory and keeps it mapped.
+func hostBytes(addr, n uint64) []byte {
+	return unsafe.Slice(userPtr(addr), n)
+}

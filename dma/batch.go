@@ -1,0 +1,274 @@
+package dma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/packet"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+)
+
+// op is one copy or fill of a batch, in device addresses.
+type op struct {
+	dir     Direction
+	dst     uint64
+	src     uint64 // source address, or the pattern of a fill
+	n       uint64
+	memset  bool
+	regions []memory.Region
+}
+
+// Batch collects copies and fills that are submitted together: as few CSs
+// as the driver's limits allow (512 jobs per CS, HL_MAX_CB_SIZE per
+// command buffer), their jobs spread over the queues of each direction.
+// The operations of a batch may run in any order and concurrently. A Batch
+// is not safe for concurrent use; the Transfer it starts is.
+type Batch struct {
+	e   *Engine
+	ops []op
+	err error
+}
+
+// NewBatch returns an empty batch.
+func (e *Engine) NewBatch() *Batch { return &Batch{e: e} }
+
+// Copy adds a copy of n bytes from src to dst. Each address is a device
+// address of a buffer or host mapping, or a host pointer of mapped host
+// memory, and the whole range must lie in one buffer or mapping. The first
+// error of a batch is kept and returned by Start too.
+func (b *Batch) Copy(dst, src, n uint64) error {
+	if b.err != nil {
+		return b.err
+	}
+	if n == 0 {
+		return nil
+	}
+	rs, err := b.e.resolve(src, n, "copy source")
+	if err != nil {
+		b.err = err
+		return err
+	}
+	rd, err := b.e.resolve(dst, n, "copy destination")
+	if err != nil {
+		b.err = err
+		return err
+	}
+	b.ops = append(b.ops, op{dir: direction(rd.Kind, rs.Kind), dst: rd.DeviceVA(), src: rs.DeviceVA(), n: n, regions: []memory.Region{rs, rd}})
+	return nil
+}
+
+// Memset adds a fill of n bytes at dst with the 64-bit pattern (the DMA
+// engine repeats it, low byte first).
+func (b *Batch) Memset(dst, pattern, n uint64) error {
+	if b.err != nil {
+		return b.err
+	}
+	if n == 0 {
+		return nil
+	}
+	rd, err := b.e.resolve(dst, n, "memset destination")
+	if err != nil {
+		b.err = err
+		return err
+	}
+	dir := HostToDevice
+	if rd.Kind == memory.HostMemory {
+		dir = HostToHost
+	}
+	if rd.Kind == memory.DeviceMemory {
+		dir = DeviceToDevice
+	}
+	b.ops = append(b.ops, op{dir: dir, dst: rd.DeviceVA(), src: pattern, n: n, memset: true, regions: []memory.Region{rd}})
+	return nil
+}
+
+// Len returns the number of operations added.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// job is one CS chunk: a command buffer on a queue.
+type job struct {
+	queue uint32
+	cb    *cmdBuf
+	bld   packet.Builder
+}
+
+// Start encodes and submits the batch and returns its Transfer. The
+// memory the batch touches is held until the transfer completes.
+func (b *Batch) Start() (*Transfer, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	e := b.e
+	if err := e.begin(); err != nil {
+		return nil, err
+	}
+	t := &Transfer{e: e}
+	fail := func(err error) (*Transfer, error) {
+		t.finish(err, 0)
+		return nil, err
+	}
+	// Hold the memory first: a Close from now on waits for the transfer.
+	for _, o := range b.ops {
+		for _, r := range o.regions {
+			h, err := hold(r)
+			if err != nil {
+				return fail(fmt.Errorf("start transfer: %w", err))
+			}
+			t.holds = append(t.holds, h)
+		}
+	}
+	jobs, err := b.encode()
+	if err != nil {
+		for _, j := range jobs {
+			t.cbs = append(t.cbs, j.cb)
+		}
+		return fail(err)
+	}
+	for _, j := range jobs {
+		t.cbs = append(t.cbs, j.cb)
+	}
+	for start := 0; start < len(jobs); start += hl.HL_MAX_JOBS_PER_CS {
+		part := jobs[start:min(start+hl.HL_MAX_JOBS_PER_CS, len(jobs))]
+		seq, err := e.submit(context.Background(), part)
+		if err != nil {
+			// Earlier CSs are running: wait for them before the memory
+			// and buffers are released.
+			for _, s := range t.seqs {
+				e.waitSeq(context.Background(), s)
+			}
+			return fail(err)
+		}
+		t.seqs = append(t.seqs, seq)
+	}
+	if !e.q.userCB {
+		// The driver copied the kernel CBs at submission (Gaudi's
+		// patched CB), so they may serve the next batch now.
+		for _, cb := range t.cbs {
+			e.cbs.put(cb)
+		}
+		t.cbs = nil
+	}
+	return t, nil
+}
+
+// hold takes a hold on the buffer or mapping of a region.
+func hold(r memory.Region) (holder, error) {
+	switch r.Kind {
+	case memory.DeviceMemory:
+		if err := r.Device.Hold(); err != nil {
+			return nil, err
+		}
+		return r.Device, nil
+	case memory.HostMemory:
+		if err := r.Host.Hold(); err != nil {
+			return nil, err
+		}
+		return r.Host, nil
+	}
+	return nil, ErrUnmapped
+}
+
+// linDMALen is the size of a LIN_DMA packet.
+const linDMALen = 24
+
+// maxPacket is the most one LIN_DMA moves here: the driver's own 2 GiB
+// split (tsize allows up to 4 GiB - 1).
+const maxPacket = packet.DriverChunkSize
+
+// encode turns the operations into jobs: each op is split into stripes on
+// different queues when large, and each stripe into LIN_DMA packets.
+func (b *Batch) encode() ([]*job, error) {
+	e := b.e
+	current := map[uint32]*job{}
+	var jobs []*job
+	add := func(q uint32, p packet.LinDMA) error {
+		j := current[q]
+		if j != nil && j.bld.Len()+linDMALen > len(j.cb.mem) {
+			j = nil
+		}
+		if j == nil {
+			cb, err := e.cbs.get(cbSize)
+			if err != nil {
+				return err
+			}
+			j = &job{queue: q, cb: cb, bld: packet.NewBuilder(e.format, cb.mem[:0])}
+			current[q] = j
+			jobs = append(jobs, j)
+		}
+		j.bld.LinDMA(p)
+		return j.bld.Err()
+	}
+	for _, o := range b.ops {
+		stripes := uint64(1)
+		if o.n >= e.opts.StripeSize {
+			stripes = min(uint64(len(e.q.byDir[o.dir].ids)), o.n/(e.opts.StripeSize/2))
+		}
+		per := (o.n + stripes - 1) / stripes
+		for s := uint64(0); s < stripes; s++ {
+			q := e.queue(o.dir)
+			off := s * per
+			end := min(off+per, o.n)
+			for off < end {
+				n := min(end-off, maxPacket)
+				p := packet.LinDMA{Dst: o.dst + off, Size: uint32(n), Memset: o.memset}
+				p.EngineBarrier, p.MsgBarrier = true, true
+				if e.format == packet.Gaudi {
+					p.RegBarrier = true
+				}
+				if o.memset {
+					p.Src = o.src
+				} else {
+					p.Src = o.src + off
+				}
+				if err := add(q, p); err != nil {
+					return jobs, fmt.Errorf("encode transfer: %w", err)
+				}
+				off += n
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, errors.New("encode transfer: empty batch")
+	}
+	return jobs, nil
+}
+
+// Copy copies n bytes from src to dst and waits for the copy; see
+// Batch.Copy for the addresses it takes.
+func (e *Engine) Copy(ctx context.Context, dst, src, n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	t, err := e.StartCopy(dst, src, n)
+	if err != nil {
+		return err
+	}
+	return t.Wait(ctx)
+}
+
+// StartCopy starts a copy and returns without waiting.
+func (e *Engine) StartCopy(dst, src, n uint64) (*Transfer, error) {
+	b := Batch{e: e}
+	if err := b.Copy(dst, src, n); err != nil {
+		return nil, err
+	}
+	return b.Start()
+}
+
+// Memset fills n bytes at dst with a 64-bit pattern and waits.
+func (e *Engine) Memset(ctx context.Context, dst, pattern, n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	b := Batch{e: e}
+	if err := b.Memset(dst, pattern, n); err != nil {
+		return err
+	}
+	t, err := b.Start()
+	if err != nil {
+		return err
+	}
+	return t.Wait(ctx)
+}

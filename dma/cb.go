@@ -1,0 +1,171 @@
+package dma
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// cbSize is the size of pooled command buffers: room for 2,700 LIN_DMA
+// packets. Larger batches take a buffer of their own, up to HL_MAX_CB_SIZE.
+const cbSize = 64 << 10
+
+// cmdBuf is one command buffer: memory the CPU writes packets into and the
+// value a CS chunk names it by.
+type cmdBuf struct {
+	mem    []byte
+	handle uint64 // kernel CB handle (Gaudi) or device VA (Gaudi2 user CB)
+	pooled bool
+	// Kernel CBs own their mapping; user CBs are carved from a slab.
+	kernel bool
+}
+
+// cbPool hands out command buffers and takes them back. Safe for
+// concurrent use.
+type cbPool struct {
+	io   *ioctl.Device
+	mem  *memory.Manager
+	user bool // Gaudi2 user CBs in host memory; else kernel CBs
+
+	mu    sync.Mutex
+	free  []*cmdBuf
+	slabs []*memory.HostBuffer
+	all   []*cmdBuf // every kernel CB, for close
+}
+
+func newCBPool(io *ioctl.Device, mem *memory.Manager, user bool) *cbPool {
+	return &cbPool{io: io, mem: mem, user: user}
+}
+
+// get returns a buffer of at least n bytes.
+func (p *cbPool) get(n int) (*cmdBuf, error) {
+	if n > hl.HL_MAX_CB_SIZE {
+		return nil, fmt.Errorf("command buffer of %d bytes exceeds HL_MAX_CB_SIZE: %w", n, ErrTooLarge)
+	}
+	if n <= cbSize {
+		p.mu.Lock()
+		if k := len(p.free); k > 0 {
+			cb := p.free[k-1]
+			p.free = p.free[:k-1]
+			p.mu.Unlock()
+			return cb, nil
+		}
+		p.mu.Unlock()
+		if p.user {
+			if err := p.growSlab(); err != nil {
+				return nil, err
+			}
+			return p.get(n)
+		}
+		cb, err := p.newKernelCB(cbSize)
+		if err != nil {
+			return nil, err
+		}
+		cb.pooled = true
+		return cb, nil
+	}
+	if p.user {
+		h, err := p.mem.AllocHost(uint64(n), memory.HostOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("allocate command buffer: %w", err)
+		}
+		p.mu.Lock()
+		p.slabs = append(p.slabs, h)
+		p.mu.Unlock()
+		return &cmdBuf{mem: h.Bytes(), handle: h.VA()}, nil
+	}
+	return p.newKernelCB(n)
+}
+
+// put returns a buffer. One-off kernel CBs are destroyed; one-off user
+// CBs stay with their slab until the pool closes.
+func (p *cbPool) put(cb *cmdBuf) {
+	if cb.pooled {
+		p.mu.Lock()
+		p.free = append(p.free, cb)
+		p.mu.Unlock()
+		return
+	}
+	if cb.kernel {
+		p.destroyKernelCB(cb)
+	}
+}
+
+// growSlab maps 2 MiB of host memory and cuts it into pooled user CBs.
+func (p *cbPool) growSlab() error {
+	const slab = 2 << 20
+	h, err := p.mem.AllocHost(slab, memory.HostOptions{})
+	if err != nil {
+		return fmt.Errorf("allocate command buffers: %w", err)
+	}
+	mem := h.Bytes()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.slabs = append(p.slabs, h)
+	for off := 0; off+cbSize <= len(mem); off += cbSize {
+		p.free = append(p.free, &cmdBuf{mem: mem[off : off+cbSize : off+cbSize], handle: h.VA() + uint64(off), pooled: true})
+	}
+	return nil
+}
+
+// newKernelCB creates a CB with the driver and maps it.
+func (p *cbPool) newKernelCB(n int) (*cmdBuf, error) {
+	var a hl.CBArgs
+	in := a.In()
+	in.Op = hl.HL_CB_OP_CREATE
+	in.CBSize = uint32(n)
+	if err := p.io.CB(&a); err != nil {
+		return nil, fmt.Errorf("create command buffer: %w", err)
+	}
+	handle := a.Out().CBHandle()
+	mem, err := p.io.Mmap(int64(handle), n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		p.destroy(handle)
+		return nil, fmt.Errorf("map command buffer: %w", err)
+	}
+	cb := &cmdBuf{mem: mem, handle: handle, kernel: true}
+	p.mu.Lock()
+	p.all = append(p.all, cb)
+	p.mu.Unlock()
+	return cb, nil
+}
+
+func (p *cbPool) destroyKernelCB(cb *cmdBuf) {
+	p.io.Munmap(cb.mem)
+	p.destroy(cb.handle)
+	p.mu.Lock()
+	for i, c := range p.all {
+		if c == cb {
+			p.all = append(p.all[:i], p.all[i+1:]...)
+			break
+		}
+	}
+	p.mu.Unlock()
+}
+
+func (p *cbPool) destroy(handle uint64) error {
+	var a hl.CBArgs
+	in := a.In()
+	in.Op = hl.HL_CB_OP_DESTROY
+	in.CBHandle = handle
+	return p.io.CB(&a)
+}
+
+// close releases every buffer. Transfers must have completed.
+func (p *cbPool) close() {
+	p.mu.Lock()
+	all, slabs := p.all, p.slabs
+	p.all, p.slabs, p.free = nil, nil, nil
+	p.mu.Unlock()
+	for _, cb := range all {
+		p.io.Munmap(cb.mem)
+		p.destroy(cb.handle)
+	}
+	for _, h := range slabs {
+		h.Close()
+	}
+}

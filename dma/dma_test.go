@@ -1,0 +1,224 @@
+package dma
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/sim"
+)
+
+type rig struct {
+	d *device.Device
+	m *memory.Manager
+	e *Engine
+}
+
+func newRig(t testing.TB, asic sim.ASIC, opts Options) rig {
+	t.Helper()
+	cfg := sim.Default(asic, 1)
+	cfg.LockDir = t.TempDir()
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := device.OpenSim(s.Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := memory.New(d, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		m.Close()
+		d.Close()
+	})
+	return rig{d, m, e}
+}
+
+func fill(b []byte, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := 0; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+	for i := len(b) &^ 7; i < len(b); i++ {
+		b[i] = byte(r.Uint32())
+	}
+}
+
+// TestRoundTrip copies host -> device -> device -> host over a size sweep
+// and compares byte for byte, on both ASICs.
+func TestRoundTrip(t *testing.T) {
+	for _, asic := range []sim.ASIC{sim.Gaudi2, sim.Gaudi} {
+		t.Run(asic.String(), func(t *testing.T) {
+			r := newRig(t, asic, Options{StripeSize: 1 << 20})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			const max = 8 << 20
+			src, err := r.m.AllocHost(max, memory.HostOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst, err := r.m.AllocHost(max, memory.HostOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := r.m.Alloc(max+4096, memory.AllocOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := r.m.Alloc(max, memory.AllocOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, n := range []uint64{1, 7, 4096, 4097, 1 << 20, max} {
+				fill(src.Bytes()[:n], uint64(i+1))
+				clear(dst.Bytes()[:n])
+				if err := r.e.Copy(ctx, a.VA()+3, src.VA(), n); err != nil {
+					t.Fatalf("%d bytes host to device: %v", n, err)
+				}
+				if err := r.e.Copy(ctx, b.VA(), a.VA()+3, n); err != nil {
+					t.Fatalf("%d bytes device to device: %v", n, err)
+				}
+				// Host pointers work as well as device addresses.
+				if err := r.e.Copy(ctx, addr(dst.Bytes()), b.VA(), n); err != nil {
+					t.Fatalf("%d bytes device to host: %v", n, err)
+				}
+				if !bytes.Equal(dst.Bytes()[:n], src.Bytes()[:n]) {
+					t.Fatalf("%d bytes: round trip corrupted the data", n)
+				}
+			}
+		})
+	}
+}
+
+func TestMemsetAndBatch(t *testing.T) {
+	r := newRig(t, sim.Gaudi2, Options{})
+	ctx := context.Background()
+	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
+	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
+	if err := r.e.Memset(ctx, buf.VA(), 0x0807060504030201, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.Copy(ctx, h.VA(), buf.VA(), 4096); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4096; i++ {
+		if h.Bytes()[i] != byte(i%8+1) {
+			t.Fatalf("memset byte %d = %#x", i, h.Bytes()[i])
+		}
+	}
+	// A batch of 600 small copies needs more than one command buffer
+	// and is spread over queues.
+	b := r.e.NewBatch()
+	for i := 0; i < 600; i++ {
+		h.Bytes()[i] = byte(i * 7)
+		if err := b.Copy(buf.VA()+uint64(i)*64, h.VA()+uint64(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := b.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("batch did not complete")
+	}
+	if err := tr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 1)
+	for i := 0; i < 600; i += 97 {
+		if err := r.e.Copy(ctx, h.VA()+4096, buf.VA()+uint64(i)*64, 1); err != nil {
+			t.Fatal(err)
+		}
+		out[0] = h.Bytes()[4096]
+		if out[0] != byte(i*7) {
+			t.Errorf("batch copy %d: %#x", i, out[0])
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	r := newRig(t, sim.Gaudi2, Options{})
+	ctx := context.Background()
+	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
+	if err := r.e.Copy(ctx, buf.VA(), 0x1234, 8); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("copy from an unmapped address: %v", err)
+	}
+	if err := r.e.Copy(ctx, buf.VA()+buf.Size()-4, buf.VA(), 8); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("copy past the end of a buffer: %v", err)
+	}
+	// A closed buffer under a running transfer is released afterwards.
+	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
+	tr, err := r.e.StartCopy(buf.VA(), h.VA(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Close()
+	if err := tr.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.m.Lookup(buf.VA()).Kind != memory.Unknown {
+		t.Error("the buffer was not released after the transfer")
+	}
+	// Cancellation returns promptly; the transfer can still be waited.
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	b2, _ := r.m.Alloc(1, memory.AllocOptions{})
+	tr, err = r.e.StartCopy(b2.VA(), h.VA(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(c); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait with a cancelled context: %v", err)
+	}
+	if err := tr.Wait(ctx); err != nil {
+		t.Errorf("second Wait: %v", err)
+	}
+}
+
+func TestPrepared(t *testing.T) {
+	r := newRig(t, sim.Gaudi2, Options{})
+	h, _ := r.m.AllocHost(4096, memory.HostOptions{})
+	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
+	b := r.e.NewBatch()
+	b.Copy(buf.VA(), h.VA(), 4096)
+	p, err := b.Prepare()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := buf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.m.Lookup(buf.VA()).Kind == memory.Unknown {
+		t.Error("a prepared transfer's buffer was released while prepared")
+	}
+	p.Close()
+	p.Close()
+	if r.m.Lookup(buf.VA()).Kind != memory.Unknown {
+		t.Error("closing the prepared transfer did not release the buffer")
+	}
+	if err := p.Run(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Run after Close: %v", err)
+	}
+}

@@ -1,0 +1,32 @@
+// Package dma moves bytes with a Gaudi's DMA engines: it encodes LIN_DMA
+// packets into command buffers, submits them as command submissions (CS)
+// on the queues that suit the direction, and waits for their completion.
+//
+// An Engine belongs to one memory.Manager (and so to one open compute
+// node). Addresses given to Copy and Memset are device addresses of
+// buffers or host mappings, or host pointers of mapped host memory; the
+// Manager's address index decides which, and so the direction and the
+// queues. Memory a transfer uses is held (memory.Buffer.Hold) until the
+// transfer completes, so closing a buffer during a transfer defers its
+// release instead of pulling memory from under the DMA engine.
+//
+// # Queues and command buffers
+//
+// Gaudi: jobs go to the external PCI DMA queues (DMA_0 host to device,
+// DMA_1 device to host and device to device), whose completion the driver
+// tracks; command buffers are kernel CBs (CB CREATE, mmap), which the
+// driver copies at submission, so they are reused as soon as the CS ioctl
+// returns. Gaudi2: jobs go to PDMA_0 (host to device), PDMA_1 (device to
+// host) and the enabled EDMA engines (device to device); command buffers
+// are user CBs in mapped host memory (HL_CS_CHUNK_FLAGS_USER_ALLOC_CB),
+// kept until the CS completes. Large copies are striped over several
+// queues of one CS.
+//
+// # Completion
+//
+// Waits take a context and are issued in slices by the ioctl layer; a
+// CS the device timed out is an error matching ioctl.ErrTimeout, an
+// aborted one (a reset) matches unix.EIO and ErrAborted.
+//
+// An Engine is safe for concurrent use; so is a Transfer.
+package dma

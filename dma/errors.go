@@ -1,0 +1,18 @@
+package dma
+
+import "errors"
+
+// Sentinel errors callers branch on.
+var (
+	// ErrUnmapped reports an address range no buffer or mapping of the
+	// Manager covers entirely.
+	ErrUnmapped = errors.New("address range not mapped for the device")
+	// ErrAborted reports a CS the driver aborted, typically by a device
+	// reset (WAIT_CS status ABORTED, errno EIO).
+	ErrAborted = errors.New("command submission aborted")
+	// ErrClosed reports a call on a closed Engine.
+	ErrClosed = errors.New("dma engine closed")
+	// ErrTooLarge reports a batch that does not fit the driver's limits
+	// even when split (it never happens for Copy and Memset).
+	ErrTooLarge = errors.New("batch too large")
+)

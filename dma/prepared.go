@@ -1,0 +1,139 @@
+package dma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// Prepared is a batch encoded once and run many times: its command buffers,
+// CS arguments and the memory it uses are kept until Close, so Run does no
+// allocation in the library. Runs of one Prepared are serialized; a
+// Prepared is safe for concurrent use.
+type Prepared struct {
+	e      *Engine
+	mu     sync.Mutex
+	args   hl.CSArgs
+	saved  hl.CSArgs
+	chunks []hl.CSChunk
+	wait   hl.WaitCSArgs
+	cbs    []*cmdBuf
+	holds  []holder
+	closed bool
+}
+
+// Prepare encodes the batch for repeated runs. It must fit in one CS (512
+// jobs); a larger batch is ErrTooLarge.
+func (b *Batch) Prepare() (*Prepared, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	e := b.e
+	if err := e.begin(); err != nil {
+		return nil, err
+	}
+	p := &Prepared{e: e}
+	for _, o := range b.ops {
+		for _, r := range o.regions {
+			h, err := hold(r)
+			if err != nil {
+				p.Close()
+				return nil, fmt.Errorf("prepare transfer: %w", err)
+			}
+			p.holds = append(p.holds, h)
+		}
+	}
+	jobs, err := b.encode()
+	for _, j := range jobs {
+		p.cbs = append(p.cbs, j.cb)
+	}
+	if err == nil && len(jobs) > hl.HL_MAX_JOBS_PER_CS {
+		err = fmt.Errorf("prepare transfer: %d jobs: %w", len(jobs), ErrTooLarge)
+	}
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.chunks = make([]hl.CSChunk, len(jobs))
+	for i, j := range jobs {
+		c := &p.chunks[i]
+		c.QueueIndex = j.queue
+		c.SetCBHandle(j.cb.handle)
+		c.SetCBSize(uint32(j.bld.Len()))
+		if e.q.userCB {
+			c.CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
+		}
+	}
+	e.fillCS(&p.args, p.chunks)
+	p.saved = p.args
+	return p, nil
+}
+
+// Run submits the prepared CS and waits for it.
+func (p *Prepared) Run(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	e := p.e
+	p.args = p.saved
+	var seq uint64
+	for try := 0; ; try++ {
+		err := e.io.CS(&p.args, p)
+		if err == nil {
+			seq = p.args.Out().Seq()
+			break
+		}
+		if !errors.Is(err, unix.EAGAIN) || try >= e.opts.MaxRetries {
+			return fmt.Errorf("submit: %w", err)
+		}
+		p.args = p.saved
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for {
+		p.wait = hl.WaitCSArgs{}
+		in := p.wait.In()
+		in.SetSeq(seq)
+		in.SetTimeoutUs(uint64(waitSlice.Microseconds()))
+		err := e.io.WaitCS(ctx, &p.wait)
+		out := p.wait.Out()
+		switch {
+		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_COMPLETED:
+			return nil
+		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_BUSY:
+			continue
+		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_ABORTED, errors.Is(err, unix.EIO):
+			return fmt.Errorf("wait for CS %d: %w", seq, ErrAborted)
+		case err != nil:
+			return err
+		default:
+			return fmt.Errorf("wait for CS %d: status %d", seq, out.Status)
+		}
+	}
+}
+
+// Close releases the command buffers and the memory holds. It is
+// idempotent.
+func (p *Prepared) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	for _, cb := range p.cbs {
+		p.e.cbs.put(cb)
+	}
+	for _, h := range p.holds {
+		h.Release()
+	}
+	p.e.inflight.Done()
+	return nil
+}

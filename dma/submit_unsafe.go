@@ -1,0 +1,73 @@
+package dma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// submit issues one CS whose execute chunks are jobs, retrying EAGAIN (the
+// driver leaves the arguments untouched then) with exponential backoff
+// within the Engine's retry bound, and returns its sequence number.
+func (e *Engine) submit(ctx context.Context, jobs []*job) (uint64, error) {
+	chunks := make([]hl.CSChunk, len(jobs))
+	for i, j := range jobs {
+		c := &chunks[i]
+		c.QueueIndex = j.queue
+		c.SetCBHandle(j.cb.handle)
+		c.SetCBSize(uint32(j.bld.Len()))
+		if e.q.userCB {
+			c.CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
+		}
+	}
+	var a hl.CSArgs
+	e.fillCS(&a, chunks)
+	return e.issueCS(ctx, &a, chunks)
+}
+
+// fillCS sets the CS arguments for an execute-chunk array.
+func (e *Engine) fillCS(a *hl.CSArgs, chunks []hl.CSChunk) {
+	in := a.In()
+	in.SetChunksExecute(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(chunks)))))
+	in.NumChunksExecute = uint32(len(chunks))
+	if e.opts.Timestamps {
+		in.CSFlags |= hl.HL_CS_FLAGS_TIMESTAMP
+	}
+	if e.opts.Timeout > 0 {
+		in.CSFlags |= hl.HL_CS_FLAGS_CUSTOM_TIMEOUT
+		in.Timeout = uint32((e.opts.Timeout + time.Second - 1) / time.Second)
+	}
+}
+
+// issueCS submits prepared arguments; chunks is what they point at.
+func (e *Engine) issueCS(ctx context.Context, a *hl.CSArgs, chunks []hl.CSChunk) (uint64, error) {
+	saved := *a
+	backoff := 10 * time.Microsecond
+	for try := 0; ; try++ {
+		err := e.io.CS(a, chunks)
+		if err == nil {
+			out := a.Out()
+			if out.Status != hl.HL_CS_STATUS_SUCCESS {
+				return 0, fmt.Errorf("submit: status %d", out.Status)
+			}
+			return out.Seq(), nil
+		}
+		if !errors.Is(err, unix.EAGAIN) || try >= e.opts.MaxRetries {
+			return 0, fmt.Errorf("submit: %w", err)
+		}
+		*a = saved
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 10*time.Millisecond)
+	}
+}

@@ -1,0 +1,291 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// dma-buf export (HL_MEM_OP_EXPORT_DMABUF_FD).
+//
+// The driver hands out a dma-buf whose pages are the exported device
+// memory. The simulator hands out a memfd holding exactly the exported
+// bytes, and makes that memfd the device memory of the range: its pages
+// are mapped over the range of the DRAM mapping (MAP_FIXED), after the
+// range's current bytes were copied into it. Device accesses and the
+// file (read, write, mmap) therefore see the same memory. When the range
+// is no longer exported and its memory is freed (FREE, the end of the
+// context, or a new export that overlaps it), the bytes go back into the
+// DRAM memfd and the DRAM mapping is restored.
+//
+// The file has no release callback. The simulator counts an export as
+// released once no descriptor of this process refers to its memfd (found
+// through /proc/self/fd) and no mapping outside the device memory maps it
+// (found through /proc/self/maps); it checks when it needs to know: at
+// UNMAP of an exported mapping, when the compute file is closed, and when
+// a new export overlaps the range.
+
+// errExportOverlap is the error of an export that overlaps, without being
+// the same range, a range exported by a file that is still open: one
+// memfd cannot share pages with another, so the two could not stay
+// coherent.
+var errExportOverlap = errors.New("the range overlaps a dma-buf export that is still open")
+
+// export returns a new descriptor for a memfd that holds DRAM runs, in
+// order. The descriptor is opened with flags' access mode, O_CLOEXEC and
+// O_NONBLOCK.
+func (m *sparseMem) export(runs []dramRun, flags int) (int, *segment, error) {
+	if err := m.ensure(); err != nil {
+		return -1, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return -1, nil, errDRAMClosed
+	}
+	seg := m.sameRuns(runs)
+	if seg == nil {
+		over := m.overlapping(runs)
+		for _, s := range over {
+			if m.live(s) {
+				return -1, nil, errExportOverlap
+			}
+		}
+		for _, s := range over {
+			if err := m.unsplice(s); err != nil {
+				return -1, nil, err
+			}
+		}
+		var err error
+		if seg, err = m.splice(runs); err != nil {
+			return -1, nil, err
+		}
+	}
+	fd, err := reopen(seg, flags)
+	if err != nil {
+		return -1, nil, err
+	}
+	seg.userFD.Store(int64(fd))
+	return fd, seg, nil
+}
+
+// sameRuns returns the segment of exactly these runs, if any. m.mu must be
+// held.
+func (m *sparseMem) sameRuns(runs []dramRun) *segment {
+	i := sort.Search(len(m.pieces), func(i int) bool { return m.pieces[i].dram >= runs[0].off })
+	if i == len(m.pieces) || m.pieces[i].dram != runs[0].off {
+		return nil
+	}
+	s := m.pieces[i].seg
+	if len(s.runs) != len(runs) {
+		return nil
+	}
+	for k := range runs {
+		if s.runs[k] != runs[k] {
+			return nil
+		}
+	}
+	return s
+}
+
+// overlapping lists the segments that share bytes with runs. m.mu must be
+// held.
+func (m *sparseMem) overlapping(runs []dramRun) []*segment {
+	var out []*segment
+	seen := map[*segment]bool{}
+	for _, r := range runs {
+		i := sort.Search(len(m.pieces), func(i int) bool { return m.pieces[i].dram+m.pieces[i].n > r.off })
+		for ; i < len(m.pieces) && m.pieces[i].dram < r.off+r.n; i++ {
+			if s := m.pieces[i].seg; !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// splice moves runs into a new memfd and maps it over them. m.mu must be
+// held for writing.
+func (m *sparseMem) splice(runs []dramRun) (*segment, error) {
+	total := uint64(0)
+	for _, r := range runs {
+		total += r.n
+	}
+	fd, err := unix.MemfdCreate("gaudi-sim-dmabuf", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Ftruncate(fd, int64(total)); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW)
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	seg := &segment{fd: fd, size: total, dev: st.Dev, ino: st.Ino}
+	seg.userFD.Store(-1)
+	fileOff := uint64(0)
+	for _, r := range runs {
+		err := copyData(fd, fileOff, m.fd, r.off, m.bytes(r.off, r.n))
+		if err == nil {
+			err = m.mapFile(fd, fileOff, r.off, r.n)
+		}
+		if err != nil {
+			// Put back what moved already.
+			m.unspliceRuns(seg)
+			unix.Close(fd)
+			return nil, fmt.Errorf("export device memory: %w", err)
+		}
+		seg.runs = append(seg.runs, r)
+		punch(m.fd, r.off, r.n)
+		fileOff += r.n
+	}
+	fileOff = 0
+	for _, r := range seg.runs {
+		m.pieces = append(m.pieces, piece{dram: r.off, n: r.n, seg: seg, segOff: fileOff})
+		fileOff += r.n
+	}
+	sort.Slice(m.pieces, func(i, j int) bool { return m.pieces[i].dram < m.pieces[j].dram })
+	return seg, nil
+}
+
+// unsplice moves a segment's bytes back into the DRAM memfd, restores the
+// DRAM mapping over its runs and closes the segment. m.mu must be held for
+// writing.
+func (m *sparseMem) unsplice(s *segment) error {
+	if err := m.unspliceRuns(s); err != nil {
+		return err
+	}
+	kept := m.pieces[:0]
+	for _, p := range m.pieces {
+		if p.seg != s {
+			kept = append(kept, p)
+		}
+	}
+	m.pieces = kept
+	unix.Close(s.fd)
+	s.fd = -1
+	return nil
+}
+
+func (m *sparseMem) unspliceRuns(s *segment) error {
+	fileOff := uint64(0)
+	for _, r := range s.runs {
+		if err := copyData(m.fd, r.off, s.fd, fileOff, m.bytes(r.off, r.n)); err != nil {
+			return fmt.Errorf("restore device memory: %w", err)
+		}
+		if err := m.mapFile(m.fd, r.off, r.off, r.n); err != nil {
+			return fmt.Errorf("restore device memory: %w", err)
+		}
+		fileOff += r.n
+	}
+	return nil
+}
+
+// release moves segments that overlap runs and are no longer exported back
+// into the DRAM memfd, after the memory of runs was freed.
+func (m *sparseMem) release(runs []dramRun) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.base == nil {
+		return
+	}
+	for _, s := range m.overlapping(runs) {
+		if !m.live(s) {
+			m.unsplice(s)
+		}
+	}
+}
+
+// releaseAll does release for every segment.
+func (m *sparseMem) releaseAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.base == nil {
+		return
+	}
+	for _, s := range m.segments() {
+		if !m.live(s) {
+			m.unsplice(s)
+		}
+	}
+}
+
+// segmentLive reports whether an export's file is still open.
+func (m *sparseMem) segmentLive(s *segment) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.live(s)
+}
+
+// live reports whether something in this process still refers to the
+// segment's file: a descriptor other than the simulator's, or a mapping
+// outside the DRAM mapping. m.mu must be held.
+func (m *sparseMem) live(s *segment) bool {
+	if s.fd < 0 || m.closed {
+		return false
+	}
+	if u := int(s.userFD.Load()); u >= 0 && u != s.fd && isFile(u, s) {
+		return true
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		// Without /proc only the descriptor handed out can be checked.
+		return false
+	}
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || n == s.fd {
+			continue
+		}
+		if isFile(n, s) {
+			s.userFD.Store(int64(n))
+			return true
+		}
+	}
+	lo := uint64(uintptr(m.base))
+	hi := lo + m.size
+	vmas, err := readMaps()
+	if err != nil {
+		return false
+	}
+	for _, v := range vmas {
+		if v.inode == s.ino && v.dev == s.dev && (v.start < lo || v.end > hi) {
+			return true
+		}
+	}
+	return false
+}
+
+// isFile reports whether descriptor fd refers to the segment's file.
+func isFile(fd int, s *segment) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Ino == s.ino && st.Dev == s.dev
+}
+
+// reopen opens a new file of the segment's memfd, as dma_buf_fd gives a
+// new descriptor: with flags' access mode, O_CLOEXEC and O_NONBLOCK.
+func reopen(s *segment, flags int) (int, error) {
+	oflags := flags & (unix.O_ACCMODE | unix.O_CLOEXEC | unix.O_NONBLOCK)
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(s.fd), oflags, 0)
+	if err == nil {
+		return fd, nil
+	}
+	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+		return -1, err
+	}
+	// No /proc: a duplicate of the simulator's descriptor (read-write).
+	cmd := unix.F_DUPFD
+	if flags&unix.O_CLOEXEC != 0 {
+		cmd = unix.F_DUPFD_CLOEXEC
+	}
+	return unix.FcntlInt(uintptr(s.fd), cmd, 0)
+}

@@ -1,0 +1,134 @@
+package sim
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Pinning host memory (hl_pin_host_memory, get_user_memory).
+//
+// The driver pins the pages of a host mapping with
+// pin_user_pages_fast(FOLL_WRITE | FOLL_LONGTERM). The simulator does not
+// pin or touch them (a 5 GB mapping stays unallocated); it checks, from
+// /proc/self/maps, that the pin would succeed, and fails as the pin would:
+//
+//   - access_ok fails (the range runs past the user address space): EFAULT;
+//   - the first page cannot be pinned: the error of the pin, EFAULT
+//     (no mapping, a mapping without write permission, or a shared mapping
+//     of a file on a disk filesystem, which needs dirty tracking and is
+//     refused to FOLL_LONGTERM writers);
+//   - a later page cannot be pinned: pin_user_pages_fast returns fewer
+//     pages than asked and the driver answers ENOMEM.
+//
+// Mappings of device memory (VM_IO or VM_PFNMAP) are refused by the kernel
+// too, but /proc/self/maps does not show those flags; only the permission
+// checks above are made. A shared file mapping counts as disk-backed when
+// its device has a non-zero major number, which is true of disk
+// filesystems and false of tmpfs, hugetlbfs and memfds (and of overlayfs,
+// whose files are therefore accepted).
+
+// userAddrLimit is the last byte access_ok accepts: USER_PTR_MAX on x86-64
+// with 4-level paging (TASK_SIZE_MAX - 1), TASK_SIZE_MAX on arm64 with
+// 48-bit addresses.
+var userAddrLimit = func() uint64 {
+	if runtime.GOARCH == "arm64" {
+		return 1 << 48
+	}
+	return 1<<47 - hostPageSize - 1
+}()
+
+// vma is a line of /proc/self/maps.
+type vma struct {
+	start, end    uint64
+	write, shared bool
+	dev, inode    uint64
+}
+
+// readMaps parses /proc/self/maps.
+func readMaps() ([]vma, error) {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil, err
+	}
+	var out []vma
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		f := bytes.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		addr := bytes.SplitN(f[0], []byte("-"), 2)
+		dev := bytes.SplitN(f[3], []byte(":"), 2)
+		if len(addr) != 2 || len(dev) != 2 || len(f[1]) < 4 {
+			continue
+		}
+		start, err1 := strconv.ParseUint(string(addr[0]), 16, 64)
+		end, err2 := strconv.ParseUint(string(addr[1]), 16, 64)
+		major, err3 := strconv.ParseUint(string(dev[0]), 16, 32)
+		minor, err4 := strconv.ParseUint(string(dev[1]), 16, 32)
+		inode, err5 := strconv.ParseUint(string(f[4]), 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || err5 != nil {
+			continue
+		}
+		out = append(out, vma{
+			start:  start,
+			end:    end,
+			write:  f[1][1] == 'w',
+			shared: f[1][3] == 's',
+			dev:    unix.Mkdev(uint32(major), uint32(minor)),
+			inode:  inode,
+		})
+	}
+	return out, nil
+}
+
+// pinnable reports whether pin_user_pages(FOLL_WRITE|FOLL_LONGTERM) takes
+// the pages of v.
+func (v *vma) pinnable() bool {
+	if !v.write {
+		return false
+	}
+	if v.shared && v.inode != 0 && unix.Major(v.dev) != 0 {
+		return false
+	}
+	return true
+}
+
+// pinCheck answers what pinning [addr, addr+size) would; the caller has
+// rejected a zero size and overflow (EINVAL) as hl_pin_host_memory does.
+func pinCheck(addr, size uint64) error {
+	if addr+size > userAddrLimit {
+		return unix.EFAULT
+	}
+	vmas, err := readMaps()
+	if err != nil {
+		// Without /proc nothing can be checked; the copies will fault.
+		return nil
+	}
+	start := addr &^ (hostPageSize - 1)
+	end := (addr + size + hostPageSize - 1) &^ (hostPageSize - 1)
+	pos := start
+	i := 0
+	for pos < end {
+		for i < len(vmas) && vmas[i].end <= pos {
+			i++
+		}
+		if i == len(vmas) || vmas[i].start > pos || !vmas[i].pinnable() {
+			if pos == start {
+				return unix.EFAULT
+			}
+			return unix.ENOMEM
+		}
+		pos = vmas[i].end
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package sim
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// memMgr is a compute file's struct hl_mem_mgr (common/memory_mgr.c): the
+// buffers user space maps by handle. Timestamp buffers (TS_ALLOC) live
+// here; command buffers share the same handle space in the driver and
+// will join them. Each buffer's memory is a memfd, so the user's mapping
+// and the simulator see the same bytes.
+type memMgr struct {
+	mu   sync.Mutex
+	ids  idAllocator
+	bufs map[uint32]*mmapBuf
+	done bool // hl_mem_mgr_fini ran: no new buffers
+}
+
+// mmapBuf is a struct hl_mmap_mem_buf.
+type mmapBuf struct {
+	id       uint32
+	handle   uint64 // (id | type) << PAGE_SHIFT
+	memType  uint64 // HL_MMAP_TYPE_*
+	size     uint64 // mappable_size
+	fd       int
+	mapped   bool // the driver's buf->mmap: one mapping at a time
+	refs     int  // the handle's reference and the mapping's
+	released bool // fd closed
+}
+
+func newMemMgr() *memMgr {
+	return &memMgr{ids: idAllocator{next: 1}, bufs: map[uint32]*mmapBuf{}}
+}
+
+// allocTS is allocate_timestamps_buffers: a buffer of n u64 timestamps.
+func (mm *memMgr) allocTS(n uint32) (uint64, error) {
+	if n > hl.TS_MAX_ELEMENTS_NUM {
+		return 0, unix.EINVAL
+	}
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	if mm.done {
+		return 0, unix.ENOMEM
+	}
+	id := mm.ids.alloc()
+	if n == 0 {
+		// vmalloc_user(0) fails: the id goes back, the buffer is not made.
+		mm.ids.remove(id)
+		return 0, unix.ENOMEM
+	}
+	size := uint64(n) * 8
+	fd, err := unix.MemfdCreate("gaudi-sim-ts", unix.MFD_CLOEXEC)
+	if err == nil {
+		if err = unix.Ftruncate(fd, int64(size)); err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		mm.ids.remove(id)
+		return 0, unix.ENOMEM
+	}
+	b := &mmapBuf{id: id, memType: mmapTypeTS, size: size, fd: fd, refs: 1}
+	b.handle = (uint64(id) | mmapTypeTS) << 12
+	mm.bufs[id] = b
+	return b.handle, nil
+}
+
+// put drops a reference; the last one closes the memory. mm.mu must be
+// held.
+func (mm *memMgr) put(b *mmapBuf) {
+	b.refs--
+	if b.refs == 0 && !b.released {
+		b.released = true
+		unix.Close(b.fd)
+	}
+}
+
+// mmap is hl_mem_mgr_mmap: the whole buffer, once at a time.
+func (mm *memMgr) mmap(handle uint64, length int, prot, flags int) ([]byte, *mmapBuf, error) {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	b := mm.bufs[uint32(handle>>12)]
+	if b == nil {
+		return nil, nil, unix.EINVAL
+	}
+	if uint64(length+pageSize-1)&^(pageSize-1) != (b.size+pageSize-1)&^(pageSize-1) {
+		return nil, nil, unix.EINVAL
+	}
+	if b.mapped {
+		return nil, nil, unix.EINVAL
+	}
+	mem, err := unix.Mmap(b.fd, 0, length, prot, flags)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.mapped = true
+	b.refs++
+	return mem, b, nil
+}
+
+// unmapped is hl_mmap_mem_buf_vm_close.
+func (mm *memMgr) unmapped(b *mmapBuf) {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	b.mapped = false
+	mm.put(b)
+}
+
+// fini is hl_mem_mgr_fini: every handle goes; mapped buffers live until
+// they are unmapped.
+func (mm *memMgr) fini() {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	mm.done = true
+	for id, b := range mm.bufs {
+		delete(mm.bufs, id)
+		mm.put(b)
+	}
+}
+
+// userMapping is a mapping File.Mmap made, for Munmap.
+type userMapping struct {
+	buf *mmapBuf // nil for HW blocks
+}
+
+// mmap maps device memory of the open file: a timestamp buffer or a HW
+// block, by the type bits of the offset (hl_mmap). HW blocks are plain
+// zeroed memory: the simulator has no registers behind them.
+func (f *File) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
+	if f.control {
+		return nil, unix.ENODEV
+	}
+	if !f.enter() {
+		return nil, unix.EBADF
+	}
+	defer f.exit()
+	off := uint64(offset)
+	if length <= 0 || off&(pageSize-1) != 0 {
+		return nil, unix.EINVAL
+	}
+	var (
+		mem []byte
+		rec userMapping
+		err error
+	)
+	switch (off >> 12) & mmapTypeMask {
+	case mmapTypeBlock:
+		mem, err = f.mmapBlock(off, length, prot, flags)
+	case mmapTypeCB, mmapTypeTS:
+		mem, rec.buf, err = f.mm.mmap(off, length, prot, flags)
+	default:
+		return nil, unix.EINVAL
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if f.mmaps == nil {
+		f.mmaps = map[*byte]userMapping{}
+	}
+	f.mmaps[unsafe.SliceData(mem)] = rec
+	f.mu.Unlock()
+	return mem, nil
+}
+
+// mmapBlock is hl_hw_block_mmap with the ASIC's hw_block_mmap checks.
+func (f *File) mmapBlock(off uint64, length int, prot, flags int) ([]byte, error) {
+	p := &f.dev.prof
+	if !p.dramVirtual {
+		return nil, unix.EPERM // gaudi_block_mmap
+	}
+	id := (off >> 12) & mmapValueMask
+	size := uint64(length+pageSize-1) &^ (pageSize - 1)
+	if id >= uint64(len(gaudi2UserBlocks)) || size != uint64(gaudi2UserBlocks[id].size) {
+		return nil, unix.EINVAL
+	}
+	return unix.Mmap(-1, 0, length, prot, flags|unix.MAP_ANONYMOUS)
+}
+
+// Munmap removes a mapping Mmap returned, through any handle of the file,
+// also after Close. Memory Mmap did not return gives EINVAL.
+func (f *File) Munmap(b []byte) error {
+	if len(b) == 0 {
+		return unix.EINVAL
+	}
+	f.mu.Lock()
+	rec, ok := f.mmaps[unsafe.SliceData(b)]
+	if ok {
+		delete(f.mmaps, unsafe.SliceData(b))
+	}
+	f.mu.Unlock()
+	if !ok {
+		return unix.EINVAL
+	}
+	if err := unix.Munmap(b); err != nil {
+		f.mu.Lock()
+		f.mmaps[unsafe.SliceData(b)] = rec
+		f.mu.Unlock()
+		return err
+	}
+	if rec.buf != nil {
+		f.mm.unmapped(rec.buf)
+	}
+	return nil
+}

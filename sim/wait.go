@@ -1,0 +1,348 @@
+package sim
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// The WAIT_CS ioctl (hl_wait_ioctl, common/command_submission.c).
+//
+// A CS wait looks the sequence number up in the context's fence ring
+// (hl_ctx_get_fence): a number not yet given out is EINVAL; one whose slot
+// was recycled since (seq + max_pending_cs < next) is gone, and answers
+// from the outcome store when the CS asked for a timestamp (the 256 most
+// recent such CSs; the answer is taken out of the store), else COMPLETED
+// with the GONE flag. timeout_us is relative: 0 polls once; the driver
+// converts it with usecs_to_jiffies, whose argument is an unsigned int,
+// so only its low 32 bits count, and MAX_SCHEDULE_TIMEOUT (LONG_MAX) waits
+// for ever. The simulator waits exactly that many microseconds (the driver
+// rounds up to a jiffy). Statuses: COMPLETED (with TIMESTAMP_VLD and the
+// completion time when the CS asked for one), BUSY (rc 0), TIMEDOUT
+// (ETIMEDOUT), ABORTED (EIO); a CS that failed before it was submitted
+// completes with -EBUSY, which the wait reports as COMPLETED.
+//
+// Multi-CS waits (Gaudi only; Gaudi2 EPERM) poll up to 32 fences and wait
+// for any of them; the driver wakes them when a CS completes on one of
+// the same stream masters, the simulator on any completion of the
+// context, then polls again. Interrupt waits: Gaudi has no user
+// interrupts (EPERM); on Gaudi2 the interrupt id is checked as the driver
+// does, and the wait itself is not simulated yet (EINVAL).
+
+// hlCSOutcomeHistoryLen is HL_CS_OUTCOME_HISTORY_LEN.
+const hlCSOutcomeHistoryLen = 256
+
+// outcome is a completed CS's result (struct hl_cs_outcome).
+type outcome struct {
+	seq uint64
+	ts  int64
+	err unix.Errno
+}
+
+// outcomeStore is struct hl_cs_outcome_store: the newest outcomes of CSs
+// that asked for a timestamp; pushing into a full store drops the oldest.
+type outcomeStore struct {
+	mu   sync.Mutex
+	used []outcome // oldest first
+}
+
+func (s *outcomeStore) push(seq uint64, ts int64, err unix.Errno) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.used) == hlCSOutcomeHistoryLen {
+		copy(s.used, s.used[1:])
+		s.used = s.used[:len(s.used)-1]
+	}
+	s.used = append(s.used, outcome{seq, ts, err})
+}
+
+// pop takes the outcome of seq out of the store.
+func (s *outcomeStore) pop(seq uint64) (outcome, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.used) - 1; i >= 0; i-- {
+		if s.used[i].seq == seq {
+			o := s.used[i]
+			s.used = append(s.used[:i], s.used[i+1:]...)
+			return o, true
+		}
+	}
+	return outcome{}, false
+}
+
+// Wait outcomes (enum hl_cs_wait_status).
+const (
+	waitBusy = iota
+	waitCompleted
+	waitGone
+)
+
+// fenceOf is hl_ctx_get_fence: the fence of seq, nil when it is gone.
+func (c *csCtx) fenceOf(seq uint64) (*fence, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq >= c.seq {
+		return nil, unix.EINVAL
+	}
+	if seq+c.mask+1 < c.seq {
+		return nil, nil
+	}
+	return c.pending[seq&c.mask], nil
+}
+
+// waitDuration converts timeout_us as the driver does; forever for
+// MAX_SCHEDULE_TIMEOUT.
+func waitDuration(us uint64) (time.Duration, bool) {
+	if us == math.MaxInt64 {
+		return 0, true
+	}
+	return time.Duration(uint32(us)) * time.Microsecond, false
+}
+
+// waitSeq is _hl_cs_wait_ioctl and hl_wait_for_fence.
+func (c *csCtx) waitSeq(seq, timeoutUs uint64) (status int, ts int64, err error) {
+	fc, err := c.fenceOf(seq)
+	if err != nil {
+		return waitBusy, 0, err
+	}
+	var e unix.Errno
+	if fc == nil {
+		o, ok := c.outcomes.pop(seq)
+		if !ok {
+			return waitGone, 0, nil
+		}
+		status, ts, e = waitCompleted, o.ts, o.err
+	} else {
+		done := fc.completed()
+		if !done && timeoutUs != 0 {
+			d, forever := waitDuration(timeoutUs)
+			done = waitFence(fc, d, forever)
+		}
+		if !done {
+			return waitBusy, 0, nil
+		}
+		status, ts, e = waitCompleted, fc.ts, fc.err
+	}
+	if e == unix.ETIMEDOUT || e == unix.EIO {
+		return status, ts, e
+	}
+	return status, ts, nil
+}
+
+// waitFence waits for a fence for d (for ever when forever).
+func waitFence(fc *fence, d time.Duration, forever bool) bool {
+	if forever {
+		<-fc.done
+		return true
+	}
+	if d <= 0 {
+		return fc.completed()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-fc.done:
+		return true
+	case <-t.C:
+		return fc.completed()
+	}
+}
+
+// waitIoctl is hl_wait_ioctl.
+func (f *File) waitIoctl(a *hl.WaitCSArgs) error {
+	if !f.dev.State().operational() {
+		return unix.EBUSY
+	}
+	c := f.subm()
+	flags := a.In().Flags
+	switch {
+	case flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0:
+		return c.waitInterrupt(a)
+	case flags&hl.HL_WAIT_CS_FLAGS_MULTI_CS != 0:
+		return c.waitMulti(a)
+	}
+	return c.waitCS(a)
+}
+
+// waitCS is hl_cs_wait_ioctl.
+func (c *csCtx) waitCS(a *hl.WaitCSArgs) error {
+	in := a.In()
+	status, ts, err := c.waitSeq(in.Seq(), in.TimeoutUs())
+	*a = hl.WaitCSArgs{}
+	out := a.Out()
+	if err != nil {
+		switch err {
+		case unix.ETIMEDOUT:
+			out.Status = hl.HL_WAIT_CS_STATUS_TIMEDOUT
+		case unix.EIO:
+			out.Status = hl.HL_WAIT_CS_STATUS_ABORTED
+		}
+		return err
+	}
+	if ts != 0 {
+		out.Flags |= hl.HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD
+		out.TimestampNsec = ts
+	}
+	switch status {
+	case waitGone:
+		out.Flags |= hl.HL_WAIT_CS_STATUS_FLAG_GONE
+		out.Status = hl.HL_WAIT_CS_STATUS_COMPLETED
+	case waitCompleted:
+		out.Status = hl.HL_WAIT_CS_STATUS_COMPLETED
+	default:
+		out.Status = hl.HL_WAIT_CS_STATUS_BUSY
+	}
+	return nil
+}
+
+// waitMulti is hl_multi_cs_wait_ioctl.
+func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
+	in := a.In()
+	for _, b := range in.Pad() {
+		if b != 0 {
+			return unix.EINVAL
+		}
+	}
+	if c.dev.prof.dramVirtual {
+		return unix.EPERM // supports_wait_for_multi_cs
+	}
+	n := in.SeqArrLen()
+	if n > hl.HL_WAIT_MULTI_CS_LIST_MAX_LEN {
+		return unix.EINVAL
+	}
+	seqs := make([]uint64, n)
+	if err := copyIn(in.Seq(), sliceBytes(seqs)); err != nil {
+		return unix.EFAULT
+	}
+	d, forever := waitDuration(in.TimeoutUs())
+	deadline := time.Now().Add(d)
+	wake := c.completionChan()
+	bitmap, ts, _, err := c.pollFences(seqs, true)
+	for err == nil && bitmap == 0 && in.TimeoutUs() != 0 {
+		left := time.Until(deadline)
+		if !forever && left <= 0 {
+			break
+		}
+		if forever {
+			<-wake
+		} else {
+			t := time.NewTimer(left)
+			select {
+			case <-wake:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		wake = c.completionChan()
+		// The driver takes the timestamp of the CS that woke it; the
+		// simulator the earliest among the completed ones.
+		bitmap, _, ts, err = c.pollFences(seqs, false)
+	}
+	if err != nil {
+		return err
+	}
+	*a = hl.WaitCSArgs{}
+	out := a.Out()
+	if bitmap == 0 {
+		out.Status = hl.HL_WAIT_CS_STATUS_BUSY
+		return nil
+	}
+	out.Status = hl.HL_WAIT_CS_STATUS_COMPLETED
+	out.CSCompletionMap = bitmap
+	if ts != 0 {
+		out.TimestampNsec = ts
+		out.Flags |= hl.HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD
+	} else {
+		out.Flags |= hl.HL_WAIT_CS_STATUS_FLAG_GONE // the driver's test: no timestamp
+	}
+	return nil
+}
+
+// pollFences is hl_cs_poll_fences: which of seqs completed (bit i for
+// seqs[i]; a gone CS counts as completed). With updateTS, ts is the
+// earliest completion timestamp among them, unless a gone CS came first
+// in the list, as the driver stops looking then; earliest is that
+// timestamp whatever the order.
+func (c *csCtx) pollFences(seqs []uint64, updateTS bool) (bitmap uint32, ts, earliest int64, err error) {
+	fences := make([]*fence, len(seqs))
+	for i, s := range seqs {
+		if fences[i], err = c.fenceOf(s); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	first, least := int64(math.MaxInt64), int64(math.MaxInt64)
+	for i, fc := range fences {
+		status, fts, err := c.waitOne(seqs[i], fc)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		switch status {
+		case waitCompleted:
+			bitmap |= 1 << i
+			if updateTS && fts < first {
+				first = fts
+			}
+			if fts != 0 && fts < least {
+				least = fts
+			}
+		case waitGone:
+			updateTS = false
+			bitmap |= 1 << i
+		}
+	}
+	if updateTS && first != math.MaxInt64 {
+		ts = first
+	}
+	if least != math.MaxInt64 {
+		earliest = least
+	}
+	return bitmap, ts, earliest, nil
+}
+
+// waitOne is hl_wait_for_fence with timeout 0 on a fence already looked up.
+func (c *csCtx) waitOne(seq uint64, fc *fence) (int, int64, error) {
+	if fc == nil {
+		o, ok := c.outcomes.pop(seq)
+		if !ok {
+			return waitGone, 0, nil
+		}
+		if o.err == unix.ETIMEDOUT || o.err == unix.EIO {
+			return waitCompleted, o.ts, o.err
+		}
+		return waitCompleted, o.ts, nil
+	}
+	if !fc.completed() {
+		return waitBusy, 0, nil
+	}
+	if fc.err == unix.ETIMEDOUT || fc.err == unix.EIO {
+		return waitCompleted, fc.ts, fc.err
+	}
+	return waitCompleted, fc.ts, nil
+}
+
+// waitInterrupt is hl_interrupt_wait_ioctl up to the interrupt lookup.
+func (c *csCtx) waitInterrupt(a *hl.WaitCSArgs) error {
+	p := &c.dev.prof
+	if p.userInterrupts == 0 {
+		return unix.EPERM // no user interrupts (Gaudi)
+	}
+	const decoders = 10 // user_dec_intr_count: NUMBER_OF_DEC
+	id := a.In().Flags >> 20
+	first := uint32(p.firstUserInterrupt)
+	last := first + uint32(p.userInterrupts) - 1
+	switch {
+	case id < decoders:
+		if p.decoderMask&(1<<id) == 0 {
+			return unix.EINVAL
+		}
+	case id >= first && id <= last, id == 0xFFF, id == 0xFFE:
+	default:
+		return unix.EINVAL
+	}
+	// User interrupt waits are not simulated yet: nothing raises the
+	// interrupts they wait for.
+	return unix.EINVAL
+}
