@@ -87,11 +87,11 @@ func (b *Batch) Memset(dst, pattern, n uint64) error {
 // Len returns the number of operations added.
 func (b *Batch) Len() int { return len(b.ops) }
 
-// job is one CS chunk: a command buffer on a queue.
+// job is one CS chunk: a command buffer on a queue, filled up to buf.
 type job struct {
 	queue uint32
 	cb    *cmdBuf
-	bld   packet.Builder
+	buf   []byte // packets written so far, within cb.mem
 }
 
 // Start encodes and submits the batch and returns its Transfer. The
@@ -170,9 +170,6 @@ func hold(r memory.Region) (holder, error) {
 	return nil, ErrUnmapped
 }
 
-// linDMALen is the size of a LIN_DMA packet.
-const linDMALen = 24
-
 // maxPacket is the most one LIN_DMA moves here: the driver's own 2 GiB
 // split (tsize allows up to 4 GiB - 1).
 const maxPacket = packet.DriverChunkSize
@@ -181,24 +178,34 @@ const maxPacket = packet.DriverChunkSize
 // different queues when large, and each stripe into LIN_DMA packets.
 func (b *Batch) encode() ([]*job, error) {
 	e := b.e
+	hdr := packet.Header{EngineBarrier: true, MsgBarrier: true, RegBarrier: e.format == packet.Gaudi}
+	copyEnc := packet.NewCopyEncoder(e.format, hdr, false, false)
+	fillEnc := packet.NewCopyEncoder(e.format, hdr, true, false)
 	current := map[uint32]*job{}
 	var jobs []*job
-	add := func(q uint32, p packet.LinDMA) error {
+	add := func(q uint32, enc packet.CopyEncoder, src, dst uint64, n uint32) error {
 		j := current[q]
-		if j != nil && j.bld.Len()+linDMALen > len(j.cb.mem) {
-			j = nil
-		}
-		if j == nil {
-			cb, err := e.cbs.get(cbSize)
+		for {
+			if j == nil {
+				cb, err := e.cbs.get(cbSize)
+				if err != nil {
+					return err
+				}
+				j = &job{queue: q, cb: cb, buf: cb.mem[:0]}
+				current[q] = j
+				jobs = append(jobs, j)
+			}
+			out, err := enc.Append(j.buf, src, dst, n)
+			if errors.Is(err, packet.ErrNoRoom) {
+				j = nil
+				continue
+			}
 			if err != nil {
 				return err
 			}
-			j = &job{queue: q, cb: cb, bld: packet.NewBuilder(e.format, cb.mem[:0])}
-			current[q] = j
-			jobs = append(jobs, j)
+			j.buf = out
+			return nil
 		}
-		j.bld.LinDMA(p)
-		return j.bld.Err()
 	}
 	for _, o := range b.ops {
 		stripes := uint64(1)
@@ -206,23 +213,21 @@ func (b *Batch) encode() ([]*job, error) {
 			stripes = min(uint64(len(e.q.byDir[o.dir].ids)), o.n/(e.opts.StripeSize/2))
 		}
 		per := (o.n + stripes - 1) / stripes
+		enc := copyEnc
+		if o.memset {
+			enc = fillEnc
+		}
 		for s := uint64(0); s < stripes; s++ {
 			q := e.queue(o.dir)
 			off := s * per
 			end := min(off+per, o.n)
 			for off < end {
 				n := min(end-off, maxPacket)
-				p := packet.LinDMA{Dst: o.dst + off, Size: uint32(n), Memset: o.memset}
-				p.EngineBarrier, p.MsgBarrier = true, true
-				if e.format == packet.Gaudi {
-					p.RegBarrier = true
-				}
+				src := o.src + off
 				if o.memset {
-					p.Src = o.src
-				} else {
-					p.Src = o.src + off
+					src = o.src
 				}
-				if err := add(q, p); err != nil {
+				if err := add(q, enc, src, o.dst+off, uint32(n)); err != nil {
 					return jobs, fmt.Errorf("encode transfer: %w", err)
 				}
 				off += n

@@ -63,7 +63,7 @@ func (b *Batch) Prepare() (*Prepared, error) {
 		c := &p.chunks[i]
 		c.QueueIndex = j.queue
 		c.SetCBHandle(j.cb.handle)
-		c.SetCBSize(uint32(j.bld.Len()))
+		c.SetCBSize(uint32(len(j.buf)))
 		if e.q.userCB {
 			c.CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
 		}

@@ -74,7 +74,13 @@ func queuesFor(d *device.Device, streams int) (queueTable, error) {
 		// The driver enables only three PDMA streams for users:
 		// PDMA_0_0 and PDMA_0_1, PDMA_1_0 (gaudi2_is_queue_enabled).
 		t.byDir[HostToDevice] = queueSet{take(uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_0), min(streams, 2))}
-		t.byDir[DeviceToHost] = queueSet{[]uint32{uint32(hl.GAUDI2_QUEUE_ID_PDMA_1_0)}}
+		// Device to host has one stream of its own; large reads are striped
+		// onto PDMA_0_1 as well, since either engine moves data both ways.
+		up := []uint32{uint32(hl.GAUDI2_QUEUE_ID_PDMA_1_0)}
+		if streams > 1 {
+			up = append(up, uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_1))
+		}
+		t.byDir[DeviceToHost] = queueSet{up}
 		t.byDir[HostToHost] = t.byDir[HostToDevice]
 		// EDMA engines in the order of the enabled mask: dcore d, engine e
 		// is bit 2d+e, and its first queue comes from the uapi table.

@@ -20,7 +20,7 @@ func (e *Engine) submit(ctx context.Context, jobs []*job) (uint64, error) {
 		c := &chunks[i]
 		c.QueueIndex = j.queue
 		c.SetCBHandle(j.cb.handle)
-		c.SetCBSize(uint32(j.bld.Len()))
+		c.SetCBSize(uint32(len(j.buf)))
 		if e.q.userCB {
 			c.CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
 		}

@@ -8,6 +8,10 @@ import (
 // Sentinel errors. Errors returned by this package match one of them with
 // errors.Is.
 var (
+	// ErrNoRoom reports a command buffer without room for another packet
+	// (CopyEncoder.Append never grows the buffer).
+	ErrNoRoom = errors.New("no room in the command buffer")
+
 	// ErrFieldRange reports that an encoder was given a value that does not
 	// fit its bit field. Encoders never truncate.
 	ErrFieldRange = errors.New("value out of field range")

@@ -42,6 +42,7 @@ type sparseMem struct {
 	base   unsafe.Pointer // the mapping of all size bytes
 	closed bool
 	pieces []piece // ranges served by an export's memfd, sorted by dram
+	full   fullChunks
 }
 
 // piece is a range of DRAM whose pages are those of a segment.
@@ -65,7 +66,7 @@ type segment struct {
 type dramRun struct{ off, n uint64 }
 
 func newSparseMem(size uint64) *sparseMem {
-	return &sparseMem{size: size, fd: -1}
+	return &sparseMem{size: size, fd: -1, full: newFullChunks(size)}
 }
 
 func (m *sparseMem) check(off, n uint64) error {
@@ -175,6 +176,10 @@ func (m *sparseMem) ReadAt(p []byte, off uint64) error {
 	}
 	return m.spans(off, uint64(len(p)), func(s span) error {
 		dst := p[s.off-off : s.off-off+s.n]
+		if s.fd == m.fd && m.full.all(s.off, s.n) {
+			copy(dst, m.bytes(s.off, s.n))
+			return nil
+		}
 		return readData(dst, s.fd, s.fileOff, m.bytes(s.off, s.n))
 	})
 }
@@ -206,6 +211,7 @@ func (m *sparseMem) WriteAt(p []byte, off uint64) error {
 	}
 	return m.view(off, uint64(len(p)), func(b []byte) error {
 		copy(b, p)
+		m.full.mark(off, uint64(len(p)))
 		return nil
 	})
 }
@@ -250,6 +256,7 @@ func (m *sparseMem) Zero(off, n uint64) error {
 
 // zero is Zero with m.mu held and the memory set up.
 func (m *sparseMem) zero(off, n uint64) error {
+	m.full.clear(off, n)
 	return m.spans(off, n, func(s span) error {
 		lo := (s.fileOff + pageSize - 1) &^ (pageSize - 1)
 		hi := (s.fileOff + s.n) &^ (pageSize - 1)
@@ -379,6 +386,7 @@ func (m *sparseMem) Reset() {
 	if m.base == nil || m.closed {
 		return
 	}
+	m.full.clear(0, m.size)
 	punch(m.fd, 0, m.size)
 	for _, s := range m.segments() {
 		punch(s.fd, 0, s.size)

@@ -241,3 +241,21 @@ func TestDRAMCopy(t *testing.T) {
 		}
 	}
 }
+
+func TestFullChunks(t *testing.T) {
+	f := newFullChunks(1 << 30)
+	const c = 1 << fullChunkShift
+	f.mark(c/2, 3*c) // covers chunks 1 and 2 entirely, 0 and 3 partly
+	for _, tt := range []struct {
+		off, n uint64
+		want   bool
+	}{{c, 2 * c, true}, {c + 5, c, true}, {0, c, false}, {3 * c, 1, false}, {c, 3 * c, false}, {7, 0, true}} {
+		if got := f.all(tt.off, tt.n); got != tt.want {
+			t.Errorf("all(%#x, %#x) = %v, want %v", tt.off, tt.n, got, tt.want)
+		}
+	}
+	f.clear(2*c+100, 1)
+	if f.all(c, c+1) || !f.all(c, c) {
+		t.Error("clear of one byte did not drop exactly its chunk")
+	}
+}

@@ -145,6 +145,7 @@ func (m *sparseMem) splice(runs []dramRun) (*segment, error) {
 			return nil, fmt.Errorf("export device memory: %w", err)
 		}
 		seg.runs = append(seg.runs, r)
+		m.full.clear(r.off, r.n)
 		punch(m.fd, r.off, r.n)
 		fileOff += r.n
 	}
