@@ -11,16 +11,22 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: deps
-deps: ## install from Debian what the suite needs (kernel sources, gcc) when missing
+deps: ## install from Debian what the suite needs (kernel sources, gcc, clang) when missing
 	./scripts/install-deps.sh
 
 .PHONY: generate
-generate: ## regenerate uapi/*/z*.go from Debian's linux-source-6.12
+generate: ## regenerate uapi/*/z*.go from Debian's linux-source-6.12, and hltrace's BPF object with clang
 	$(GO) run ./internal/cmd/genuapi
+	$(GO) generate ./tools/hltrace
 
 .PHONY: check-generate
-check-generate: ## fail when the generated files are not what the generator writes
+check-generate: ## fail when the generated files are not what the generators write
 	$(GO) run ./internal/cmd/genuapi -check
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	HLTRACE_GEN_DIR=$$tmp $(GO) generate ./tools/hltrace && \
+	for f in bpf_bpfel.go bpf_bpfel.o; do \
+		cmp -s "$$tmp/$$f" tools/hltrace/$$f || { echo "tools/hltrace/$$f is stale: run make generate" >&2; exit 1; }; \
+	done
 
 .PHONY: build
 build: ## build everything, and prove the library builds without cgo

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"time"
+)
+
+// outputOptions choose what hltrace prints.
+type outputOptions struct {
+	JSON      bool // JSON lines instead of text
+	Summary   bool // per call and op counts and percentiles at the end
+	Transfers bool // CS/WAIT_CS pairing
+	DecodeCB  bool // LIN_DMA packets of submitted command buffers
+}
+
+// printer turns events into output. Each call is printed unless -summary
+// or -transfers asks for those views alone. Not safe for concurrent use.
+type printer struct {
+	w    *bufio.Writer
+	opts outputOptions
+	wall func(mono uint64) time.Time
+
+	sum   *summary
+	xfers *transferView
+	cbs   *cbDecoder
+
+	line  []byte
+	xbuf  []transfer
+	pbuf  []dmaPacket
+	ebuf  []cbError
+	calls uint64
+}
+
+func newPrinter(w io.Writer, opts outputOptions, wall func(uint64) time.Time) *printer {
+	p := &printer{w: bufio.NewWriterSize(w, 64<<10), opts: opts, wall: wall}
+	if opts.Summary {
+		p.sum = newSummary()
+	}
+	if opts.Transfers {
+		p.xfers = newTransferView()
+	}
+	if opts.DecodeCB {
+		p.cbs = newCBDecoder()
+	}
+	return p
+}
+
+func (p *printer) printCalls() bool { return !p.opts.Summary && !p.opts.Transfers }
+
+func (p *printer) event(e *Event) error {
+	p.calls++
+	if p.printCalls() {
+		if p.opts.JSON {
+			if err := writeJSON(p.w, e.JSON(p.wall(e.Start()))); err != nil {
+				return err
+			}
+		} else {
+			p.line = e.Line(p.line[:0], p.wall(e.Start()))
+			if _, err := p.w.Write(p.line); err != nil {
+				return err
+			}
+		}
+	}
+	if p.cbs != nil {
+		p.pbuf, p.ebuf = p.cbs.observe(e, p.pbuf[:0], p.ebuf[:0])
+		for i := range p.pbuf {
+			if err := p.packet(&p.pbuf[i], e); err != nil {
+				return err
+			}
+		}
+		for _, ce := range p.ebuf {
+			if p.opts.JSON {
+				if err := writeJSON(p.w, map[string]any{"type": "cb_error", "pid": ce.PID, "seq": ce.Seq, "chunk": ce.Chunk, "error": ce.Err}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(p.w, "    seq=%d chunk%d: %s\n", ce.Seq, ce.Chunk, ce.Err)
+			}
+		}
+	}
+	if p.sum != nil {
+		p.sum.add(e)
+	}
+	if p.xfers != nil {
+		p.xbuf = p.xfers.observe(e, p.xbuf[:0])
+		for i := range p.xbuf {
+			t := &p.xbuf[i]
+			if p.opts.JSON {
+				if err := writeJSON(p.w, t.json(p.wall(t.End))); err != nil {
+					return err
+				}
+			} else {
+				p.line = t.line(p.line[:0], p.wall(t.End))
+				if _, err := p.w.Write(p.line); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *printer) packet(d *dmaPacket, e *Event) error {
+	if p.opts.JSON {
+		return writeJSON(p.w, d.json(p.wall(e.Start())))
+	}
+	p.line = d.line(p.line[:0])
+	_, err := p.w.Write(p.line)
+	return err
+}
+
+func (p *printer) flush() error { return p.w.Flush() }
+
+// finish prints the views kept until the end and the counters.
+func (p *printer) finish(c Counters) error {
+	if p.opts.JSON {
+		if p.xfers != nil {
+			if err := writeJSON(p.w, p.xfers.json()); err != nil {
+				return err
+			}
+		}
+		if p.sum != nil {
+			for _, r := range p.sum.json() {
+				if err := writeJSON(p.w, r); err != nil {
+					return err
+				}
+			}
+		}
+		stats := jsonStats{Type: "stats", Events: p.calls, Lost: c.Lost, Untraced: c.InflightFull, Unreadable: c.Faults}
+		if err := writeJSON(p.w, stats); err != nil {
+			return err
+		}
+		return p.flush()
+	}
+	if p.xfers != nil {
+		fmt.Fprintln(p.w)
+		p.xfers.writeText(p.w)
+	}
+	if p.sum != nil {
+		fmt.Fprintln(p.w)
+		p.sum.writeText(p.w)
+	}
+	if p.sum != nil || p.xfers != nil {
+		fmt.Fprintf(p.w, "\n%d events, %d lost\n", p.calls, c.Lost)
+	}
+	return p.flush()
+}
+
+// jsonStats closes a JSON stream: events printed, and the BPF counters.
+type jsonStats struct {
+	Type       string `json:"type"`
+	Events     uint64 `json:"events"`
+	Lost       uint64 `json:"lost"`
+	Untraced   uint64 `json:"untraced_inflight_full"`
+	Unreadable uint64 `json:"unreadable_args"`
+}

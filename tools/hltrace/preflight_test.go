@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeSystem lays out a /proc status, a BTF file and a tracefs tree in a
+// temporary directory.
+func fakeSystem(t *testing.T, capEff string, btf, tracefs bool, events []string) system {
+	t.Helper()
+	dir := t.TempDir()
+	status := filepath.Join(dir, "status")
+	if err := os.WriteFile(status, []byte("Name:\tx\nCapEff:\t"+capEff+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := system{status: status, btf: filepath.Join(dir, "vmlinux"), tracefs: []string{filepath.Join(dir, "tracing")},
+		mount: func(string) error { return errors.New("mount: operation not permitted") }, euidRoot: func() bool { return false }}
+	if btf {
+		if err := os.WriteFile(s.btf, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tracefs {
+		for _, ev := range events {
+			d := filepath.Join(s.tracefs[0], "events", "syscalls", ev)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "id"), []byte("1\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(s.tracefs[0], "events"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func TestPreflight(t *testing.T) {
+	const root, bpfPerfmon, none = "000001ffffffffff", "000000c000000000", "0000000000000000"
+	for _, tc := range []struct {
+		name    string
+		sys     func(t *testing.T) system
+		mode    string
+		want    string // mode, or error text
+		wantErr error
+	}{
+		{"root", func(t *testing.T) system { return fakeSystem(t, root, true, true, syscallEvents) }, ProbeAuto, ProbeTracepoint, nil},
+		{"CAP_BPF and CAP_PERFMON", func(t *testing.T) system { return fakeSystem(t, bpfPerfmon, true, true, syscallEvents) }, ProbeAuto, ProbeTracepoint, nil},
+		{"unprivileged", func(t *testing.T) system { return fakeSystem(t, none, true, true, syscallEvents) }, ProbeAuto,
+			"needs root, or CAP_BPF and CAP_PERFMON", ErrPrivilege},
+		{"no BTF", func(t *testing.T) system { return fakeSystem(t, root, false, true, syscallEvents) }, ProbeAuto,
+			"CONFIG_DEBUG_INFO_BTF=y", ErrNoBTF},
+		{"no tracefs: auto falls back", func(t *testing.T) system { return fakeSystem(t, root, true, false, nil) }, ProbeAuto, ProbeRaw, nil},
+		{"no tracefs: tracepoint asked", func(t *testing.T) system { return fakeSystem(t, root, true, false, nil) }, ProbeTracepoint,
+			"tracefs is not mounted", ErrNoTracepoints},
+		{"no syscall events", func(t *testing.T) system { return fakeSystem(t, root, true, true, syscallEvents[:2]) }, ProbeTracepoint,
+			"CONFIG_FTRACE_SYSCALLS=y", ErrNoTracepoints},
+		{"raw asked", func(t *testing.T) system { return fakeSystem(t, root, true, false, nil) }, ProbeRaw, ProbeRaw, nil},
+		{"bad mode", func(t *testing.T) system { return fakeSystem(t, root, true, true, syscallEvents) }, "kprobe", "unknown probe mode", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mode, err := tc.sys(t).preflight(tc.mode)
+			if tc.want == ProbeTracepoint || tc.want == ProbeRaw {
+				if err != nil || mode != tc.want {
+					t.Fatalf("got %q, %v; want %q", mode, err, tc.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %q, %v; want an error containing %q", mode, err, tc.want)
+			}
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Errorf("error %v is not %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestBuildConfig(t *testing.T) {
+	cfg, err := buildConfig(Options{PID: 42, Comm: "worker", Device: "/dev/null"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Pid != 42 || cstr(cfg.Comm[:]) != "worker" || cfg.Flags&bpfConfigFlagCFG_COMM == 0 || cfg.Rdev != 1<<20|3 ||
+		cfg.Nprefix != 1 || cstr(cfg.Prefix[0][:]) != "/dev/null" || cfg.PrefixLen[0] != 9 {
+		t.Errorf("config %+v", cfg)
+	}
+	for _, bad := range []Options{{Comm: "a-name-longer-than-15"}, {Device: "/etc/passwd"}, {Device: "/no/such"}, {PID: -1}} {
+		if _, err := buildConfig(bad); err == nil {
+			t.Errorf("buildConfig(%+v) accepted", bad)
+		}
+	}
+	if m := requestCalls(); len(m) != 12+6 {
+		t.Errorf("%d traced requests, want 12 habanalabs, uverbs and 5 dma-buf", len(m))
+	}
+}
