@@ -58,6 +58,14 @@ func (b *Batch) Prepare() (*Prepared, error) {
 		p.Close()
 		return nil, err
 	}
+	p.setJobs(jobs)
+	return p, nil
+}
+
+// setJobs sets the CS arguments that Run submits: one execute chunk per
+// encoded job.
+func (p *Prepared) setJobs(jobs []*job) {
+	e := p.e
 	p.chunks = make([]hl.CSChunk, len(jobs))
 	for i, j := range jobs {
 		c := &p.chunks[i]
@@ -70,7 +78,6 @@ func (b *Batch) Prepare() (*Prepared, error) {
 	}
 	e.fillCS(&p.args, p.chunks)
 	p.saved = p.args
-	return p, nil
 }
 
 // Run submits the prepared CS and waits for it.

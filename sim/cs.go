@@ -69,19 +69,31 @@ type csCtx struct {
 	dev *Device
 	hw  *hwState
 
-	// mu is the context's cs_lock: sequence numbers and the fence ring.
+	// mu is the context's cs_lock: sequence numbers, the fence ring and
+	// the CSs kept for reuse.
 	mu       sync.Mutex
 	seq      uint64 // cs_sequence: the next sequence number
 	mask     uint64 // max_pending_cs - 1
 	pending  []*fence
+	free     []*cs // released CSs, reused by allocate
 	outcomes outcomeStore
 
 	restoreMu sync.Mutex // restore_phase_mutex
 
-	// completions is closed and replaced whenever a CS of the context
-	// completes, for multi-CS waits.
+	// completions is closed whenever a CS of the context completes, for
+	// multi-CS waits; it is made only when a wait asks for it (nil
+	// otherwise), so completions cost nothing without such waits.
 	complMu     sync.Mutex
 	completions chan struct{}
+
+	// waitMu guards waiters: the wait objects (wake channel and timer) of
+	// finished waits, reused by the next ones.
+	waitMu  sync.Mutex
+	waiters []*waiter
+
+	// chunks is a chunk array buffer for copyChunks, taken by one CS
+	// ioctl at a time (a concurrent one makes its own).
+	chunks atomic.Pointer[chunkBuf]
 
 	// Command buffers (cb.go): cbs and cbPool are guarded by f.mm.mu;
 	// cbVA guards cbIndex and the lifetime of mapped CBs' memory.
@@ -97,8 +109,7 @@ func newCSCtx(f *File) *csCtx {
 	c := &csCtx{
 		f: f, dev: d, hw: d.hardware(),
 		seq: 1, mask: max - 1, pending: make([]*fence, max),
-		completions: make(chan struct{}),
-		cbs:         map[uint32]*cbObj{},
+		cbs: map[uint32]*cbObj{},
 	}
 	if f.ctx != nil {
 		c.cbPool = newVAPool(f.ctx.cbPool, cbVAPoolSize)
@@ -106,40 +117,72 @@ func newCSCtx(f *File) *csCtx {
 	return c
 }
 
-// fence is a CS's struct hl_fence: done is closed when the CS completed,
-// after err and ts are set.
+// fence is a CS's struct hl_fence: done is set when the CS completed,
+// after err and ts, and the waits registered in waiters are woken.
+//
+// A fence stays in its slot of the context's ring after the CS completed,
+// and allocate reuses it for the CS that takes the slot next, unless a
+// wait still holds it (holds, taken under csCtx.mu by holdFence): then the
+// slot gets a new fence and the held one is left to its waits.
 type fence struct {
-	seq  uint64
-	done chan struct{}
-	err  unix.Errno // 0, ETIMEDOUT, EIO, or EBUSY for a CS never submitted
-	ts   int64      // completion timestamp (TIMESTAMP flag only)
+	seq   uint64
+	done  atomic.Bool
+	err   unix.Errno // 0, ETIMEDOUT, EIO, or EBUSY for a CS never submitted
+	ts    int64      // completion timestamp (TIMESTAMP flag only)
+	holds atomic.Int32
+
+	mu      sync.Mutex // guards waiters and orders done against them
+	waiters []*waiter
 }
 
-func (fc *fence) completed() bool {
-	select {
-	case <-fc.done:
-		return true
-	default:
-		return false
+func (fc *fence) completed() bool { return fc.done.Load() }
+
+// complete sets the CS's result and wakes its waits. The completing side
+// does not touch the fence afterwards: allocate may reuse it at once.
+func (fc *fence) complete(err unix.Errno, ts int64) {
+	fc.err, fc.ts = err, ts
+	fc.mu.Lock()
+	fc.done.Store(true)
+	for i, w := range fc.waiters {
+		w.wake()
+		fc.waiters[i] = nil
 	}
+	fc.waiters = fc.waiters[:0]
+	fc.mu.Unlock()
 }
+
+// reuse readies a completed fence that no wait holds for sequence seq.
+func (fc *fence) reuse(seq uint64) {
+	fc.mu.Lock() // complete may still be waking waits
+	fc.seq, fc.err, fc.ts = seq, 0, 0
+	fc.done.Store(false)
+	fc.mu.Unlock()
+}
+
+// release drops a hold taken by holdFence.
+func (fc *fence) release() { fc.holds.Add(-1) }
 
 // cs is a struct hl_cs.
+//
+// A released CS goes back to its context (csCtx.free) with its job
+// objects, and allocate reuses it, unless it ran jobs on Gaudi's internal
+// queues, which may still run after the CS completed: such a CS is left
+// to the garbage collector.
 type cs struct {
-	c       *csCtx
-	seq     uint64
-	fence   *fence
-	jobs    []*job
-	refs    atomic.Int32 // kref: the ioctl's and one per tracked job
-	timeout time.Duration
-	stamp   bool // HL_CS_FLAGS_TIMESTAMP
-	skip    bool // HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT
-	doneTS  atomic.Int64
+	c         *csCtx
+	seq       uint64
+	fence     *fence
+	jobs      []*job       // the slice's spare capacity keeps job objects for reuse
+	refs      atomic.Int32 // kref: the ioctl's and one per tracked job
+	timeout   time.Duration
+	stamp     bool // HL_CS_FLAGS_TIMESTAMP
+	skip      bool // HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT
+	untracked bool // has a job on an internal queue
+	doneTS    atomic.Int64
 
 	// Guarded by hw.mu.
 	submitted, completed, timedout, aborted bool
-	tdrActive                               bool
-	tdr                                     *time.Timer
+	tdrActive                               bool // a TDR was armed for the CS
 }
 
 // jobDone is a tracked job's completion (hl_complete_job).
@@ -151,7 +194,9 @@ func (s *cs) jobDone(j *job) {
 		return
 	}
 	j.releaseSlot()
-	s.doneTS.Store(monotonicNow())
+	if s.stamp {
+		s.doneTS.Store(monotonicNow())
+	}
 	s.put()
 }
 
@@ -164,7 +209,8 @@ func (s *cs) put() {
 
 // release is cs_do_release.
 func (s *cs) release() {
-	hw := s.c.hw
+	c := s.c
+	hw := c.hw
 	for _, j := range s.jobs {
 		j.releaseSlot() // internal queues get their entries back now
 	}
@@ -183,22 +229,30 @@ func (s *cs) release() {
 	case !s.submitted:
 		err = unix.EBUSY
 	}
+	reuse := !s.submitted || !s.untracked
 	hw.mu.Unlock()
-	fc := s.fence
-	fc.err = err
+	ts := int64(0)
 	if s.stamp {
-		fc.ts = s.doneTS.Load()
-		s.c.outcomes.push(s.seq, fc.ts, err)
+		ts = s.doneTS.Load()
+		c.outcomes.push(s.seq, ts, err)
 	}
-	close(fc.done)
-	s.c.signalCompletion()
+	s.fence.complete(err, ts)
+	c.signalCompletion()
+	if reuse {
+		s.fence = nil
+		c.mu.Lock()
+		c.free = append(c.free, s)
+		c.mu.Unlock()
+	}
 }
 
 // signalCompletion wakes multi-CS waits.
 func (c *csCtx) signalCompletion() {
 	c.complMu.Lock()
-	close(c.completions)
-	c.completions = make(chan struct{})
+	if c.completions != nil {
+		close(c.completions)
+		c.completions = nil
+	}
 	c.complMu.Unlock()
 }
 
@@ -206,6 +260,9 @@ func (c *csCtx) signalCompletion() {
 func (c *csCtx) completionChan() <-chan struct{} {
 	c.complMu.Lock()
 	defer c.complMu.Unlock()
+	if c.completions == nil {
+		c.completions = make(chan struct{})
+	}
 	return c.completions
 }
 
@@ -300,8 +357,14 @@ func (f *File) csIoctl(a *hl.CSArgs) error {
 
 // errnoStatus is the driver's "status = rc": the negative errno as a u32.
 func errnoStatus(err error) uint32 {
-	var e unix.Errno
-	if errors.As(err, &e) && e != 0 {
+	if err == nil {
+		return hl.HL_CS_STATUS_SUCCESS
+	}
+	e, ok := err.(unix.Errno)
+	if !ok && !errors.As(err, &e) {
+		return hl.HL_CS_STATUS_SUCCESS
+	}
+	if e != 0 {
 		return uint32(-int32(e))
 	}
 	return hl.HL_CS_STATUS_SUCCESS
@@ -359,19 +422,34 @@ func (c *csCtx) restore(in *hl.CSIn, seq *uint64) error {
 	return nil
 }
 
-// copyChunks is hl_cs_copy_chunk_array.
-func (c *csCtx) copyChunks(ptr uint64, n uint32) ([]hl.CSChunk, error) {
+// chunkBuf holds a chunk array copied in by copyChunks.
+type chunkBuf struct{ b []hl.CSChunk }
+
+// copyChunks is hl_cs_copy_chunk_array. The chunks go into the context's
+// buffer when it is free; putChunks gives it back.
+func (c *csCtx) copyChunks(ptr uint64, n uint32) (*chunkBuf, error) {
 	if n > hl.HL_MAX_JOBS_PER_CS {
 		c.drop(dropValidation)
 		return nil, unix.EINVAL
 	}
-	chunks := make([]hl.CSChunk, n)
-	if err := copyIn(ptr, sliceBytes(chunks)); err != nil {
+	buf := c.chunks.Swap(nil)
+	if buf == nil {
+		buf = &chunkBuf{}
+	}
+	if uint32(cap(buf.b)) < n {
+		buf.b = make([]hl.CSChunk, n)
+	}
+	buf.b = buf.b[:n]
+	if err := copyIn(ptr, sliceBytes(buf.b)); err != nil {
+		c.putChunks(buf)
 		c.drop(dropValidation)
 		return nil, unix.EFAULT
 	}
-	return chunks, nil
+	return buf, nil
 }
+
+// putChunks returns a chunk buffer for the next CS.
+func (c *csCtx) putChunks(buf *chunkBuf) { c.chunks.Store(buf) }
 
 // allocate is allocate_cs: the next sequence number, unless the fence slot
 // it would take still holds a CS in flight (EAGAIN).
@@ -379,16 +457,32 @@ func (c *csCtx) allocate(flags uint32, timeout time.Duration) (*cs, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	slot := c.seq & c.mask
-	if other := c.pending[slot]; other != nil && !other.completed() {
+	fc := c.pending[slot]
+	if fc != nil && !fc.completed() {
 		c.drop(dropMaxCSInFlight)
 		return nil, unix.EAGAIN
 	}
-	s := &cs{c: c, seq: c.seq, timeout: timeout,
-		stamp: flags&hl.HL_CS_FLAGS_TIMESTAMP != 0,
-		skip:  flags&hl.HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT != 0}
-	s.fence = &fence{seq: c.seq, done: make(chan struct{})}
+	if fc == nil || fc.holds.Load() != 0 {
+		fc = &fence{seq: c.seq}
+		c.pending[slot] = fc
+	} else {
+		fc.reuse(c.seq)
+	}
+	var s *cs
+	if k := len(c.free); k > 0 {
+		s = c.free[k-1]
+		c.free[k-1] = nil
+		c.free = c.free[:k-1]
+	} else {
+		s = &cs{c: c}
+	}
+	s.seq, s.fence, s.jobs, s.timeout = c.seq, fc, s.jobs[:0], timeout
+	s.stamp = flags&hl.HL_CS_FLAGS_TIMESTAMP != 0
+	s.skip = flags&hl.HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT != 0
+	s.untracked = false
+	s.doneTS.Store(0)
+	s.submitted, s.completed, s.timedout, s.aborted, s.tdrActive = false, false, false, false, false
 	s.refs.Store(1)
-	c.pending[slot] = s.fence
 	c.seq++
 	return s, nil
 }
@@ -396,20 +490,24 @@ func (c *csCtx) allocate(flags uint32, timeout time.Duration) (*cs, error) {
 // submit is cs_ioctl_default.
 func (c *csCtx) submit(chunksPtr uint64, n uint32, seq *uint64, flags uint32, timeout time.Duration) error {
 	*seq = math.MaxUint64
-	chunks, err := c.copyChunks(chunksPtr, n)
+	buf, err := c.copyChunks(chunksPtr, n)
 	if err != nil {
 		return err
 	}
 	if flags&hl.HL_CS_FLAGS_STAGED_SUBMISSION != 0 {
 		// Gaudi's staged submissions are not simulated yet.
+		c.putChunks(buf)
 		return unix.EINVAL
 	}
 	s, err := c.allocate(flags, timeout)
 	if err != nil {
+		c.putChunks(buf)
 		return err
 	}
 	*seq = s.seq
-	if err := c.buildJobs(s, chunks); err != nil {
+	err = c.buildJobs(s, buf.b)
+	c.putChunks(buf)
+	if err != nil {
 		s.rollback()
 		s.put()
 		*seq = math.MaxUint64
@@ -436,11 +534,14 @@ func (c *csCtx) buildJobs(s *cs, chunks []hl.CSChunk) error {
 			c.drop(dropValidation)
 			return err
 		}
-		j := &job{cs: s, q: c.hw.queues[ch.QueueIndex], id: i + 1, qtype: qt}
+		j := s.newJob()
+		j.cs, j.q, j.id, j.qtype = s, c.hw.queues[ch.QueueIndex], i+1, qt
 		j.tracked = qt == queueExt || qt == queueHW
 		if j.tracked {
 			intOnly = false
 			s.refs.Add(1)
+		} else {
+			s.untracked = true
 		}
 		s.jobs = append(s.jobs, j)
 		if kernelCB {
@@ -458,6 +559,30 @@ func (c *csCtx) buildJobs(s *cs, chunks []hl.CSChunk) error {
 		return unix.EINVAL
 	}
 	return nil
+}
+
+// maxKeptCB is the largest kernel CB copy a reused job keeps.
+const maxKeptCB = 64 << 10
+
+// newJob returns a clean job object: one the CS had before it was reused,
+// or a new one.
+func (s *cs) newJob() *job {
+	var j *job
+	if n := len(s.jobs); n < cap(s.jobs) {
+		j = s.jobs[:n+1][n]
+	}
+	if j == nil {
+		return new(job)
+	}
+	j.cs, j.q, j.id, j.qtype = nil, nil, 0, 0
+	j.kernelCB, j.patched = false, j.patched[:0]
+	if cap(j.patched) > maxKeptCB {
+		j.patched = nil // a large kernel CB copy is not kept for reuse
+	}
+	j.addr, j.size, j.tracked = 0, 0, false
+	j.done.Store(false)
+	j.slot.Store(false)
+	return j
 }
 
 // validateQueue is validate_queue_index.
@@ -500,7 +625,8 @@ func (c *csCtx) parseKernelCB(j *job, ch *hl.CSChunk) error {
 		return unix.EINVAL
 	}
 	cb.csCnt++
-	j.patched = append([]byte(nil), cb.mem[:size]...)
+	j.kernelCB = true
+	j.patched = append(j.patched[:0], cb.mem[:size]...)
 	cb.csCnt--
 	c.releaseIfDoneLocked(cb)
 	mm.mu.Unlock()
@@ -552,11 +678,22 @@ func (hw *hwState) schedule(s *cs) error {
 		s.c.drop(dropDeviceInReset)
 		return unix.EPERM
 	}
-	perQueue := map[*hwQueue]int{}
+	// Count the jobs per queue in the queues' schedN (guarded by hw.mu),
+	// then check each queue once, at its first job, clearing the counts.
 	for _, j := range s.jobs {
-		perQueue[j.q]++
+		j.q.schedN++
 	}
-	for q, n := range perQueue {
+	var err error
+	for _, j := range s.jobs {
+		q := j.q
+		n := q.schedN
+		if n == 0 {
+			continue
+		}
+		q.schedN = 0
+		if err != nil {
+			continue
+		}
 		q.mu.Lock()
 		limit := hlQueueLength
 		if q.props.typ == queueInt {
@@ -564,17 +701,16 @@ func (hw *hwState) schedule(s *cs) error {
 		}
 		free := limit - q.inflight
 		q.mu.Unlock()
-		err := error(nil)
 		switch {
 		case q.props.typ == queueInt && n > limit:
 			err = unix.ENOMEM
 		case free < n:
 			err = unix.EAGAIN
 		}
-		if err != nil {
-			s.c.drop(dropQueueFull)
-			return err
-		}
+	}
+	if err != nil {
+		s.c.drop(dropQueueFull)
+		return err
 	}
 	hw.mirror = append(hw.mirror, s)
 	if len(hw.mirror) == 1 {
@@ -592,9 +728,41 @@ func (hw *hwState) schedule(s *cs) error {
 }
 
 // armTDRLocked starts a CS's TDR timer. hw.mu must be held.
+//
+// At most one TDR runs at a time (the oldest CS's), so the device has a
+// single timer: tdrCS is the CS it watches, nil for none, and tdrDeadline
+// when that CS times out. The timer is not stopped when the CS completes,
+// and is reset only when it would fire after the new deadline: it fires
+// at tdrFire or later, and timedOut, finding no CS or a deadline not
+// reached yet, sets it for the deadline or lets it rest. So a CS costs no
+// timer operation while earlier timers stay pending.
 func (hw *hwState) armTDRLocked(s *cs) {
 	s.tdrActive = true
-	s.tdr = time.AfterFunc(s.timeout, func() { hw.timedOut(s) })
+	hw.tdrCS = s
+	now := nanotime()
+	hw.tdrDeadline = now + int64(s.timeout)
+	if hw.tdrDeadline < now {
+		hw.tdrDeadline = math.MaxInt64
+	}
+	switch {
+	case hw.tdr == nil:
+		hw.tdr = time.AfterFunc(s.timeout, hw.timedOut)
+	case hw.tdrFire == 0 || hw.tdrFire > hw.tdrDeadline:
+		hw.tdr.Reset(s.timeout)
+	default:
+		return // it fires earlier, and timedOut sets it again
+	}
+	hw.tdrFire = hw.tdrDeadline
+}
+
+// stopTDR stops the TDR timer when it watches no CS.
+func (hw *hwState) stopTDR() {
+	hw.mu.Lock()
+	defer hw.mu.Unlock()
+	if hw.tdr != nil && hw.tdrCS == nil {
+		hw.tdr.Stop()
+		hw.tdrFire = 0
+	}
 }
 
 // removeMirrorLocked takes a CS off the mirror list. hw.mu must be held.
@@ -610,20 +778,34 @@ func (hw *hwState) removeMirrorLocked(s *cs) {
 // handleTDRLocked is cs_handle_tdr: a completed CS's timer stops and the
 // oldest CS left gets one. hw.mu must be held.
 func (hw *hwState) handleTDRLocked(s *cs) {
+	if hw.tdrCS == s {
+		hw.tdrCS = nil // the timer, left running, will find no CS
+	}
 	if s.timedout {
 		return
-	}
-	if s.tdrActive {
-		s.tdr.Stop()
 	}
 	if len(hw.mirror) > 0 && !hw.mirror[0].tdrActive && hw.d.State().operational() {
 		hw.armTDRLocked(hw.mirror[0])
 	}
 }
 
-// timedOut is cs_timedout.
-func (hw *hwState) timedOut(s *cs) {
+// timedOut is cs_timedout, for the CS the TDR timer watches.
+func (hw *hwState) timedOut() {
 	hw.mu.Lock()
+	hw.tdrFire = 0
+	s := hw.tdrCS
+	if s == nil {
+		hw.mu.Unlock()
+		return // the CS completed: the timer rests
+	}
+	if now := nanotime(); now < hw.tdrDeadline {
+		// Set for an earlier CS: now for this one.
+		hw.tdr.Reset(time.Duration(hw.tdrDeadline - now))
+		hw.tdrFire = hw.tdrDeadline
+		hw.mu.Unlock()
+		return
+	}
+	hw.tdrCS = nil
 	if !s.submitted || s.completed {
 		hw.mu.Unlock()
 		return
@@ -632,8 +814,9 @@ func (hw *hwState) timedOut(s *cs) {
 	if reset {
 		s.timedout = true
 	}
+	seq := s.seq
 	hw.mu.Unlock()
-	hw.d.RecordCSTimeout(s.seq)
+	hw.d.RecordCSTimeout(seq)
 	if reset {
 		hw.d.Reset()
 	}
@@ -658,12 +841,12 @@ func (hw *hwState) abortCS(f *File) {
 	for _, s := range hw.mirror {
 		if f == nil || s.c.f == f {
 			s.aborted = true
+			s.refs.Add(1) // cs_get, while the mirror list holds the CS
 			victims = append(victims, s)
 		}
 	}
 	hw.mu.Unlock()
 	for _, s := range victims {
-		s.refs.Add(1) // cs_get
 		s.rollback()
 		s.put()
 	}

@@ -59,8 +59,9 @@
 //     open gets EBUSY. Control opens are unlimited and accept only INFO.
 //   - A device state machine (operational, in reset, needs reset) with fault
 //     injection for tests: Reset, FailNext.
-//   - User pointers inside ioctl arguments are read and written with
-//     process_vm_readv/writev on the calling process, so a bad pointer gives
+//   - User pointers inside ioctl arguments are read directly, with faults
+//     recovered (runtime/debug.SetPanicOnFault), and written with
+//     process_vm_writev on the calling process, so a bad pointer gives
 //     EFAULT as on the kernel instead of crashing.
 //   - Every INFO op of the 6.12 driver, with its validation, its errno
 //     values and the split between ops served in any state and ops that

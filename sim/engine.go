@@ -16,9 +16,11 @@ import (
 // The engines: every queue of the ASIC is a stream of a queue manager
 // (QMAN) that fetches the command buffers of its jobs and executes their
 // packets in order. The simulator runs one goroutine per queue that has
-// work (it exits when the queue drains), so jobs on the same queue run in
-// submission order and jobs on different queues, of one CS or of several,
-// run concurrently.
+// had work, started with its first job; it waits for the next job when the
+// queue drains and ends when the engines halt (a reset, or the release of
+// the compute context) or an error stops the stream. Jobs on the same
+// queue run in submission order and jobs on different queues, of one CS or
+// of several, run concurrently.
 //
 // Packets, as the hardware executes them:
 //
@@ -112,6 +114,12 @@ type hwState struct {
 	workers int
 	mirror  []*cs
 
+	// The TDR timer (armTDRLocked), guarded by mu; times are nanotime.
+	tdr         *time.Timer
+	tdrCS       *cs   // the CS the timer watches, nil when none
+	tdrDeadline int64 // when tdrCS times out
+	tdrFire     int64 // when the timer fires (or later), 0 when it rests
+
 	resetMu sync.Mutex // one reset sequence at a time
 }
 
@@ -135,6 +143,7 @@ func newHW(d *Device) *hwState {
 	for i := range hw.props {
 		q := &hwQueue{id: i, hw: hw, props: &hw.props[i]}
 		q.cond = sync.NewCond(&q.mu)
+		q.x = execEnv{hw: hw, q: q}
 		hw.queues = append(hw.queues, q)
 		if qm := hw.props[i].qmBase; qm != 0 {
 			s, ok := hw.qms[qm]
@@ -172,29 +181,41 @@ type hwQueue struct {
 	props *queueProps
 
 	mu       sync.Mutex
-	cond     *sync.Cond // fence counter changes, halts
+	cond     *sync.Cond // fence counter changes, new jobs, halts
 	fence    [4]uint32
-	jobs     []*job
-	running  bool
+	jobs     []*job // jobs[head:] wait to run
+	head     int
+	worker   bool // the stream's goroutine runs
 	stopped  bool // an error stopped the stream until the next reset
 	inflight int  // queue entries in use (PQ slots)
 	halted   atomic.Bool
 
-	swap []byte // endian swap buffer, used by the stream's goroutine only
+	schedN int // jobs of the CS being scheduled (hwState.schedule, hw.mu)
+
+	// Used by the stream's goroutine only: its execution environment, the
+	// fetch windows of its command buffers (one per CP_DMA nesting level)
+	// and the endian swap buffer.
+	x    execEnv
+	win  [maxCPDMADepth + 1][]byte
+	swap []byte
 }
+
+// maxCPDMADepth is how deep CP_DMA packets nest.
+const maxCPDMADepth = 4
 
 // job is one chunk of a CS on one queue (struct hl_cs_job).
 type job struct {
-	cs      *cs
-	q       *hwQueue
-	id      int
-	qtype   queueType
-	patched []byte // the driver's copy of a kernel CB (Gaudi external queues)
-	addr    uint64 // a user CB's device address
-	size    uint64
-	tracked bool        // the CS completes when every tracked job has
-	done    atomic.Bool // a tracked job completed or was rolled back
-	slot    atomic.Bool // holds one of the queue's entries
+	cs       *cs
+	q        *hwQueue
+	id       int
+	qtype    queueType
+	kernelCB bool   // runs patched, the driver's copy of a kernel CB (Gaudi external queues)
+	patched  []byte // (its capacity stays with the job object for reuse)
+	addr     uint64 // a user CB's device address
+	size     uint64
+	tracked  bool        // the CS completes when every tracked job has
+	done     atomic.Bool // a tracked job completed or was rolled back
+	slot     atomic.Bool // holds one of the queue's entries
 }
 
 // releaseSlot gives the job's queue entry back, once.
@@ -206,16 +227,18 @@ func (j *job) releaseSlot() {
 	}
 }
 
-// start appends a job to its queue and starts the queue's goroutine when
-// it has none. hw.mu must be held.
+// start appends a job to its queue and wakes the queue's goroutine, or
+// starts it when it has none. hw.mu must be held.
 func (hw *hwState) start(j *job) {
 	q := j.q
 	q.mu.Lock()
 	q.jobs = append(q.jobs, j)
-	spawn := !q.running && !q.stopped
+	spawn := !q.worker && !q.stopped
 	if spawn {
-		q.running = true
+		q.worker = true
 		hw.workers++
+	} else {
+		q.cond.Signal() // the goroutine is the only one that waits on cond
 	}
 	q.mu.Unlock()
 	if spawn {
@@ -223,41 +246,51 @@ func (hw *hwState) start(j *job) {
 	}
 }
 
-// run executes the queue's jobs in order until it drains, stops or halts.
+// clearJobsLocked empties the job list, keeping its array. q.mu must be
+// held.
+func (q *hwQueue) clearJobsLocked() {
+	clear(q.jobs)
+	q.jobs, q.head = q.jobs[:0], 0
+}
+
+// run executes the queue's jobs in order, waiting for more when it
+// drains, until the stream stops or halts.
 func (q *hwQueue) run() {
-	defer func() {
-		q.hw.mu.Lock()
-		q.hw.workers--
-		if q.hw.workers == 0 {
-			q.hw.idle.Broadcast()
+	q.mu.Lock()
+	for !q.stopped && !q.halted.Load() {
+		if q.head == len(q.jobs) {
+			q.clearJobsLocked()
+			q.cond.Wait()
+			continue
 		}
-		q.hw.mu.Unlock()
-	}()
-	for {
-		q.mu.Lock()
-		if len(q.jobs) == 0 || q.stopped || q.halted.Load() {
-			q.running = false
-			q.mu.Unlock()
-			return
-		}
-		j := q.jobs[0]
-		q.jobs[0] = nil
-		q.jobs = q.jobs[1:]
+		j := q.jobs[q.head]
+		q.jobs[q.head] = nil
+		q.head++
 		q.mu.Unlock()
 
 		err := q.exec(j)
-		if err == nil {
+		switch {
+		case err == nil:
 			j.cs.jobDone(j)
-			continue
-		}
-		if err == errHalted {
-			continue // the loop sees the halt; the reset rolls the CS back
+		case err == errHalted:
+			// The loop sees the halt; the reset rolls the CS back.
+		default:
+			q.mu.Lock()
+			q.stopped = true
+			q.mu.Unlock()
+			q.fail(j, err)
 		}
 		q.mu.Lock()
-		q.stopped = true
-		q.mu.Unlock()
-		q.fail(j, err)
 	}
+	q.worker = false
+	q.mu.Unlock()
+	hw := q.hw
+	hw.mu.Lock()
+	hw.workers--
+	if hw.workers == 0 {
+		hw.idle.Broadcast()
+	}
+	hw.mu.Unlock()
 }
 
 // fail records the error that stopped the stream.
@@ -283,18 +316,19 @@ func (hw *hwState) isHostVA(addr uint64) bool {
 }
 
 // halt stops every stream and waits until none runs: pending jobs are
-// dropped, a running job ends at its next packet, chunk or fence check.
-// The caller rolls the CSs back, then calls restart.
+// dropped, a running job ends at its next packet, chunk or fence check,
+// and the streams' goroutines end (the next job starts a new one). The
+// caller rolls the CSs back, then calls restart.
 func (hw *hwState) halt() {
 	hw.mu.Lock()
 	defer hw.mu.Unlock()
 	for _, q := range hw.queues {
 		q.mu.Lock()
 		q.halted.Store(true)
-		for _, j := range q.jobs {
+		for _, j := range q.jobs[q.head:] {
 			j.releaseSlotLocked()
 		}
-		q.jobs = nil
+		q.clearJobsLocked()
 		q.cond.Broadcast()
 		q.mu.Unlock()
 	}
@@ -358,11 +392,16 @@ type execEnv struct {
 
 // exec runs one job.
 func (q *hwQueue) exec(j *job) error {
-	x := &execEnv{hw: q.hw, q: q, c: j.cs.c, ctx: j.cs.c.f.ctx}
-	if j.patched != nil {
-		return x.run(cbSource{mem: j.patched, size: uint64(len(j.patched))}, 0)
+	x := &q.x
+	x.c, x.ctx = j.cs.c, j.cs.c.f.ctx
+	var err error
+	if j.kernelCB {
+		err = x.run(cbSource{mem: j.patched, size: uint64(len(j.patched))}, 0)
+	} else {
+		err = x.run(cbSource{x: x, addr: j.addr, size: j.size}, 0)
 	}
-	return x.run(cbSource{x: x, addr: j.addr, size: j.size}, 0)
+	x.c, x.ctx = nil, nil
+	return err
 }
 
 // format is the ASIC's packet format.
@@ -381,7 +420,8 @@ type cbSource struct {
 	addr uint64
 	size uint64
 
-	win    []byte // fetched bytes starting at winOff
+	win    *[]byte // the queue's fetch buffer for this nesting level
+	n      uint64  // fetched bytes in *win, starting at winOff
 	winOff uint64
 }
 
@@ -391,25 +431,27 @@ func (s *cbSource) bytes(off, n uint64) ([]byte, error) {
 	if s.mem != nil {
 		return s.mem[off : off+n], nil
 	}
-	if off >= s.winOff && off+n <= s.winOff+uint64(len(s.win)) {
-		return s.win[off-s.winOff : off-s.winOff+n], nil
+	win := *s.win
+	if off >= s.winOff && off+n <= s.winOff+s.n {
+		return win[off-s.winOff : off-s.winOff+n], nil
 	}
 	k := max(n, min(64<<10, s.size-off))
-	if uint64(cap(s.win)) < k {
-		s.win = make([]byte, k)
+	if uint64(cap(win)) < k {
+		win = make([]byte, k)
+		*s.win = win
 	}
-	s.win = s.win[:k]
-	if err := s.x.load(s.addr+off, s.win); err != nil {
+	s.n = 0
+	if err := s.x.load(s.addr+off, win[:k]); err != nil {
 		return nil, err
 	}
-	s.winOff = off
-	return s.win[:n], nil
+	s.winOff, s.n = off, k
+	return win[:n], nil
 }
 
 // packetLen returns the length of the packet whose first 8 bytes are hdr,
 // or 0 for an opcode the QMAN does not execute.
 func packetLen(f packet.Format, hdr []byte) uint64 {
-	op := packet.Opcode(binary.LittleEndian.Uint32(hdr[4:]) >> 24 & 0x1f)
+	op := packetOpcode(hdr)
 	if !f.Has(op) {
 		return 0
 	}
@@ -426,22 +468,28 @@ func packetLen(f packet.Format, hdr []byte) uint64 {
 	return 8
 }
 
+// undefinedAt is the undefined opcode error for the packet at offset off
+// of src.
+func (s *cbSource) undefinedAt(off uint64) error {
+	addr := uint64(0)
+	if s.mem == nil {
+		addr = s.addr + off
+	}
+	return &undefinedOpcode{addr: addr, left: uint32(s.size - off)}
+}
+
 // run executes the packets of a command buffer.
 func (x *execEnv) run(src cbSource, depth int) error {
 	f := x.hw.format()
-	fail := func(off uint64) error {
-		addr := uint64(0)
-		if src.mem == nil {
-			addr = src.addr + off
-		}
-		return &undefinedOpcode{addr: addr, left: uint32(src.size - off)}
+	if src.mem == nil {
+		src.win = &x.q.win[depth]
 	}
 	for off := uint64(0); off < src.size; {
 		if x.q.halted.Load() {
 			return errHalted
 		}
 		if src.size-off < 8 {
-			return fail(off)
+			return src.undefinedAt(off)
 		}
 		hdr, err := src.bytes(off, 8)
 		if err != nil {
@@ -449,21 +497,37 @@ func (x *execEnv) run(src cbSource, depth int) error {
 		}
 		n := packetLen(f, hdr)
 		if n == 0 || n > src.size-off {
-			return fail(off)
+			return src.undefinedAt(off)
 		}
 		b, err := src.bytes(off, n)
 		if err != nil {
 			return err
 		}
-		p, _, derr := f.Decode(b)
-		if derr != nil && !errors.Is(derr, packet.ErrReservedBits) {
-			if errors.Is(derr, packet.ErrUnsupportedOpcode) {
-				off += n // WREG_64_*, WRITE_ARC_STREAM: no engine registers here
-				continue
+		var stop bool
+		switch packetOpcode(b) {
+		case packet.OpLinDMA:
+			// The hot path, decoded without allocating.
+			p, _, ok := f.DecodeLinDMA(b)
+			if !ok {
+				return src.undefinedAt(off)
 			}
-			return fail(off)
+			err = x.linDMA(p)
+		case packet.OpMsgLong, packet.OpMsgProt, packet.OpMsgShort, packet.OpFence,
+			packet.OpWait, packet.OpCPDMA:
+			p, _, derr := f.Decode(b)
+			if derr != nil && !errors.Is(derr, packet.ErrReservedBits) {
+				return src.undefinedAt(off)
+			}
+			stop, err = x.exec(p, depth)
+		case packet.OpStop:
+			stop = true
+		default:
+			// NOP, ARB_POINT, REPEAT, WREG_32, WREG_BULK, LOAD_AND_EXE,
+			// CB_LIST: Decode accepts any packet of these opcodes that
+			// packetLen accepted (at most with ErrReservedBits), and they
+			// have no effect here. WREG_64_* and WRITE_ARC_STREAM, which
+			// Decode does not support: no engine registers here.
 		}
-		stop, err := x.exec(p, depth)
 		if err != nil || stop {
 			return err
 		}
@@ -472,14 +536,25 @@ func (x *execEnv) run(src cbSource, depth int) error {
 	return nil
 }
 
+// packetOpcode returns the opcode of the packet at the start of b (8
+// bytes at least).
+func packetOpcode(b []byte) packet.Opcode {
+	return packet.Opcode(binary.LittleEndian.Uint32(b[4:]) >> 24 & 0x1f)
+}
+
+// linDMA executes a LIN_DMA packet.
+func (x *execEnv) linDMA(p packet.LinDMA) error {
+	if p.Memset {
+		return x.fill(p.Dst, p.Src, uint64(p.Size), p.Endian)
+	}
+	return x.copy(p.Dst, p.Src, uint64(p.Size), p.Endian)
+}
+
 // exec executes one packet; stop ends the command buffer.
 func (x *execEnv) exec(p packet.Packet, depth int) (stop bool, err error) {
 	switch p := p.(type) {
 	case packet.LinDMA:
-		if p.Memset {
-			return false, x.fill(p.Dst, p.Src, uint64(p.Size), p.Endian)
-		}
-		return false, x.copy(p.Dst, p.Src, uint64(p.Size), p.Endian)
+		return false, x.linDMA(p)
 	case packet.MsgLong:
 		return false, x.msgLong(p)
 	case packet.MsgProt:
@@ -502,7 +577,7 @@ func (x *execEnv) exec(p packet.Packet, depth int) (stop bool, err error) {
 	case packet.Stop:
 		return true, nil
 	case packet.CPDMA:
-		if depth >= 4 {
+		if depth >= maxCPDMADepth {
 			return false, &undefinedOpcode{addr: p.Src, left: p.Size}
 		}
 		return false, x.run(cbSource{x: x, addr: p.Src, size: uint64(p.Size)}, depth+1)
@@ -905,6 +980,7 @@ func (d *Device) closeSubmissions(f *File) {
 		hw.abortCS(f)
 		hw.restart()
 		hw.resetMu.Unlock()
+		hw.stopTDR()
 	}
 	c.cbFini()
 }

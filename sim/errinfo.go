@@ -54,7 +54,7 @@ type clkThrottle struct {
 
 // monotonicNow returns CLOCK_MONOTONIC in nanoseconds: the kernel's
 // ktime_get(), which stamps captured errors and opens.
-func monotonicNow() int64 { return clockNs(unix.CLOCK_MONOTONIC) }
+func monotonicNow() int64 { return nanotime() }
 
 func clockNs(clock int32) int64 {
 	var ts unix.Timespec

@@ -533,8 +533,10 @@ func TestMemoryMapHostBiggerThan4GB(t *testing.T) {
 	if err != nil || va != g2HostVA {
 		t.Fatalf("MAP of 5 GB: %#x, %v", va, err)
 	}
-	if grown := rss(t) - rssBefore; grown > 64<<20 {
-		t.Errorf("mapping touched the memory: RSS grew by %d", grown)
+	// RSS may also shrink meanwhile (the runtime's scavenger returns heap
+	// pages): that is no growth.
+	if after := rss(t); after > rssBefore && after-rssBefore > 64<<20 {
+		t.Errorf("mapping touched the memory: RSS grew by %d", after-rssBefore)
 	}
 	last := va + n - 1
 	e, err := f.ctx.resolve(last, 1)

@@ -11,13 +11,14 @@ import (
 
 // The driver reaches user memory with copy_to_user and copy_from_user,
 // which fail with EFAULT on a bad address. The simulator runs in the
-// caller's process and does the same with process_vm_writev/readv on its
-// own pid: the kernel checks the addresses, so a bad pointer gives EFAULT
-// instead of crashing the program.
+// caller's process and writes with process_vm_writev on its own pid: the
+// kernel checks the addresses, so a bad pointer gives EFAULT instead of
+// crashing the program. Reads (copyIn) copy directly and recover from a
+// fault instead (copyin_unsafe.go).
 
 var selfPID = os.Getpid()
 
-// directCopy is set when process_vm_* is unavailable (seccomp, old kernel);
+// directCopy is set when process_vm_writev is unavailable (seccomp, old kernel);
 // copies then go through the pointer directly and cannot detect EFAULT.
 var directCopy atomic.Bool
 

@@ -80,8 +80,9 @@ const (
 	waitGone
 )
 
-// fenceOf is hl_ctx_get_fence: the fence of seq, nil when it is gone.
-func (c *csCtx) fenceOf(seq uint64) (*fence, error) {
+// holdFence is hl_ctx_get_fence: the fence of seq, nil when it is gone.
+// The fence is held (its slot cannot reuse it) until its release.
+func (c *csCtx) holdFence(seq uint64) (*fence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if seq >= c.seq {
@@ -90,7 +91,55 @@ func (c *csCtx) fenceOf(seq uint64) (*fence, error) {
 	if seq+c.mask+1 < c.seq {
 		return nil, nil
 	}
-	return c.pending[seq&c.mask], nil
+	fc := c.pending[seq&c.mask]
+	fc.holds.Add(1)
+	return fc, nil
+}
+
+// waiter is what a wait sleeps on: a completing fence sends to ch, and t
+// bounds the wait. Waiters are reused (csCtx.waiters), so a wait allocates
+// nothing.
+type waiter struct {
+	ch chan struct{} // buffered: a wake never blocks
+	t  *time.Timer   // nil until a wait needs a timer
+
+	// fire is when t fires (nanotime; it may fire later), 0 when it does
+	// not run. A wait leaves t running when the fence completes first, and
+	// the next wait resets it only when it would fire after the new
+	// deadline; an earlier firing is waited past.
+	fire int64
+}
+
+// wake wakes the waiter once.
+func (w *waiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// getWaiter returns an idle waiter.
+func (c *csCtx) getWaiter() *waiter {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	if k := len(c.waiters); k > 0 {
+		w := c.waiters[k-1]
+		c.waiters[k-1] = nil
+		c.waiters = c.waiters[:k-1]
+		return w
+	}
+	return &waiter{ch: make(chan struct{}, 1)}
+}
+
+// putWaiter gives back a waiter no fence refers to any more.
+func (c *csCtx) putWaiter(w *waiter) {
+	select {
+	case <-w.ch: // a wake that came after the timer
+	default:
+	}
+	c.waitMu.Lock()
+	c.waiters = append(c.waiters, w)
+	c.waitMu.Unlock()
 }
 
 // waitDuration converts timeout_us as the driver does; forever for
@@ -104,7 +153,7 @@ func waitDuration(us uint64) (time.Duration, bool) {
 
 // waitSeq is _hl_cs_wait_ioctl and hl_wait_for_fence.
 func (c *csCtx) waitSeq(seq, timeoutUs uint64) (status int, ts int64, err error) {
-	fc, err := c.fenceOf(seq)
+	fc, err := c.holdFence(seq)
 	if err != nil {
 		return waitBusy, 0, err
 	}
@@ -119,12 +168,14 @@ func (c *csCtx) waitSeq(seq, timeoutUs uint64) (status int, ts int64, err error)
 		done := fc.completed()
 		if !done && timeoutUs != 0 {
 			d, forever := waitDuration(timeoutUs)
-			done = waitFence(fc, d, forever)
+			done = c.waitFence(fc, d, forever)
 		}
 		if !done {
+			fc.release()
 			return waitBusy, 0, nil
 		}
 		status, ts, e = waitCompleted, fc.ts, fc.err
+		fc.release()
 	}
 	if e == unix.ETIMEDOUT || e == unix.EIO {
 		return status, ts, e
@@ -132,23 +183,61 @@ func (c *csCtx) waitSeq(seq, timeoutUs uint64) (status int, ts int64, err error)
 	return status, ts, nil
 }
 
-// waitFence waits for a fence for d (for ever when forever).
-func waitFence(fc *fence, d time.Duration, forever bool) bool {
+// waitFence waits for a held fence for d (for ever when forever).
+func (c *csCtx) waitFence(fc *fence, d time.Duration, forever bool) bool {
+	if !forever && d <= 0 {
+		return fc.completed()
+	}
+	fc.mu.Lock()
+	if fc.completed() {
+		fc.mu.Unlock()
+		return true
+	}
+	w := c.getWaiter()
+	fc.waiters = append(fc.waiters, w)
+	fc.mu.Unlock()
 	if forever {
-		<-fc.done
+		<-w.ch
+		c.putWaiter(w) // complete took it off the fence
 		return true
 	}
-	if d <= 0 {
-		return fc.completed()
+	now := nanotime()
+	deadline := now + int64(d)
+	switch {
+	case w.t == nil:
+		w.t = time.NewTimer(d)
+		w.fire = deadline
+	case w.fire == 0 || w.fire > deadline:
+		w.t.Reset(d)
+		w.fire = deadline
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-fc.done:
-		return true
-	case <-t.C:
-		return fc.completed()
+wait:
+	for {
+		select {
+		case <-w.ch:
+			break wait
+		case <-w.t.C:
+			w.fire = 0
+			if now = nanotime(); now >= deadline {
+				break wait
+			}
+			w.t.Reset(time.Duration(deadline - now)) // it was set for an earlier wait
+			w.fire = deadline
+		}
 	}
+	fc.mu.Lock()
+	for i, o := range fc.waiters {
+		if o == w {
+			last := len(fc.waiters) - 1
+			fc.waiters[i] = fc.waiters[last]
+			fc.waiters[last] = nil
+			fc.waiters = fc.waiters[:last]
+			break
+		}
+	}
+	fc.mu.Unlock()
+	c.putWaiter(w)
+	return fc.completed()
 }
 
 // waitIoctl is hl_wait_ioctl.
@@ -268,8 +357,15 @@ func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
 // timestamp whatever the order.
 func (c *csCtx) pollFences(seqs []uint64, updateTS bool) (bitmap uint32, ts, earliest int64, err error) {
 	fences := make([]*fence, len(seqs))
+	defer func() {
+		for _, fc := range fences {
+			if fc != nil {
+				fc.release()
+			}
+		}
+	}()
 	for i, s := range seqs {
-		if fences[i], err = c.fenceOf(s); err != nil {
+		if fences[i], err = c.holdFence(s); err != nil {
 			return 0, 0, 0, err
 		}
 	}
