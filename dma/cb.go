@@ -18,18 +18,20 @@ const cbSize = 64 << 10
 // value a CS chunk names it by.
 type cmdBuf struct {
 	mem    []byte
-	handle uint64 // kernel CB handle (Gaudi) or device VA (Gaudi2 user CB)
+	handle uint64 // what a chunk names: kernel CB handle (Gaudi) or device VA (Gaudi2)
 	pooled bool
 	// Kernel CBs own their mapping; user CBs are carved from a slab.
 	kernel bool
+	cb     uint64 // the kernel CB handle, for DESTROY
 }
 
 // cbPool hands out command buffers and takes them back. Safe for
 // concurrent use.
 type cbPool struct {
-	io   *ioctl.Device
-	mem  *memory.Manager
-	user bool // Gaudi2 user CBs in host memory; else kernel CBs
+	io     *ioctl.Device
+	mem    *memory.Manager
+	user   bool // chunks name CBs by device VA (Gaudi2)
+	mapped bool // with user: kernel CBs mapped into the device MMU, not host slabs
 
 	mu    sync.Mutex
 	free  []*cmdBuf
@@ -37,8 +39,8 @@ type cbPool struct {
 	all   []*cmdBuf // every kernel CB, for close
 }
 
-func newCBPool(io *ioctl.Device, mem *memory.Manager, user bool) *cbPool {
-	return &cbPool{io: io, mem: mem, user: user}
+func newCBPool(io *ioctl.Device, mem *memory.Manager, user, mapped bool) *cbPool {
+	return &cbPool{io: io, mem: mem, user: user, mapped: user && mapped}
 }
 
 // get returns a buffer of at least n bytes.
@@ -55,7 +57,7 @@ func (p *cbPool) get(n int) (*cmdBuf, error) {
 			return cb, nil
 		}
 		p.mu.Unlock()
-		if p.user {
+		if p.user && !p.mapped {
 			if err := p.growSlab(); err != nil {
 				return nil, err
 			}
@@ -68,7 +70,7 @@ func (p *cbPool) get(n int) (*cmdBuf, error) {
 		cb.pooled = true
 		return cb, nil
 	}
-	if p.user {
+	if p.user && !p.mapped {
 		h, err := p.mem.AllocHost(uint64(n), memory.HostOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("allocate command buffer: %w", err)
@@ -112,12 +114,16 @@ func (p *cbPool) growSlab() error {
 	return nil
 }
 
-// newKernelCB creates a CB with the driver and maps it.
+// newKernelCB creates a CB with the driver and maps it for the CPU; for
+// Gaudi2 (mapped) also into the device MMU, named by its device VA.
 func (p *cbPool) newKernelCB(n int) (*cmdBuf, error) {
 	var a hl.CBArgs
 	in := a.In()
 	in.Op = hl.HL_CB_OP_CREATE
 	in.CBSize = uint32(n)
+	if p.mapped {
+		in.Flags = hl.HL_CB_FLAGS_MAP
+	}
 	if err := p.io.CB(&a); err != nil {
 		return nil, fmt.Errorf("create command buffer: %w", err)
 	}
@@ -127,7 +133,20 @@ func (p *cbPool) newKernelCB(n int) (*cmdBuf, error) {
 		p.destroy(handle)
 		return nil, fmt.Errorf("map command buffer: %w", err)
 	}
-	cb := &cmdBuf{mem: mem, handle: handle, kernel: true}
+	cb := &cmdBuf{mem: mem, handle: handle, kernel: true, cb: handle}
+	if p.mapped {
+		a = hl.CBArgs{}
+		in := a.In()
+		in.Op = hl.HL_CB_OP_INFO
+		in.CBHandle = handle
+		in.Flags = hl.HL_CB_FLAGS_GET_DEVICE_VA
+		if err := p.io.CB(&a); err != nil {
+			p.io.Munmap(mem)
+			p.destroy(handle)
+			return nil, fmt.Errorf("get command buffer address: %w", err)
+		}
+		cb.handle = a.Out().DeviceVA()
+	}
 	p.mu.Lock()
 	p.all = append(p.all, cb)
 	p.mu.Unlock()
@@ -136,7 +155,7 @@ func (p *cbPool) newKernelCB(n int) (*cmdBuf, error) {
 
 func (p *cbPool) destroyKernelCB(cb *cmdBuf) {
 	p.io.Munmap(cb.mem)
-	p.destroy(cb.handle)
+	p.destroy(cb.cb)
 	p.mu.Lock()
 	for i, c := range p.all {
 		if c == cb {
@@ -163,7 +182,7 @@ func (p *cbPool) close() {
 	p.mu.Unlock()
 	for _, cb := range all {
 		p.io.Munmap(cb.mem)
-		p.destroy(cb.handle)
+		p.destroy(cb.cb)
 	}
 	for _, h := range slabs {
 		h.Close()

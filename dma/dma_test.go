@@ -222,3 +222,23 @@ func TestPrepared(t *testing.T) {
 		t.Errorf("Run after Close: %v", err)
 	}
 }
+
+// TestMappedKernelCBs runs Gaudi2 copies from kernel CBs mapped into the
+// device MMU instead of user CBs in host memory.
+func TestMappedKernelCBs(t *testing.T) {
+	r := newRig(t, sim.Gaudi2, Options{MappedKernelCBs: true})
+	ctx := context.Background()
+	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
+	out, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
+	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
+	fill(h.Bytes(), 9)
+	if err := r.e.Copy(ctx, buf.VA(), h.VA(), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.Copy(ctx, out.VA(), buf.VA(), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(h.Bytes(), out.Bytes()) {
+		t.Fatal("copy through mapped kernel CBs corrupted the data")
+	}
+}

@@ -27,6 +27,11 @@ type Options struct {
 	// Timestamps asks the driver for completion timestamps
 	// (HL_CS_FLAGS_TIMESTAMP); Transfer.Timestamp returns them.
 	Timestamps bool
+	// MappedKernelCBs makes Gaudi2 command buffers kernel CBs mapped into
+	// the device MMU (CB CREATE with HL_CB_FLAGS_MAP, then CB INFO
+	// GET_DEVICE_VA) instead of user CBs in mapped host memory. Gaudi always
+	// uses kernel CBs.
+	MappedKernelCBs bool
 	// MaxRetries bounds how often a submission the driver refused with
 	// EAGAIN (queues full, too many CSs in flight) is retried, with
 	// exponential backoff from 10 µs to 10 ms; 0 means 1000.
@@ -75,7 +80,7 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 		io:     d.Ioctl(),
 		format: f,
 		q:      q,
-		cbs:    newCBPool(d.Ioctl(), m, q.userCB),
+		cbs:    newCBPool(d.Ioctl(), m, q.userCB, opts.MappedKernelCBs),
 		opts:   opts,
 	}, nil
 }

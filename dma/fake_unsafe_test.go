@@ -64,7 +64,7 @@ func fakePrepared(t testing.TB) (*Prepared, *fakeFile) {
 	ff := &fakeFile{}
 	io := ioctl.New(ff)
 	e := &Engine{io: io, format: packet.Gaudi2, q: queueTable{userCB: true}, opts: Options{MaxRetries: 1000, Streams: 2}}
-	e.cbs = newCBPool(io, nil, true)
+	e.cbs = newCBPool(io, nil, true, false)
 	if err := e.begin(); err != nil {
 		t.Fatal(err)
 	}
