@@ -142,6 +142,7 @@ func (b *Batch) Start() (*Transfer, error) {
 		}
 		t.seqs = append(t.seqs, seq)
 	}
+	e.track(t, nil)
 	if !e.q.userCB {
 		// The driver copied the kernel CBs at submission (Gaudi's
 		// patched CB), so they may serve the next batch now.

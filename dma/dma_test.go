@@ -242,3 +242,39 @@ func TestMappedKernelCBs(t *testing.T) {
 		t.Fatal("copy through mapped kernel CBs corrupted the data")
 	}
 }
+
+// TestCloseFinishesUnwaited closes an Engine with a transfer nobody waited
+// for and a prepared batch nobody closed: Close must finish both.
+func TestCloseFinishesUnwaited(t *testing.T) {
+	r := newRig(t, sim.Gaudi2, Options{})
+	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
+	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
+	tr, err := r.e.StartCopy(buf.VA(), h.VA(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := r.e.NewBatch()
+	b.Copy(h.VA(), buf.VA(), 4096)
+	if _, err := b.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.e.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close hung on an unwaited transfer")
+	}
+	if err := tr.Err(); err != nil {
+		t.Errorf("transfer finished by Close: %v", err)
+	}
+	if err := buf.Close(); err != nil || r.m.Lookup(buf.VA()).Kind != memory.Unknown {
+		t.Errorf("buffer still held after Engine.Close: %v", err)
+	}
+	if _, err := r.e.StartCopy(buf.VA(), h.VA(), 1); err == nil {
+		t.Error("StartCopy after Close succeeded")
+	}
+}

@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,8 @@ type Engine struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
+	pending  map[*Transfer]struct{} // started, not finished
+	prepared map[*Prepared]struct{} // not closed
 }
 
 // New returns an Engine that moves memory of m.
@@ -85,8 +88,9 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 	}, nil
 }
 
-// Close waits for the Engine's transfers to finish and releases its
-// command buffers. It is idempotent.
+// Close waits for the Engine's transfers to complete (including ones
+// nobody waits for), closes its prepared batches, and releases its command
+// buffers. It is idempotent.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -94,10 +98,49 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
+	var ts []*Transfer
+	for t := range e.pending {
+		ts = append(ts, t)
+	}
+	var ps []*Prepared
+	for p := range e.prepared {
+		ps = append(ps, p)
+	}
 	e.mu.Unlock()
+	for _, t := range ts {
+		t.Wait(context.Background())
+	}
+	for _, p := range ps {
+		p.Close()
+	}
 	e.inflight.Wait()
 	e.cbs.close()
 	return nil
+}
+
+// track and untrack keep the sets Close must finish.
+func (e *Engine) track(t *Transfer, p *Prepared) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t != nil {
+		if e.pending == nil {
+			e.pending = map[*Transfer]struct{}{}
+		}
+		e.pending[t] = struct{}{}
+	}
+	if p != nil {
+		if e.prepared == nil {
+			e.prepared = map[*Prepared]struct{}{}
+		}
+		e.prepared[p] = struct{}{}
+	}
+}
+
+func (e *Engine) untrack(t *Transfer, p *Prepared) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.pending, t)
+	delete(e.prepared, p)
 }
 
 // begin registers a transfer; it fails once the Engine is closed.

@@ -59,6 +59,7 @@ func (b *Batch) Prepare() (*Prepared, error) {
 		return nil, err
 	}
 	p.setJobs(jobs)
+	e.track(nil, p)
 	return p, nil
 }
 
@@ -141,6 +142,7 @@ func (p *Prepared) Close() error {
 	for _, h := range p.holds {
 		h.Release()
 	}
+	p.e.untrack(nil, p)
 	p.e.inflight.Done()
 	return nil
 }

@@ -113,6 +113,7 @@ func (t *Transfer) finish(err error, ts time.Duration) {
 	for _, h := range t.holds {
 		h.Release()
 	}
+	t.e.untrack(t, nil)
 	t.e.inflight.Done()
 }
 
