@@ -13,6 +13,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/uapi/dmabuf"
 	"github.com/gaudi-go/gaudi/uapi/hl"
+	"github.com/gaudi-go/gaudi/uapi/rdma"
 )
 
 // A Field is one decoded argument or result. Hex fields print as 0x...
@@ -159,7 +160,7 @@ func (e *Event) OpName() string {
 		return kindOf(e.Wait().Flags, waitKinds, hl.WaitCSFlagNames)
 	case bpfCallCALL_UVERBS:
 		b := e.Uverbs()
-		return fmt.Sprintf("object %d method %d", b.ObjectId, b.MethodId)
+		return fmt.Sprintf("%s method %d", uverbsObject(uint32(b.ObjectId)), b.MethodId)
 	}
 	return ""
 }
@@ -231,7 +232,7 @@ func (e *Event) Args() []Field {
 		for k := 0; k < int(b.Nattrs) && k < len(b.AttrId); k++ {
 			ids = append(ids, uint64(b.AttrId[k]))
 		}
-		return []Field{u("object", uint64(b.ObjectId)), u("method", uint64(b.MethodId)), u("attrs", uint64(b.NumAttrs)),
+		return []Field{s("object", uverbsObject(uint32(b.ObjectId))), u("method", uint64(b.MethodId)), u("attrs", uint64(b.NumAttrs)),
 			u("driver", uint64(b.DriverId)), u("len", uint64(b.Length)), Field{Key: "attr_ids", Val: ids}}
 	case bpfCallCALL_DMABUF_SYNC:
 		b := e.Dmabuf()
@@ -548,4 +549,13 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// uverbsObject names a uverbs object id from the generated uapi table, or
+// prints the number when the table has no name for it.
+func uverbsObject(id uint32) string {
+	if n, ok := rdma.UverbsObjectNames[id]; ok {
+		return n
+	}
+	return fmt.Sprintf("object(%d)", id)
 }

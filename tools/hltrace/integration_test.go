@@ -365,7 +365,7 @@ func testDecode(t *testing.T, mode string) {
 			expect(t, b.ObjectId == 7 && b.MethodId == 1 && b.NumAttrs == 2 && b.DriverId == 3 && b.Length == 56 &&
 				b.Nattrs == 2 && b.AttrId[0] == 0x1000 && b.AttrId[1] == 0x1001, e)
 		},
-		line: "RDMA_VERBS_IOCTL fd=%d object=7 method=1 attrs=2 driver=3 len=56 attr_ids=[4096 4097] = -1 ENOTTY",
+		line: "RDMA_VERBS_IOCTL fd=%d object=MR method=1 attrs=2 driver=3 len=56 attr_ids=[4096 4097] = -1 ENOTTY",
 	}, {
 		name: "dma-buf sync on a memfd",
 		issue: func(t *testing.T) unix.Errno {

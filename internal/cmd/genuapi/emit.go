@@ -392,7 +392,7 @@ func (g *gen) emitNames() ([]byte, error) {
 		n := 0
 	next:
 		for _, c := range g.consts {
-			if !strings.HasPrefix(c.name, nt.prefix) || c.goType != "" {
+			if !strings.HasPrefix(c.name, nt.prefix) || (c.goType != "") != nt.enum {
 				continue
 			}
 			for _, x := range nt.excludes {
@@ -404,7 +404,11 @@ func (g *gen) emitNames() ([]byte, error) {
 				continue // an alias of an earlier name
 			}
 			seen[c.val.v.String()] = true
-			fmt.Fprintf(&b, "\t%s: %q,\n", c.name, strings.TrimPrefix(c.name, nt.prefix))
+			key := c.name
+			if nt.enum {
+				key = fmt.Sprintf("%s(%s)", nt.keyType, c.name)
+			}
+			fmt.Fprintf(&b, "\t%s: %q,\n", key, strings.TrimPrefix(c.name, nt.prefix))
 			n++
 		}
 		if n == 0 {

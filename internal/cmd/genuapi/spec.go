@@ -46,6 +46,7 @@ type nameTable struct {
 	keyType  string
 	prefix   string
 	excludes []string // constants whose names contain one of these are not members
+	enum     bool     // the constants are members of a named enum (typed)
 }
 
 var hlLegacy = func() []extraRequest {
@@ -155,6 +156,9 @@ var specs = []*pkgSpec{
 			"NLA_F_NET_BYTEORDER": {1 << 14, "NLA_F_NET_BYTEORDER"},
 		},
 		builtinOrder: []string{"NLA_F_NESTED", "NLA_F_NET_BYTEORDER"},
+		names: []nameTable{
+			{goName: "UverbsObjectNames", doc: "uverbs object ids (UVERBS_OBJECT_*, enum uverbs_default_objects)", keyType: "uint32", prefix: "UVERBS_OBJECT_", enum: true},
+		},
 		keepType: func(tag string) bool {
 			return rdmaVerbsTypes[tag]
 		},
