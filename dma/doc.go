@@ -16,11 +16,13 @@
 // DMA_1 device to host and device to device), whose completion the driver
 // tracks; command buffers are kernel CBs (CB CREATE, mmap), which the
 // driver copies at submission, so they are reused as soon as the CS ioctl
-// returns. Gaudi2: jobs go to PDMA_0 (host to device), PDMA_1 (device to
-// host) and the enabled EDMA engines (device to device); command buffers
-// are user CBs in mapped host memory (HL_CS_CHUNK_FLAGS_USER_ALLOC_CB),
-// kept until the CS completes. Large copies are striped over several
-// queues of one CS.
+// returns. Gaudi2: jobs go to PDMA_0 streams 0 and 1 (host to device),
+// PDMA_1 stream 0 (device to host; the only PDMA streams the driver gives
+// users, so large reads are striped onto PDMA_0 stream 1 too) and the
+// enabled EDMA engines (device to device); command buffers are user CBs in
+// mapped host memory (HL_CS_CHUNK_FLAGS_USER_ALLOC_CB), or kernel CBs
+// mapped into the device MMU with Options.MappedKernelCBs, kept until the
+// CS completes. Large copies are striped over several queues of one CS.
 //
 // # Completion
 //
