@@ -1,0 +1,394 @@
+package ipc
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/memory"
+)
+
+// DeviceID identifies the device an export belongs to.
+type DeviceID struct {
+	PCIAddress string
+	ModuleID   uint32
+}
+
+// DeviceIDOf returns the identity of d: its PCI address (from the simulator's
+// configuration, or from sysfs for a real device; "" when unknown) and its
+// module id.
+func DeviceIDOf(d *device.Device) DeviceID {
+	id := DeviceID{ModuleID: d.HWIPInfo().ModuleID}
+	if sd := d.Sim(); sd != nil {
+		id.PCIAddress = sd.Config().PCIAddress
+		return id
+	}
+	if nodes, err := device.Nodes(); err == nil {
+		for _, n := range nodes {
+			if n.Path == d.Path() || n.ControlPath == d.Path() {
+				id.PCIAddress = n.PCIAddress
+				break
+			}
+		}
+	}
+	return id
+}
+
+// ExporterOptions adjust NewExporter.
+type ExporterOptions struct {
+	// AllowUIDs lists the user ids whose processes may import. Empty means
+	// the exporter's own (effective) uid only. The uid is the one the
+	// kernel reports for the connecting peer (SO_PEERCRED).
+	AllowUIDs []uint32
+	// RequestTimeout bounds how long one importer may take to send its
+	// request and take the answer; 0 means 5 s.
+	RequestTimeout time.Duration
+}
+
+// Exporter passes descriptors of exported device memory to other processes
+// over a Unix socket (SOCK_SEQPACKET): an importer sends a Handle, the
+// Exporter checks the peer's credentials (SO_PEERCRED) against its policy
+// and answers with the descriptor (SCM_RIGHTS) or with the reason it will
+// not.
+//
+// The Exporter keeps its own duplicate of every exported descriptor, so the
+// caller may close its memory.DMABuf at any time; Revoke and Close close the
+// duplicate. A descriptor already passed stays valid in the importer: Revoke
+// stops further imports, it cannot take back what was given. (On the
+// simulator an export stays alive while the Exporter's duplicate is open.)
+//
+// All methods are safe for concurrent use.
+type Exporter struct {
+	ln      *net.UnixListener
+	addr    string
+	allow   []uint32
+	timeout time.Duration
+	pid     uint32
+	pidNS   uint64
+	boot    [16]byte
+
+	mu      sync.Mutex
+	entries map[[16]byte]*entry
+	revoked map[[16]byte]bool
+	conns   map[*net.UnixConn]bool
+	closed  bool
+	wg      sync.WaitGroup
+
+	// beforeReply (guarded by mu), when set (tests), runs after a request is accepted and
+	// before the descriptor is sent.
+	beforeReply func()
+}
+
+type entry struct {
+	h  Handle
+	mu sync.RWMutex // held for reading while the fd is being sent
+	fd int          // exporter's duplicate, -1 once revoked
+}
+
+// NewExporter listens on addr and serves imports until Close. addr is a
+// file system path, or "@name" for a Linux abstract socket, or "" for a
+// fresh abstract name (see Addr). A path socket is removed by Close.
+func NewExporter(addr string, opts ExporterOptions) (*Exporter, error) {
+	boot, err := BootID()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := PIDNamespace()
+	if err != nil {
+		return nil, err
+	}
+	if addr == "" {
+		var r [8]byte
+		rand.Read(r[:])
+		addr = fmt.Sprintf("@gaudi-ipc-%d-%s", os.Getpid(), hex.EncodeToString(r[:]))
+	}
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: addr, Net: "unixpacket"})
+	if err != nil {
+		return nil, fmt.Errorf("ipc: listen: %w", err)
+	}
+	e := &Exporter{
+		ln:      ln,
+		addr:    addr,
+		allow:   slices.Clone(opts.AllowUIDs),
+		timeout: opts.RequestTimeout,
+		pid:     uint32(os.Getpid()),
+		pidNS:   ns,
+		boot:    boot,
+		entries: map[[16]byte]*entry{},
+		revoked: map[[16]byte]bool{},
+		conns:   map[*net.UnixConn]bool{},
+	}
+	if len(e.allow) == 0 {
+		e.allow = []uint32{uint32(os.Geteuid())}
+	}
+	if e.timeout <= 0 {
+		e.timeout = 5 * time.Second
+	}
+	e.wg.Add(1)
+	go e.serve()
+	return e, nil
+}
+
+// Addr returns the socket address importers pass to Import.
+func (e *Exporter) Addr() string { return e.addr }
+
+// Export makes the range of x importable and returns its handle. The
+// Exporter duplicates x's descriptor; x remains the caller's.
+func (e *Exporter) Export(x *memory.DMABuf, dev DeviceID) (Handle, error) {
+	return e.ExportFD(x.Fd(), dev, x.DeviceVA(), x.Size(), x.Offset())
+}
+
+// ExportFD is Export for any descriptor fd of size bytes (a dma-buf, or a
+// memfd in tests), described by dev, va and offset.
+func (e *Exporter) ExportFD(fd int, dev DeviceID, va, size, offset uint64) (Handle, error) {
+	if size == 0 {
+		return Handle{}, errors.New("ipc: export of 0 bytes")
+	}
+	if len(dev.PCIAddress) > MaxPCIAddressLen {
+		return Handle{}, fmt.Errorf("ipc: PCI address %q too long", dev.PCIAddress)
+	}
+	id, err := newBufferID()
+	if err != nil {
+		return Handle{}, fmt.Errorf("ipc: buffer id: %w", err)
+	}
+	h := Handle{
+		PCIAddress: dev.PCIAddress, ModuleID: dev.ModuleID,
+		DeviceVA: va, Size: size, Offset: offset,
+		PID: e.pid, PIDNamespace: e.pidNS, BootID: e.boot, BufferID: id,
+	}
+	if _, err := h.MarshalBinary(); err != nil {
+		return Handle{}, err
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return Handle{}, fmt.Errorf("ipc: dup fd %d: %w", fd, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		unix.Close(dup)
+		return Handle{}, ErrClosed
+	}
+	e.entries[id] = &entry{h: h, fd: dup}
+	return h, nil
+}
+
+// Revoke stops serving h and closes the Exporter's duplicate of its
+// descriptor, after any send in flight. It returns ErrUnknownBuffer if h
+// is not served (never exported here, or already revoked).
+func (e *Exporter) Revoke(h Handle) error {
+	e.mu.Lock()
+	en, ok := e.entries[h.BufferID]
+	if ok {
+		delete(e.entries, h.BufferID)
+		e.revoked[h.BufferID] = true
+	}
+	e.mu.Unlock()
+	if !ok {
+		return ErrUnknownBuffer
+	}
+	en.close()
+	return nil
+}
+
+func (en *entry) close() {
+	en.mu.Lock()
+	defer en.mu.Unlock()
+	if en.fd >= 0 {
+		unix.Close(en.fd)
+		en.fd = -1
+	}
+}
+
+// Exported returns the number of buffers being served.
+func (e *Exporter) Exported() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.entries)
+}
+
+// Close stops the service: it closes the socket and every connection in
+// progress, waits for the handlers, and closes every duplicate descriptor.
+// It is idempotent.
+func (e *Exporter) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	err := e.ln.Close()
+	for c := range e.conns {
+		c.Close()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+	e.mu.Lock()
+	entries := e.entries
+	e.entries = map[[16]byte]*entry{}
+	e.mu.Unlock()
+	for _, en := range entries {
+		en.close()
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+func (e *Exporter) serve() {
+	defer e.wg.Done()
+	for {
+		c, err := e.ln.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			// EMFILE and the like: back off instead of spinning.
+			time.Sleep(10 * time.Millisecond)
+			e.mu.Lock()
+			closed := e.closed
+			e.mu.Unlock()
+			if closed {
+				return
+			}
+			continue
+		}
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			c.Close()
+			return
+		}
+		e.conns[c] = true
+		e.wg.Add(1)
+		e.mu.Unlock()
+		go func() {
+			defer e.wg.Done()
+			e.handle(c)
+			e.mu.Lock()
+			delete(e.conns, c)
+			e.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, serr
+}
+
+// closeRights closes every descriptor passed in the control message oob.
+func closeRights(oob []byte) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		if fds, err := unix.ParseUnixRights(&m); err == nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+		}
+	}
+}
+
+func (e *Exporter) reply(c *net.UnixConn, code Code, msg string) {
+	c.Write(encodeReply(code, 0, 0, msg))
+}
+
+func (e *Exporter) handle(c *net.UnixConn) {
+	c.SetDeadline(time.Now().Add(e.timeout))
+	buf := make([]byte, maxRequest+1)
+	oob := make([]byte, unix.CmsgSpace(16*4))
+	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	closeRights(oob[:oobn]) // importers have no business sending descriptors
+	if err != nil || n == 0 {
+		return
+	}
+	cred, err := peerCred(c)
+	if err != nil {
+		e.reply(c, CodeInternal, "reading peer credentials: "+err.Error())
+		return
+	}
+	if !slices.Contains(e.allow, cred.Uid) {
+		e.reply(c, CodeNotAllowed, fmt.Sprintf("uid %d (pid %d) may not import from this exporter", cred.Uid, cred.Pid))
+		return
+	}
+	if flags&unix.MSG_TRUNC != 0 || n > maxRequest {
+		e.reply(c, CodeBadRequest, "request too long")
+		return
+	}
+	h, err := decodeRequest(buf[:n])
+	if err != nil {
+		e.reply(c, CodeBadRequest, err.Error())
+		return
+	}
+	if h.PID != e.pid || h.PIDNamespace != e.pidNS || h.BootID != e.boot {
+		e.reply(c, CodeUnknown, fmt.Sprintf("handle of pid %d (pid namespace %d) was not exported by pid %d (pid namespace %d) of this boot", h.PID, h.PIDNamespace, e.pid, e.pidNS))
+		return
+	}
+	e.mu.Lock()
+	en, ok := e.entries[h.BufferID]
+	revoked := e.revoked[h.BufferID]
+	closed := e.closed
+	hook := e.beforeReply
+	e.mu.Unlock()
+	switch {
+	case closed:
+		e.reply(c, CodeClosing, "")
+		return
+	case revoked:
+		e.reply(c, CodeRevoked, "buffer "+hex.EncodeToString(h.BufferID[:])+" was revoked")
+		return
+	case !ok:
+		e.reply(c, CodeUnknown, "no buffer "+hex.EncodeToString(h.BufferID[:]))
+		return
+	case en.h != h:
+		e.reply(c, CodeUnknown, "handle does not match buffer "+hex.EncodeToString(h.BufferID[:]))
+		return
+	}
+	if hook != nil {
+		hook()
+	}
+	en.mu.RLock()
+	defer en.mu.RUnlock()
+	if en.fd < 0 {
+		e.reply(c, CodeRevoked, "buffer "+hex.EncodeToString(h.BufferID[:])+" was revoked")
+		return
+	}
+	if _, _, err := c.WriteMsgUnix(encodeReply(CodeOK, en.h.Size, en.h.Offset, ""), unix.UnixRights(en.fd), nil); err != nil {
+		e.reply(c, CodeInternal, "sending the descriptor: "+err.Error())
+	}
+}
+
+// setBeforeReply installs a test hook.
+func (e *Exporter) setBeforeReply(f func()) {
+	e.mu.Lock()
+	e.beforeReply = f
+	e.mu.Unlock()
+}

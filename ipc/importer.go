@@ -1,0 +1,165 @@
+package ipc
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultImportTimeout bounds Import when ctx has no deadline, so that an
+// exporter that is alive but never answers cannot block the importer
+// forever.
+const DefaultImportTimeout = 30 * time.Second
+
+// Imported is a descriptor of exported device memory that Import received.
+// It is this process's own descriptor: close it with Close when done.
+type Imported struct {
+	File   *os.File // the dma-buf (a memfd on the simulator)
+	Size   uint64   // bytes in the range
+	Offset uint64   // offset of the range in the exporter's buffer
+	Handle Handle   // the handle it was imported with
+}
+
+// Close closes the descriptor.
+func (im *Imported) Close() error { return im.File.Close() }
+
+// Import asks the Exporter listening on addr (a path, or "@name" for an
+// abstract socket) for the descriptor of h. It fails with ErrOtherHost for a
+// handle of another boot, with ErrExporterGone when nobody listens on addr
+// or the exporter closes or dies before it answers, with a *RefusedError
+// (ErrNotAllowed, ErrUnknownBuffer, ErrRevoked, ...) when the exporter
+// refuses, and with ctx's error when ctx ends first. Without a deadline in
+// ctx, DefaultImportTimeout applies.
+func Import(ctx context.Context, addr string, h Handle) (*Imported, error) {
+	boot, err := BootID()
+	if err != nil {
+		return nil, err
+	}
+	if h.BootID != boot {
+		return nil, fmt.Errorf("%w: handle boot id %s, this machine %s", ErrOtherHost, hex.EncodeToString(h.BootID[:]), hex.EncodeToString(boot[:]))
+	}
+	req, err := encodeRequest(h)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultImportTimeout)
+		defer cancel()
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unixpacket", addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("ipc: import from %s: %w", addr, ctx.Err())
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrExporterGone, addr, err)
+		}
+		return nil, fmt.Errorf("ipc: import from %s: %w", addr, err)
+	}
+	c := nc.(*net.UnixConn)
+	defer c.Close()
+	dl, _ := ctx.Deadline()
+	c.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	fail := func(op string, err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("ipc: import from %s: %s: %w", addr, op, ctx.Err())
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The socket deadline is ctx's; its timer may not have fired yet.
+			return fmt.Errorf("ipc: import from %s: %s: %w", addr, op, context.DeadlineExceeded)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+			return fmt.Errorf("%w: %s: connection closed during %s (exporter died or closed)", ErrExporterGone, addr, op)
+		}
+		return fmt.Errorf("ipc: import from %s: %s: %w", addr, op, err)
+	}
+	if _, err := c.Write(req); err != nil {
+		return nil, fail("request", err)
+	}
+	buf := make([]byte, repHeaderLen+maxMessage+1)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	fds, perr := rights(oob[:oobn])
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, fail("reply", err)
+	}
+	if n == 0 {
+		closeAll()
+		return nil, fail("reply", io.EOF)
+	}
+	if perr != nil || flags&(unix.MSG_CTRUNC|unix.MSG_TRUNC) != 0 {
+		closeAll()
+		return nil, fmt.Errorf("%w: truncated reply or control message", ErrProtocol)
+	}
+	code, size, offset, msg, err := decodeReply(buf[:n])
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	if code != CodeOK {
+		closeAll()
+		return nil, &RefusedError{Code: code, Message: msg}
+	}
+	if len(fds) != 1 {
+		closeAll()
+		return nil, fmt.Errorf("%w: %d descriptors in the answer, want 1", ErrProtocol, len(fds))
+	}
+	if size != h.Size || offset != h.Offset {
+		closeAll()
+		return nil, fmt.Errorf("%w: answer is %d bytes at %d, handle says %d at %d", ErrProtocol, size, offset, h.Size, h.Offset)
+	}
+	fd := fds[0]
+	// The file's size is the range's size (dma-bufs and memfds report it
+	// through SEEK_END).
+	if end, err := unix.Seek(fd, 0, io.SeekEnd); err == nil {
+		unix.Seek(fd, 0, io.SeekStart)
+		if uint64(end) != size {
+			unix.Close(fd)
+			return nil, fmt.Errorf("%w: descriptor of %d bytes, handle says %d", ErrProtocol, end, size)
+		}
+	}
+	f := os.NewFile(uintptr(fd), "gaudi-ipc:"+hex.EncodeToString(h.BufferID[:]))
+	return &Imported{File: f, Size: size, Offset: offset, Handle: h}, nil
+}
+
+// rights returns the descriptors passed in oob.
+func rights(oob []byte) ([]int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	var bad error
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_RIGHTS {
+			bad = errors.New("unexpected control message")
+			continue
+		}
+		got, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			bad = err
+			continue
+		}
+		fds = append(fds, got...)
+	}
+	return fds, bad
+}

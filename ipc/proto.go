@@ -1,0 +1,171 @@
+package ipc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Wire protocol on a SOCK_SEQPACKET Unix socket, one request and one reply
+// per connection.
+//
+// Request: magic "GIRQ", version (1), op (1), 2 reserved bytes, then the
+// encoded handle.
+//
+// Reply: magic "GIRP", version (1), code (1), message length (2), size (8),
+// offset (8), message. When code is CodeOK the reply carries exactly one
+// descriptor (SCM_RIGHTS) and no message.
+var (
+	reqMagic = [4]byte{'G', 'I', 'R', 'Q'}
+	repMagic = [4]byte{'G', 'I', 'R', 'P'}
+)
+
+const (
+	protoVersion = 1
+	opImport     = 1
+	reqHeaderLen = 8
+	repHeaderLen = 24
+	maxMessage   = 1024
+	maxRequest   = reqHeaderLen + handleFixedLen + MaxPCIAddressLen
+)
+
+// Code is the exporter's answer to an import request.
+type Code uint8
+
+// Answers of the exporter.
+const (
+	CodeOK         Code = 0
+	CodeUnknown    Code = 1 // no such buffer (never exported here, or the handle does not match)
+	CodeRevoked    Code = 2 // the buffer was exported and revoked
+	CodeNotAllowed Code = 3 // the importer's credentials fail the exporter's policy
+	CodeBadRequest Code = 4 // the request or the handle is malformed
+	CodeClosing    Code = 5 // the exporter is shutting down
+	CodeInternal   Code = 6 // the exporter failed to send the descriptor
+)
+
+func (c Code) String() string {
+	switch c {
+	case CodeOK:
+		return "ok"
+	case CodeUnknown:
+		return "unknown buffer"
+	case CodeRevoked:
+		return "revoked"
+	case CodeNotAllowed:
+		return "not allowed"
+	case CodeBadRequest:
+		return "bad request"
+	case CodeClosing:
+		return "exporter closing"
+	case CodeInternal:
+		return "exporter error"
+	}
+	return fmt.Sprintf("code %d", uint8(c))
+}
+
+// Errors of Import. A refusal by the exporter is a *RefusedError, which
+// matches the sentinel of its code with errors.Is.
+var (
+	ErrUnknownBuffer = errors.New("ipc: unknown buffer")
+	ErrRevoked       = errors.New("ipc: buffer revoked")
+	ErrNotAllowed    = errors.New("ipc: not allowed")
+	ErrBadRequest    = errors.New("ipc: bad request")
+	ErrClosing       = errors.New("ipc: exporter closing")
+	ErrExporter      = errors.New("ipc: exporter error")
+	// ErrExporterGone: nobody listens on the socket, or the exporter
+	// closed the connection (or died) before it answered.
+	ErrExporterGone = errors.New("ipc: exporter gone")
+	// ErrProtocol: the exporter's answer does not follow the protocol.
+	ErrProtocol = errors.New("ipc: protocol error")
+	// ErrOtherHost: the handle comes from another machine or boot.
+	ErrOtherHost = errors.New("ipc: handle from another boot or machine")
+	// ErrClosed: the Exporter is closed.
+	ErrClosed = errors.New("ipc: exporter closed")
+)
+
+// RefusedError is the exporter's refusal to pass a descriptor.
+type RefusedError struct {
+	Code    Code
+	Message string
+}
+
+func (e *RefusedError) Error() string {
+	if e.Message == "" {
+		return "ipc: exporter refused: " + e.Code.String()
+	}
+	return "ipc: exporter refused: " + e.Code.String() + ": " + e.Message
+}
+
+// Is matches the sentinel of e.Code.
+func (e *RefusedError) Is(target error) bool {
+	switch e.Code {
+	case CodeUnknown:
+		return target == ErrUnknownBuffer
+	case CodeRevoked:
+		return target == ErrRevoked
+	case CodeNotAllowed:
+		return target == ErrNotAllowed
+	case CodeBadRequest:
+		return target == ErrBadRequest
+	case CodeClosing:
+		return target == ErrClosing
+	case CodeInternal:
+		return target == ErrExporter
+	}
+	return false
+}
+
+func encodeRequest(h Handle) ([]byte, error) {
+	hb, err := h.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, reqHeaderLen, reqHeaderLen+len(hb))
+	copy(b, reqMagic[:])
+	b[4] = protoVersion
+	b[5] = opImport
+	return append(b, hb...), nil
+}
+
+func decodeRequest(b []byte) (Handle, error) {
+	var h Handle
+	if len(b) < reqHeaderLen || [4]byte(b[0:4]) != reqMagic {
+		return h, errors.New("not a request")
+	}
+	if b[4] != protoVersion {
+		return h, fmt.Errorf("protocol version %d, want %d", b[4], protoVersion)
+	}
+	if b[5] != opImport {
+		return h, fmt.Errorf("unknown operation %d", b[5])
+	}
+	if err := h.UnmarshalBinary(b[reqHeaderLen:]); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+func encodeReply(c Code, size, offset uint64, msg string) []byte {
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage]
+	}
+	b := make([]byte, repHeaderLen+len(msg))
+	copy(b, repMagic[:])
+	b[4] = protoVersion
+	b[5] = byte(c)
+	binary.LittleEndian.PutUint16(b[6:], uint16(len(msg)))
+	binary.LittleEndian.PutUint64(b[8:], size)
+	binary.LittleEndian.PutUint64(b[16:], offset)
+	copy(b[24:], msg)
+	return b
+}
+
+func decodeReply(b []byte) (c Code, size, offset uint64, msg string, err error) {
+	if len(b) < repHeaderLen || [4]byte(b[0:4]) != repMagic || b[4] != protoVersion {
+		return 0, 0, 0, "", fmt.Errorf("%w: bad reply header (%d bytes)", ErrProtocol, len(b))
+	}
+	n := int(binary.LittleEndian.Uint16(b[6:]))
+	if len(b) != repHeaderLen+n {
+		return 0, 0, 0, "", fmt.Errorf("%w: reply of %d bytes states a %d-byte message", ErrProtocol, len(b), n)
+	}
+	return Code(b[5]), binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:]), string(b[24:]), nil
+}
