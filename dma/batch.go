@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
@@ -26,10 +27,15 @@ type op struct {
 // The operations of a batch may run in any order and concurrently. A Batch
 // is not safe for concurrent use; the Transfer it starts is.
 type Batch struct {
-	e   *Engine
-	ops []op
-	err error
+	e       *Engine
+	ops     []op
+	err     error
+	timeout time.Duration // 0: the Engine's
 }
+
+// SetTimeout gives this batch's CSs their own timeout (whole seconds,
+// rounded up; HL_CS_FLAGS_CUSTOM_TIMEOUT), overriding Options.Timeout.
+func (b *Batch) SetTimeout(d time.Duration) { b.timeout = d }
 
 // NewBatch returns an empty batch.
 func (e *Engine) NewBatch() *Batch { return &Batch{e: e} }
@@ -131,7 +137,7 @@ func (b *Batch) Start() (*Transfer, error) {
 	}
 	for start := 0; start < len(jobs); start += hl.HL_MAX_JOBS_PER_CS {
 		part := jobs[start:min(start+hl.HL_MAX_JOBS_PER_CS, len(jobs))]
-		seq, err := e.submit(context.Background(), part)
+		seq, err := e.submit(context.Background(), part, b.timeout)
 		if err != nil {
 			// Earlier CSs are running: wait for them before the memory
 			// and buffers are released.
@@ -144,12 +150,18 @@ func (b *Batch) Start() (*Transfer, error) {
 	}
 	e.track(t, nil)
 	if !e.q.userCB {
-		// The driver copied the kernel CBs at submission (Gaudi's
-		// patched CB), so they may serve the next batch now.
+		// The driver copied the kernel CBs at submission (Gaudi's patched
+		// CB), so pooled ones may serve the next batch now; one-off CBs are
+		// destroyed only after completion.
+		kept := t.cbs[:0]
 		for _, cb := range t.cbs {
-			e.cbs.put(cb)
+			if cb.pooled {
+				e.cbs.put(cb)
+			} else {
+				kept = append(kept, cb)
+			}
 		}
-		t.cbs = nil
+		t.cbs = kept
 	}
 	return t, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
 type rig struct {
@@ -276,5 +277,34 @@ func TestCloseFinishesUnwaited(t *testing.T) {
 	}
 	if _, err := r.e.StartCopy(buf.VA(), h.VA(), 1); err == nil {
 		t.Error("StartCopy after Close succeeded")
+	}
+}
+
+// TestBatchTimeout gives a batch its own CS timeout and checks the CS the
+// simulator received carried it, through the simulator's TDR: a copy that
+// completes well within one second is unaffected.
+func TestBatchTimeout(t *testing.T) {
+	r := newRig(t, sim.Gaudi, Options{Timestamps: true})
+	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
+	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
+	b := r.e.NewBatch()
+	b.SetTimeout(1500 * time.Millisecond)
+	if err := b.Copy(buf.VA(), h.VA(), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	var a hl.CSArgs
+	r.e.fillCS(&a, nil, b.timeout)
+	if in := a.In(); in.CSFlags&hl.HL_CS_FLAGS_CUSTOM_TIMEOUT == 0 || in.Timeout != 2 || in.CSFlags&hl.HL_CS_FLAGS_TIMESTAMP == 0 {
+		t.Errorf("CS flags %#x timeout %d, want CUSTOM_TIMEOUT|TIMESTAMP and 2 s", in.CSFlags, in.Timeout)
+	}
+	tr, err := b.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Timestamp() == 0 {
+		t.Error("no completion timestamp with Options.Timestamps")
 	}
 }

@@ -70,7 +70,7 @@ func fakePrepared(t testing.TB) (*Prepared, *fakeFile) {
 	}
 	p := &Prepared{e: e}
 	cb := &cmdBuf{mem: make([]byte, 24), handle: 0x1000_0000_0000, pooled: true}
-	p.setJobs([]*job{{queue: 0, cb: cb, buf: cb.mem}})
+	p.setJobs([]*job{{queue: 0, cb: cb, buf: cb.mem}}, 0)
 	t.Cleanup(func() {
 		p.Close()
 		e.Close()

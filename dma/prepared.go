@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -58,14 +59,14 @@ func (b *Batch) Prepare() (*Prepared, error) {
 		p.Close()
 		return nil, err
 	}
-	p.setJobs(jobs)
+	p.setJobs(jobs, b.timeout)
 	e.track(nil, p)
 	return p, nil
 }
 
 // setJobs sets the CS arguments that Run submits: one execute chunk per
 // encoded job.
-func (p *Prepared) setJobs(jobs []*job) {
+func (p *Prepared) setJobs(jobs []*job, timeout time.Duration) {
 	e := p.e
 	p.chunks = make([]hl.CSChunk, len(jobs))
 	for i, j := range jobs {
@@ -77,7 +78,7 @@ func (p *Prepared) setJobs(jobs []*job) {
 			c.CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
 		}
 	}
-	e.fillCS(&p.args, p.chunks)
+	e.fillCS(&p.args, p.chunks, timeout)
 	p.saved = p.args
 }
 

@@ -14,7 +14,7 @@ import (
 // submit issues one CS whose execute chunks are jobs, retrying EAGAIN (the
 // driver leaves the arguments untouched then) with exponential backoff
 // within the Engine's retry bound, and returns its sequence number.
-func (e *Engine) submit(ctx context.Context, jobs []*job) (uint64, error) {
+func (e *Engine) submit(ctx context.Context, jobs []*job, timeout time.Duration) (uint64, error) {
 	chunks := make([]hl.CSChunk, len(jobs))
 	for i, j := range jobs {
 		c := &chunks[i]
@@ -26,21 +26,25 @@ func (e *Engine) submit(ctx context.Context, jobs []*job) (uint64, error) {
 		}
 	}
 	var a hl.CSArgs
-	e.fillCS(&a, chunks)
+	e.fillCS(&a, chunks, timeout)
 	return e.issueCS(ctx, &a, chunks)
 }
 
-// fillCS sets the CS arguments for an execute-chunk array.
-func (e *Engine) fillCS(a *hl.CSArgs, chunks []hl.CSChunk) {
+// fillCS sets the CS arguments for an execute-chunk array; timeout, when
+// not 0, overrides the Engine's.
+func (e *Engine) fillCS(a *hl.CSArgs, chunks []hl.CSChunk, timeout time.Duration) {
 	in := a.In()
 	in.SetChunksExecute(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(chunks)))))
 	in.NumChunksExecute = uint32(len(chunks))
 	if e.opts.Timestamps {
 		in.CSFlags |= hl.HL_CS_FLAGS_TIMESTAMP
 	}
-	if e.opts.Timeout > 0 {
+	if timeout == 0 {
+		timeout = e.opts.Timeout
+	}
+	if timeout > 0 {
 		in.CSFlags |= hl.HL_CS_FLAGS_CUSTOM_TIMEOUT
-		in.Timeout = uint32((e.opts.Timeout + time.Second - 1) / time.Second)
+		in.Timeout = uint32((timeout + time.Second - 1) / time.Second)
 	}
 }
 
