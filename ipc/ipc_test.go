@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childExport())
 	case "import":
 		os.Exit(childImport())
+	case "pidfd":
+		os.Exit(childImportPidfd())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(2)
@@ -86,6 +88,11 @@ func childExport() int {
 		return 1
 	}
 	fmt.Println("HANDLE", h.String())
+	if ref, err := e.PidfdRef(h); err == nil {
+		fmt.Println("REF", ref.String())
+	} else {
+		fmt.Println("ERR", err)
+	}
 	io.Copy(io.Discard, os.Stdin)
 	e.Close()
 	return 0
@@ -273,22 +280,7 @@ func TestOtherUIDRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the importer child as another uid (nobody)")
 	}
-	// The test binary lives in a 0700 build directory; nobody needs a copy
-	// it can execute.
-	dir, err := os.MkdirTemp("", "ipc-uid-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "ipc.test")
-	data, err := os.ReadFile(selfExe(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := copyForNobody(t)
 	const nobody = 65534
 	for _, allow := range [][]uint32{nil, {0, nobody}} {
 		e, err := NewExporter(abstractAddr(t), ExporterOptions{AllowUIDs: allow})
@@ -343,7 +335,11 @@ func TestExporterKilledDuringImport(t *testing.T) {
 		}
 		done <- err
 	}()
-	if l := c.line(t); l != "STALL" {
+	l := c.line(t)
+	if strings.HasPrefix(l, "REF ") {
+		l = c.line(t)
+	}
+	if l != "STALL" {
 		t.Fatalf("child: %s", l)
 	}
 	start := time.Now()
@@ -605,4 +601,25 @@ func TestFDsSteady(t *testing.T) {
 	t.Logf("%d imports: %d descriptors before the exporter, %d with it, %d after the imports", imports, before, withExport, countFDs(t))
 	e.Close()
 	waitFDs(t, before)
+}
+
+// copyForNobody copies the test binary where uid nobody can execute it:
+// it lives in a 0700 build directory.
+func copyForNobody(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ipc-uid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "ipc.test")
+	data, err := os.ReadFile(selfExe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
