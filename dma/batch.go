@@ -116,14 +116,9 @@ func (b *Batch) Start() (*Transfer, error) {
 		return nil, err
 	}
 	// Hold the memory first: a Close from now on waits for the transfer.
-	for _, o := range b.ops {
-		for _, r := range o.regions {
-			h, err := hold(r)
-			if err != nil {
-				return fail(fmt.Errorf("start transfer: %w", err))
-			}
-			t.holds = append(t.holds, h)
-		}
+	var err error
+	if t.holds, err = b.holdAll(); err != nil {
+		return fail(fmt.Errorf("start transfer: %w", err))
 	}
 	jobs, err := b.encode()
 	if err != nil {
@@ -164,6 +159,22 @@ func (b *Batch) Start() (*Transfer, error) {
 		t.cbs = kept
 	}
 	return t, nil
+}
+
+// holdAll holds every region the batch touches. On error the returned
+// slice has the holds taken so far, for the caller to release.
+func (b *Batch) holdAll() ([]holder, error) {
+	var hs []holder
+	for _, o := range b.ops {
+		for _, r := range o.regions {
+			h, err := hold(r)
+			if err != nil {
+				return hs, err
+			}
+			hs = append(hs, h)
+		}
+	}
+	return hs, nil
 }
 
 // hold takes a hold on the buffer or mapping of a region.

@@ -38,15 +38,10 @@ func (b *Batch) Prepare() (*Prepared, error) {
 		return nil, err
 	}
 	p := &Prepared{e: e}
-	for _, o := range b.ops {
-		for _, r := range o.regions {
-			h, err := hold(r)
-			if err != nil {
-				p.Close()
-				return nil, fmt.Errorf("prepare transfer: %w", err)
-			}
-			p.holds = append(p.holds, h)
-		}
+	var err error
+	if p.holds, err = b.holdAll(); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("prepare transfer: %w", err)
 	}
 	jobs, err := b.encode()
 	for _, j := range jobs {
@@ -67,18 +62,8 @@ func (b *Batch) Prepare() (*Prepared, error) {
 // setJobs sets the CS arguments that Run submits: one execute chunk per
 // encoded job.
 func (p *Prepared) setJobs(jobs []*job, timeout time.Duration) {
-	e := p.e
-	p.chunks = make([]hl.CSChunk, len(jobs))
-	for i, j := range jobs {
-		c := &p.chunks[i]
-		c.QueueIndex = j.queue
-		c.SetCBHandle(j.cb.handle)
-		c.SetCBSize(uint32(len(j.buf)))
-		if e.q.userCB {
-			c.CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
-		}
-	}
-	e.fillCS(&p.args, p.chunks, timeout)
+	p.chunks = p.e.chunksFor(jobs)
+	p.e.fillCS(&p.args, p.chunks, timeout)
 	p.saved = p.args
 }
 

@@ -15,6 +15,14 @@ import (
 // driver leaves the arguments untouched then) with exponential backoff
 // within the Engine's retry bound, and returns its sequence number.
 func (e *Engine) submit(ctx context.Context, jobs []*job, timeout time.Duration) (uint64, error) {
+	chunks := e.chunksFor(jobs)
+	var a hl.CSArgs
+	e.fillCS(&a, chunks, timeout)
+	return e.issueCS(ctx, &a, chunks)
+}
+
+// chunksFor returns the execute chunks of jobs: one per command buffer.
+func (e *Engine) chunksFor(jobs []*job) []hl.CSChunk {
 	chunks := make([]hl.CSChunk, len(jobs))
 	for i, j := range jobs {
 		c := &chunks[i]
@@ -25,9 +33,7 @@ func (e *Engine) submit(ctx context.Context, jobs []*job, timeout time.Duration)
 			c.CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
 		}
 	}
-	var a hl.CSArgs
-	e.fillCS(&a, chunks, timeout)
-	return e.issueCS(ctx, &a, chunks)
+	return chunks
 }
 
 // fillCS sets the CS arguments for an execute-chunk array; timeout, when
