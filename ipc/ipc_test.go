@@ -107,7 +107,12 @@ func childImport() int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	im, err := Import(ctx, os.Getenv("ADDR"), h)
+	return reportImport(Import(ctx, os.Getenv("ADDR"), h))
+}
+
+// reportImport prints a child importer's verdict for the parent: OK when the
+// bytes match, NOTALLOWED when refused by policy, ERR otherwise.
+func reportImport(im *Imported, err error) int {
 	switch {
 	case errors.Is(err, ErrNotAllowed):
 		fmt.Println("NOTALLOWED", err)

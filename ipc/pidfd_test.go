@@ -22,22 +22,7 @@ func childImportPidfd() int {
 		fmt.Println("ERR", err)
 		return 1
 	}
-	im, err := ImportPidfd(h, ref)
-	switch {
-	case errors.Is(err, ErrNotAllowed):
-		fmt.Println("NOTALLOWED", err)
-		return 0
-	case err != nil:
-		fmt.Println("ERR", err)
-		return 1
-	}
-	defer im.Close()
-	if err := checkPattern(im); err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
-	fmt.Println("OK")
-	return 0
+	return reportImport(ImportPidfd(h, ref))
 }
 
 // exporterChild starts a child exporter and returns its handle and pidfd
