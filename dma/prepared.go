@@ -91,26 +91,8 @@ func (p *Prepared) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	for {
-		p.wait = hl.WaitCSArgs{}
-		in := p.wait.In()
-		in.SetSeq(seq)
-		in.SetTimeoutUs(uint64(waitSlice.Microseconds()))
-		err := e.io.WaitCS(ctx, &p.wait)
-		out := p.wait.Out()
-		switch {
-		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_COMPLETED:
-			return nil
-		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_BUSY:
-			continue
-		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_ABORTED, errors.Is(err, unix.EIO):
-			return fmt.Errorf("wait for CS %d: %w", seq, ErrAborted)
-		case err != nil:
-			return err
-		default:
-			return fmt.Errorf("wait for CS %d: status %d", seq, out.Status)
-		}
-	}
+	_, err := e.waitSeqInto(ctx, seq, &p.wait)
+	return err
 }
 
 // Close releases the command buffers and the memory holds. It is

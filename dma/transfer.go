@@ -125,15 +125,21 @@ const waitSlice = time.Second
 // driver gave one.
 func (e *Engine) waitSeq(ctx context.Context, seq uint64) (time.Duration, error) {
 	var a hl.WaitCSArgs
+	return e.waitSeqInto(ctx, seq, &a)
+}
+
+// waitSeqInto is waitSeq with the WAIT_CS arguments supplied by the caller,
+// so a Prepared reuses its own and waits without allocating.
+func (e *Engine) waitSeqInto(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (time.Duration, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		a = hl.WaitCSArgs{}
+		*a = hl.WaitCSArgs{}
 		in := a.In()
 		in.SetSeq(seq)
 		in.SetTimeoutUs(uint64(waitSlice / time.Microsecond))
-		err := e.io.WaitCS(ctx, &a)
+		err := e.io.WaitCS(ctx, a)
 		out := a.Out()
 		switch {
 		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_COMPLETED:
