@@ -57,6 +57,10 @@ bench-once: ## every benchmark once, so none can rot
 integration: ## tests that need root, BPF or a VM kernel (run as root)
 	$(GO) test -count=1 -run 'Integration' ./...
 
+.PHONY: vmtest
+vmtest: ## real-kernel tests in a QEMU guest (Debian 6.12, rxe, udmabuf)
+	GO="$(GO)" ./scripts/vmtest/run.sh
+
 .PHONY: test
-test: deps ## what CI runs: deps, vet+staticcheck, generation check, cgo-free build, race tests, ABI proof, benchmarks once
-	$(MAKE) lint check-generate build unit bench-once
+test: deps ## what CI runs: deps, vet+staticcheck, generation check, cgo-free build, race tests, ABI proof, benchmarks once, VM tests
+	$(MAKE) lint check-generate build unit bench-once vmtest

@@ -1,0 +1,371 @@
+#!/bin/bash
+# run.sh boots Debian's 6.12 kernel in a QEMU guest and runs the real-kernel
+# tests there: Soft-RoCE (rdma_rxe, device rxe0 on a dummy netdev),
+# ib_uverbs, udmabuf, kprobes/fentry. The tests are static binaries built
+# here with CGO_ENABLED=0 go test -c.
+#
+# Usage:
+#   scripts/vmtest/run.sh                 every package of the table below whose directory exists
+#   scripts/vmtest/run.sh ./ib            only ./ib (name several to run several)
+#   GAUDI_VMTEST_RUN='^TestKernelRegMR$' scripts/vmtest/run.sh ./ib
+#                                         another -test.run filter for the packages named
+#   GAUDI_VMTEST_BENCH=off scripts/vmtest/run.sh
+#                                         no benchmarks (the table's bench column is ignored)
+#   make vmtest                           the same as the first form; CI runs it from make test
+#
+# Adding a package: one line in PACKAGES below (directory, -test.run filter,
+# -test.bench filter or -). The binary runs in the guest as root from a copy
+# of the package directory's testdata/, with GAUDI_VMTEST=1 in its
+# environment: a test must fail, not skip, when that is set and the kernel
+# feature it needs is missing.
+#
+# The guest has: /dev/infiniband/uverbs0 (rxe0, port 1 ACTIVE, GIDs of
+# 10.77.0.1 on netdev rxe_dummy), /dev/udmabuf, tracefs at
+# /sys/kernel/tracing, debugfs, bpffs at /sys/fs/bpf, busybox, iproute2's ip
+# and rdma, and no libc (test binaries must be static).
+#
+# Environment:
+#   GAUDI_VMTEST_CACHE    downloads, unpacked kernel, logs (default ~/.cache/gaudi-go/vm)
+#   GAUDI_VMTEST_TIMEOUT  seconds for the whole guest (default 900)
+#   GAUDI_VMTEST_KERNEL   kernel package (default: newest linux-image-6.12.*+deb12-amd64-unsigned)
+#   GO                    the go command (default go, else /usr/local/go/bin/go)
+#
+# Exit status: 0 when the guest booted and every step passed; 1 when a test,
+# the rxe setup or a benchmark failed, the guest did not boot, or it ran out
+# of time. The guest's console is kept in $GAUDI_VMTEST_CACHE/console.log.
+set -euo pipefail
+
+# The package table: directory, -test.run filter, -test.bench filter (- for none).
+PACKAGES='
+./ib             ^TestKernel           RegMR1MiB
+./sim            ^TestUdmabufExport    -
+./tools/hltrace  ^TestVM               -
+'
+
+# Kernel modules loaded in the guest (their dependencies come along).
+MODULES="rdma_rxe ib_uverbs crc32_generic dummy"
+# Host binaries copied into the guest with their shared libraries.
+HOST_BINS="/usr/sbin/ip /usr/bin/rdma"
+# Rounds of the C benchmark (libibverbs ibv_reg_mr + ibv_dereg_mr of 1 MiB).
+BENCH_ROUNDS=2000
+
+W=${GAUDI_VMTEST_CACHE:-$HOME/.cache/gaudi-go/vm}
+TMO=${GAUDI_VMTEST_TIMEOUT:-900}
+SELF=$(readlink -f "$0")
+HERE=$(dirname "$SELF")
+cd "$HERE/../.."
+
+if [ -z "${GO:-}" ]; then
+	GO=go
+	command -v go >/dev/null || GO=/usr/local/go/bin/go
+fi
+
+T0=$(date +%s.%N)
+STEP_T=$T0
+say() { echo "vmtest: $*" >&2; }
+die() { say "$*"; exit 1; }
+# step ends the timing of the previous step and names the next one.
+step() {
+	local now
+	now=$(date +%s.%N)
+	[ -n "${STEP_NAME:-}" ] && say "$(awk -v a="$STEP_T" -v b="$now" -v n="$STEP_NAME" 'BEGIN{printf "%-28s %6.1f s", n, b-a}')"
+	STEP_T=$now STEP_NAME=$1
+}
+
+# ---- which packages ---------------------------------------------------------
+declare -a SEL_PKG SEL_RUN SEL_BENCH ARGS=()
+for a in "$@"; do
+	case $a in -*) die "unknown option $a (see the usage at the top of $0)";; esac
+	a="./${a#./}"
+	a=${a%/}
+	grep -qE "^$a[[:space:]]" <<<"$PACKAGES" || die "$a is not in the package table of $0"
+	[ -d "$a" ] || die "$a does not exist"
+	ARGS+=("$a")
+done
+while read -r dir run bench; do
+	[ -n "$dir" ] || continue
+	[ ${#ARGS[@]} = 0 ] || [[ " ${ARGS[*]} " == *" $dir "* ]] || continue
+	if [ ! -d "$dir" ]; then
+		say "skipping $dir: no such directory yet"
+		continue
+	fi
+	[ -n "${GAUDI_VMTEST_RUN:-}" ] && run=$GAUDI_VMTEST_RUN
+	[ "${GAUDI_VMTEST_BENCH:-}" = off ] && bench=-
+	SEL_PKG+=("$dir") SEL_RUN+=("$run") SEL_BENCH+=("$bench")
+done <<<"$PACKAGES"
+say "packages: ${SEL_PKG[*]:-(none: boot and rxe check only)}"
+
+# ---- host tools ---------------------------------------------------------------
+step "host packages"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+need=""
+for p in qemu-system-x86 gcc libc6-dev libibverbs-dev; do have_pkg "$p" || need="$need $p"; done
+APT_UPDATED=
+if [ -n "$need" ]; then
+	say "installing$need"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	APT_UPDATED=1
+	# shellcheck disable=SC2086
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null
+fi
+
+mkdir -p "$W"
+exec 9>"$W/lock"
+flock 9 # one builder of the shared cache at a time; released before the guest boots
+
+# ---- kernel and busybox (downloaded once, unpacked into the cache) ------------
+step "kernel download/unpack"
+newest_kernel() {
+	apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' |
+		awk '{print $1}' | sort -V | tail -n 1
+}
+KPKG=${GAUDI_VMTEST_KERNEL:-$(newest_kernel)}
+if [ -z "$KPKG" ] && [ -z "$APT_UPDATED" ]; then
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	KPKG=$(newest_kernel)
+fi
+[ -n "$KPKG" ] || die "no linux-image-6.12.*+deb12-amd64-unsigned package in the apt sources (bookworm-security)"
+KVER=${KPKG#linux-image-}
+KVER=${KVER%-unsigned}
+K=$W/kernel-$KVER
+BB=$W/busybox/bin/busybox
+download() { # download PKG: the .deb into $W/debs
+	local opt=()
+	[ "$(id -u)" = 0 ] && opt=(-o APT::Sandbox::User=root)
+	mkdir -p "$W/debs"
+	(cd "$W/debs" && rm -f "$1"_*.deb && apt-get download -q "${opt[@]}" "$1" >/dev/null) ||
+		die "apt-get download $1 failed"
+}
+if [ ! -e "$K/.done" ]; then
+	say "fetching $KPKG"
+	download "$KPKG"
+	rm -rf "$K" "$W"/kernel-*
+	mkdir -p "$K"
+	dpkg-deb --fsys-tarfile "$W/debs/${KPKG}"_*.deb |
+		tar -x -C "$K" --wildcards "./boot/vmlinuz-$KVER" "./lib/modules/$KVER/*"
+	rm -f "$W/debs/${KPKG}"_*.deb
+	touch "$K/.done"
+fi
+if [ ! -x "$BB" ]; then
+	download busybox-static
+	rm -rf "$W/busybox"
+	mkdir -p "$W/busybox"
+	dpkg-deb -x "$W/debs"/busybox-static_*.deb "$W/busybox"
+	rm -f "$W/debs"/busybox-static_*.deb
+fi
+[ -x "$BB" ] || die "busybox-static has no bin/busybox"
+
+# ---- the base initramfs: busybox, modules, ip, rdma, /init (cached) -----------
+step "base initramfs"
+KEY=$(cat "$SELF" "$BB" $HOST_BINS | sha256sum | cut -c1-12)
+BASE=$W/base-$KVER-$KEY.cpio.gz
+if [ ! -e "$BASE" ]; then
+	MD=$K/lib/modules/$KVER
+	R=$W/base-root
+	rm -rf "$R" "$W"/base-*.cpio.gz
+	mkdir -p "$R"/{usr/bin,usr/sbin,usr/lib,usr/lib64,etc,proc,sys,dev,tmp,run,root}
+	ln -s usr/bin "$R/bin"; ln -s usr/sbin "$R/sbin"; ln -s usr/lib "$R/lib"; ln -s usr/lib64 "$R/lib64"
+	cp "$BB" "$R/usr/bin/busybox"
+
+	declare -A MODFILE=() ADDED=()
+	while read -r base path; do
+		base=${base%%.ko*}
+		MODFILE[${base//-/_}]=$path
+	done < <(find "$MD/kernel" -name '*.ko*' -printf '%f %p\n')
+	unpack() { case $1 in *.xz) xz -dc "$1" ;; *.zst) zstd -dcq "$1" ;; *) cat "$1" ;; esac; }
+	# addmod NAME copies a module and, first, what its .modinfo says it depends on.
+	addmod() {
+		local name=${1//-/_} file dep rel
+		[ -z "${ADDED[$name]:-}" ] || return 0
+		ADDED[$name]=1
+		file=${MODFILE[$name]:-}
+		if [ -z "$file" ]; then
+			grep -q "/$name\.ko" "$MD/modules.builtin" && return 0
+			die "kernel $KVER has no module $name"
+		fi
+		for dep in $(unpack "$file" | tr '\0' '\n' | sed -n 's/^depends=//p' | tr ',' ' '); do
+			addmod "$dep"
+		done
+		rel=${file#"$MD"/}
+		rel=${rel%.xz}; rel=${rel%.zst}
+		mkdir -p "$R/lib/modules/$KVER/$(dirname "$rel")"
+		unpack "$file" >"$R/lib/modules/$KVER/$rel"
+	}
+	for m in $MODULES; do addmod "$m"; done
+	cp "$MD/modules.builtin" "$MD/modules.order" "$R/lib/modules/$KVER/"
+	"$BB" depmod -b "$R" "$KVER"
+
+	# put FILE copies a host file to the same /usr path in the guest.
+	put() {
+		local t=/usr/${1#/usr/}
+		[ -e "$R$t" ] && return 0
+		mkdir -p "$R$(dirname "$t")"
+		cp -L "$1" "$R$t"
+	}
+	for b in $HOST_BINS; do
+		put "$b"
+		for l in $(ldd "$b" | grep -o '/[^ ]*'); do put "$l"; done
+	done
+
+	cat >"$R/init" <<-'EOF'
+	#!/bin/busybox sh
+	/bin/busybox --install -s
+	export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+	mount -t proc proc /proc
+	mount -t sysfs sysfs /sys
+	mount -t devtmpfs dev /dev
+	mount -t tmpfs tmp /tmp
+	mount -t tmpfs run /run
+	mount -t tracefs tracefs /sys/kernel/tracing
+	mount -t debugfs debugfs /sys/kernel/debug
+	mount -t bpf bpf /sys/fs/bpf
+	echo /sbin/modprobe >/proc/sys/kernel/modprobe
+	/usr/sbin/ip link set lo up
+	echo; echo "VMTEST_BOOTED $(uname -r) cpus=$(nproc)"
+	cd /guest && sh ./guest.sh
+	echo "VMTEST_RC=$?"
+	poweroff -f
+	EOF
+	chmod +x "$R/init"
+	(cd "$R" && find . -mindepth 1 | "$BB" cpio -o -H newc 2>/dev/null) | gzip -1 >"$BASE.tmp"
+	mv "$BASE.tmp" "$BASE"
+	rm -rf "$R"
+fi
+flock -u 9
+
+# ---- this run's part: test binaries, the C benchmark, guest.sh ----------------
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/gaudi-vmtest.XXXXXX")
+trap 'rm -rf "$RUN"' EXIT
+G=$RUN/root/guest
+mkdir -p "$G"
+
+step "build test binaries"
+GUEST_SCRIPT=$G/guest.sh
+cat >"$GUEST_SCRIPT" <<'EOF'
+# guest.sh: written by scripts/vmtest/run.sh; runs in the guest as root.
+export GAUDI_VMTEST=1
+failed=0
+now() { cut -d' ' -f1 /proc/uptime; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+result() { # result NAME RC START
+	if [ "$2" = 0 ]; then r=PASS; else r="FAIL (exit $2)"; failed=1; fi
+	echo "VMTEST_RESULT $1: $r in $(since "$3") s"
+}
+
+t=$(now)
+(
+	set -e
+	modprobe rdma_rxe
+	modprobe crc32_generic # rxe needs the crc32 shash; no module dependency says so
+	modprobe dummy numdummies=0
+	/usr/sbin/ip link add rxe_dummy type dummy
+	/usr/sbin/ip link set rxe_dummy up
+	/usr/sbin/ip addr add 10.77.0.1/24 dev rxe_dummy
+	rdma link add rxe0 type rxe netdev rxe_dummy
+	rdma link show
+	rdma link show | grep -q 'rxe0/1 state ACTIVE'
+	test -c /dev/infiniband/uverbs0
+	test -c /dev/udmabuf
+)
+result "rxe0 + uverbs0 + udmabuf" $? "$t"
+EOF
+
+BUILD_FAILED=0
+for i in "${!SEL_PKG[@]}"; do
+	dir=${SEL_PKG[$i]} name=$(basename "${SEL_PKG[$i]}")
+	mkdir -p "$G/$name"
+	if ! CGO_ENABLED=0 "$GO" test -c -o "$G/$name/$name.test" "$dir"; then
+		say "building the test binary of $dir failed"
+		BUILD_FAILED=1
+		continue
+	fi
+	[ -d "$dir/testdata" ] && cp -a "$dir/testdata" "$G/$name/"
+	cat >>"$GUEST_SCRIPT" <<-EOF
+
+	t=\$(now)
+	echo "=== $dir: -test.run '${SEL_RUN[$i]}'"
+	(cd /guest/$name && ./$name.test -test.v -test.timeout 300s -test.run '${SEL_RUN[$i]}')
+	result "$dir tests" \$? "\$t"
+	EOF
+	if [ "${SEL_BENCH[$i]}" != - ]; then
+		cat >>"$GUEST_SCRIPT" <<-EOF
+
+		t=\$(now)
+		echo "=== $dir: -test.bench '${SEL_BENCH[$i]}'"
+		(cd /guest/$name && ./$name.test -test.run '^\$' -test.bench '${SEL_BENCH[$i]}' -test.benchmem -test.timeout 300s)
+		result "$dir benchmarks" \$? "\$t"
+		EOF
+	fi
+done
+
+# The libibverbs figure to compare the ib package's REG_MR benchmark with.
+if [[ " ${SEL_PKG[*]:-} " == *" ./ib "* ]] && [ "${GAUDI_VMTEST_BENCH:-}" != off ]; then
+	step "build C benchmark"
+	if ! gcc -static -O2 -DRDMA_STATIC_PROVIDERS=rxe -o "$G/regmr_bench" "$HERE/regmr_bench.c" \
+		-Wl,--start-group -lrxe-rdmav34 -libverbs -lnl-route-3 -lnl-3 -Wl,--end-group -lpthread \
+		2> >(grep -vE 'statically linked applications|: in function' >&2); then
+		say "building regmr_bench.c (static libibverbs with the rxe provider) failed"
+		BUILD_FAILED=1
+	else
+		cat >>"$GUEST_SCRIPT" <<-EOF
+
+		t=\$(now)
+		echo "=== libibverbs: ibv_reg_mr + ibv_dereg_mr of 1 MiB on rxe0"
+		/guest/regmr_bench $BENCH_ROUNDS rxe0
+		result "libibverbs benchmark" \$? "\$t"
+		EOF
+	fi
+fi
+echo 'exit $failed' >>"$GUEST_SCRIPT"
+
+step "initramfs"
+(cd "$RUN/root" && find . -mindepth 1 | "$BB" cpio -o -H newc 2>/dev/null) | gzip -1 >"$RUN/guest.cpio.gz"
+cat "$BASE" "$RUN/guest.cpio.gz" >"$RUN/initrd.gz"
+
+# ---- boot ---------------------------------------------------------------------
+step "guest (boot, tests, poweroff)"
+# /dev/kvm may be kvm_pvm (no VT-x/AMD-V: KVM initialises, then fails or
+# crawls), so KVM is used only with the vmx/svm flag and not PVM.
+if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+	ACC=(-accel kvm -cpu host)
+else
+	ACC=(-accel tcg,thread=multi)
+fi
+say "qemu ${ACC[*]}, timeout ${TMO}s, kernel $KVER"
+LOG=$RUN/console.log
+set +e
+timeout "$TMO" qemu-system-x86_64 "${ACC[@]}" -smp "$(nproc)" -m 2G -nodefaults -no-reboot \
+	-nographic -serial stdio -kernel "$K/boot/vmlinuz-$KVER" -initrd "$RUN/initrd.gz" \
+	-append "console=ttyS0 panic=-1 loglevel=4" </dev/null 2>&1 | tr -d '\r' | tee "$LOG"
+QRC=${PIPESTATUS[0]}
+set -e
+cp "$LOG" "$W/console.log.$$" && mv "$W/console.log.$$" "$W/console.log"
+step ""
+
+# ---- verdict ------------------------------------------------------------------
+echo
+say "results (console: $W/console.log)"
+grep '^VMTEST_RESULT ' "$LOG" | sed 's/^VMTEST_RESULT /  /' >&2 || true
+grep -E '^(Benchmark[^ ]*RegMR|ibv_reg_mr\+ibv_dereg_mr)' "$LOG" | sed 's/^/  bench: /' >&2 || true
+say "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "total %.1f s", b-a}')"
+rc=0
+if [ "$QRC" = 124 ]; then
+	say "FAIL: the guest ran out of time (${TMO}s)"
+	rc=1
+elif ! grep -q "VMTEST_BOOTED" "$LOG"; then
+	say "FAIL: the guest did not boot (qemu exit $QRC)"
+	rc=1
+elif ! grep -q '^VMTEST_RC=' "$LOG"; then
+	say "FAIL: the guest stopped before the end of its script (qemu exit $QRC)"
+	rc=1
+elif ! grep -q '^VMTEST_RC=0$' "$LOG"; then
+	say "FAIL: $(grep -c '^VMTEST_RESULT .*FAIL' "$LOG") guest step(s) failed"
+	rc=1
+fi
+if [ "$BUILD_FAILED" = 1 ]; then
+	say "FAIL: a test binary or the C benchmark did not build"
+	rc=1
+fi
+[ "$rc" = 0 ] && say "PASS"
+exit "$rc"
