@@ -327,7 +327,7 @@ func (f *File) csIoctl(a *hl.CSArgs) error {
 		case hl.HL_CS_FLAGS_ENGINES_COMMAND:
 			err = c.engines(in.Engines(), in.NumEngines(), in.EngineCommand())
 		case hl.HL_CS_FLAGS_FLUSH_PCI_HBW_WRITES:
-			err = nil // both ASICs have hbw_flush_reg: a register read
+			err = c.flushHBW()
 		case 0:
 			err = c.submit(in.ChunksExecute(), in.NumChunksExecute, &seq, in.CSFlags, timeout)
 		default:
@@ -870,62 +870,4 @@ func (c *csCtx) userMappings(pmmu bool) []hl.UserMapping {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].DevVA < out[j].DevVA })
 	return out
-}
-
-// engineCores is cs_ioctl_engine_cores. Halting and running the ARC cores
-// has no effect on the simulated engines.
-func (c *csCtx) engineCores(ptr uint64, n, cmd uint32) error {
-	if !c.dev.prof.dramVirtual {
-		return unix.EPERM // supports_engine_modes
-	}
-	if n == 0 || n > gaudi2CPUIDMax {
-		return unix.EINVAL
-	}
-	if cmd != uint32(hl.HL_ENGINE_CORE_RUN) && cmd != uint32(hl.HL_ENGINE_CORE_HALT) {
-		return unix.EINVAL
-	}
-	ids := make([]uint32, n)
-	if err := copyIn(ptr, sliceBytes(ids)); err != nil {
-		return unix.EFAULT
-	}
-	return nil // gaudi2_set_engine_cores skips cores that are not enabled
-}
-
-// gaudi2CPUIDMax is CPU_ID_MAX (gaudi2_arc_common_packets.h): num_engine_cores.
-const gaudi2CPUIDMax = 69
-
-// engines is cs_ioctl_engines with gaudi2_set_engines' engine checks.
-// Stalling and resuming engines has no effect on the simulated engines.
-func (c *csCtx) engines(ptr uint64, n, cmd uint32) error {
-	if !c.dev.prof.dramVirtual {
-		return unix.EPERM
-	}
-	if cmd >= uint32(hl.HL_ENGINE_COMMAND_MAX) {
-		return unix.EINVAL
-	}
-	limit := uint32(hl.GAUDI2_ENGINE_ID_SIZE)
-	if cmd == uint32(hl.HL_ENGINE_CORE_RUN) || cmd == uint32(hl.HL_ENGINE_CORE_HALT) {
-		limit = gaudi2CPUIDMax
-	}
-	if n == 0 || n > limit {
-		return unix.EINVAL
-	}
-	ids := make([]uint32, n)
-	if err := copyIn(ptr, sliceBytes(ids)); err != nil {
-		return unix.EFAULT
-	}
-	switch cmd {
-	case uint32(hl.HL_ENGINE_CORE_HALT), uint32(hl.HL_ENGINE_CORE_RUN):
-		return nil
-	case uint32(hl.HL_ENGINE_STALL), uint32(hl.HL_ENGINE_RESUME):
-		for _, id := range ids {
-			// TPC, MME and EDMA engines of the four dcores (11 ids each:
-			// EDMA 0-1, MME, TPC 0-5, DEC 0-1); others are invalid.
-			if id >= 44 || id%11 > 8 {
-				return unix.EINVAL
-			}
-		}
-		return nil
-	}
-	return unix.EINVAL
 }

@@ -42,6 +42,9 @@ type Device struct {
 	csDrops        csCounters // dropped command submissions, all contexts
 	throttle       clkThrottle
 	hw             hwHolder // command submission hardware (engine.go)
+
+	debug   debugState  // DEBUG ioctl: debug mode and CoreSight (debug.go)
+	engines engineModes // engine cores halted and engines stalled (cs_control.go)
 }
 
 func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {

@@ -110,7 +110,8 @@ func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
 		return f.csIoctl((*hl.CSArgs)(arg))
 	case hl.HL_IOCTL_WAIT_CS:
 		return f.waitIoctl((*hl.WaitCSArgs)(arg))
+	case hl.HL_IOCTL_DEBUG:
+		return f.debugIoctl((*hl.DebugArgs)(arg))
 	}
-	// DEBUG arrives with the debug support of the simulator.
 	return unix.ENOSYS
 }
