@@ -3,6 +3,7 @@ package ipc
 import (
 	"container/list"
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -21,12 +22,14 @@ func keyOf(h Handle) cacheKey {
 
 // Cache keeps imported descriptors for reuse, with reference counts and a
 // limit on the number of idle entries kept (least recently used first out).
-// Entries in use are never closed; Invalidate drops an entry at once for new
-// Gets and closes its descriptor when the last reference is released.
+// Entries in use are never closed; invalidation drops an entry at once for
+// new Gets, closes the Revoked channel of its CachedImports, and closes its
+// descriptor when the last reference is released.
 //
-// The exporter does not push revocations: call Invalidate when told that a
-// buffer was revoked. A Get that misses asks the exporter, which refuses a
-// revoked buffer.
+// The Cache watches every exporter it imports from (see Watch): an entry is
+// invalidated when its exporter revokes the buffer, and every entry of an
+// exporter when the exporter closes or dies. Invalidate does the same by
+// hand.
 //
 // A Cache is safe for concurrent use.
 type Cache struct {
@@ -35,17 +38,28 @@ type Cache struct {
 	mu      sync.Mutex
 	entries map[cacheKey]*cacheEntry
 	idle    *list.List // of *cacheEntry with refs == 0, most recent at the front
+	watches map[string]*cacheWatch
 	closed  bool
+	wg      sync.WaitGroup // watch goroutines
 }
 
 type cacheEntry struct {
-	key   cacheKey
-	ready chan struct{} // closed when im or err is set
-	im    *Imported
+	key     cacheKey
+	addr    string
+	ready   chan struct{} // closed when im or err is set
+	im      *Imported
+	err     error
+	refs    int
+	stale   bool          // removed from entries; close at refs == 0
+	revoked chan struct{} // closed when stale is set
+	elem    *list.Element // in idle while refs == 0
+}
+
+// cacheWatch is the Cache's watch of one exporter.
+type cacheWatch struct {
+	ready chan struct{} // closed when w or err is set
+	w     *Watcher
 	err   error
-	refs  int
-	stale bool          // removed from entries; close at refs == 0
-	elem  *list.Element // in idle while refs == 0
 }
 
 // NewCache returns a Cache that keeps at most limit idle imports (at least 1).
@@ -53,7 +67,7 @@ func NewCache(limit int) *Cache {
 	if limit < 1 {
 		limit = 1
 	}
-	return &Cache{limit: limit, entries: map[cacheKey]*cacheEntry{}, idle: list.New()}
+	return &Cache{limit: limit, entries: map[cacheKey]*cacheEntry{}, idle: list.New(), watches: map[string]*cacheWatch{}}
 }
 
 // CachedImport is a reference to an import held in a Cache.
@@ -70,9 +84,16 @@ func (ci *CachedImport) Release() {
 	ci.once.Do(func() { ci.c.release(ci.e) })
 }
 
+// Revoked is closed when the entry is invalidated: the exporter revoked the
+// buffer or went away, Invalidate was called, or the Cache closed. The
+// descriptor stays valid until Release; holders should stop using the
+// memory and release it.
+func (ci *CachedImport) Revoked() <-chan struct{} { return ci.e.revoked }
+
 // Get returns the import of h from the exporter at addr, importing it on a
 // miss (concurrent Gets of one handle share one import). Failed imports are
-// not cached.
+// not cached. The first Get for an exporter also starts watching it, and
+// fails if it cannot.
 func (c *Cache) Get(ctx context.Context, addr string, h Handle) (*CachedImport, error) {
 	k := keyOf(h)
 	for {
@@ -83,10 +104,15 @@ func (c *Cache) Get(ctx context.Context, addr string, h Handle) (*CachedImport, 
 		}
 		e, ok := c.entries[k]
 		if !ok {
-			e = &cacheEntry{key: k, ready: make(chan struct{}), refs: 1}
+			e = &cacheEntry{key: k, addr: addr, ready: make(chan struct{}), refs: 1, revoked: make(chan struct{})}
 			c.entries[k] = e
 			c.mu.Unlock()
-			im, err := Import(ctx, addr, h)
+			// Watch before importing: a revocation after the import is
+			// then always heard, one before it makes the import fail.
+			im, err := (*Imported)(nil), c.watch(ctx, addr)
+			if err == nil {
+				im, err = Import(ctx, addr, h)
+			}
 			c.mu.Lock()
 			e.im, e.err = im, err
 			close(e.ready)
@@ -96,6 +122,14 @@ func (c *Cache) Get(ctx context.Context, addr string, h Handle) (*CachedImport, 
 				}
 				c.mu.Unlock()
 				return nil, err
+			}
+			if e.stale {
+				// Revoked (or the Cache closed) while importing.
+				e.refs--
+				e.im = nil
+				c.mu.Unlock()
+				im.Close()
+				return nil, fmt.Errorf("ipc: import from %s: %w", addr, ErrRevoked)
 			}
 			c.mu.Unlock()
 			return &CachedImport{Imported: im, c: c, e: e}, nil
@@ -112,11 +146,14 @@ func (c *Cache) Get(ctx context.Context, addr string, h Handle) (*CachedImport, 
 			c.release(e)
 			return nil, ctx.Err()
 		}
-		if e.err != nil {
+		c.mu.Lock()
+		im, failed := e.im, e.err != nil || e.stale
+		c.mu.Unlock()
+		if failed || im == nil {
 			c.release(e)
-			continue // the first Get failed; try for ourselves
+			continue // the first Get failed, or the entry went stale; try again
 		}
-		return &CachedImport{Imported: e.im, c: c, e: e}, nil
+		return &CachedImport{Imported: im, c: c, e: e}, nil
 	}
 }
 
@@ -156,21 +193,110 @@ func (c *Cache) trimLocked() []*Imported {
 // descriptor is closed once no reference remains.
 func (c *Cache) Invalidate(h Handle) {
 	c.mu.Lock()
-	e, ok := c.entries[keyOf(h)]
 	var im *Imported
-	if ok {
-		delete(c.entries, e.key)
-		e.stale = true
-		if e.elem != nil {
-			c.idle.Remove(e.elem)
-			e.elem = nil
-			im, e.im = e.im, nil
-		}
+	if e, ok := c.entries[keyOf(h)]; ok {
+		im = c.dropLocked(e)
 	}
 	c.mu.Unlock()
 	if im != nil {
 		im.Close()
 	}
+}
+
+// dropLocked makes e stale and returns its import if it is idle, for the
+// caller to close.
+func (c *Cache) dropLocked(e *cacheEntry) *Imported {
+	if c.entries[e.key] == e {
+		delete(c.entries, e.key)
+	}
+	if e.stale {
+		return nil
+	}
+	e.stale = true
+	close(e.revoked)
+	if e.elem == nil {
+		return nil
+	}
+	c.idle.Remove(e.elem)
+	e.elem = nil
+	im := e.im
+	e.im = nil
+	return im
+}
+
+// watch makes sure the exporter at addr is being watched.
+func (c *Cache) watch(ctx context.Context, addr string) error {
+	c.mu.Lock()
+	cw, ok := c.watches[addr]
+	if !ok {
+		cw = &cacheWatch{ready: make(chan struct{})}
+		c.watches[addr] = cw
+		c.mu.Unlock()
+		w, err := Watch(ctx, addr)
+		c.mu.Lock()
+		cw.w, cw.err = w, err
+		close(cw.ready)
+		switch {
+		case err != nil:
+			delete(c.watches, addr)
+		case c.closed:
+			delete(c.watches, addr)
+			c.mu.Unlock()
+			w.Close()
+			return ErrClosed
+		default:
+			c.wg.Add(1)
+			go c.follow(addr, cw)
+		}
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Unlock()
+	select {
+	case <-cw.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if cw.err != nil {
+		return c.watch(ctx, addr) // the first attempt failed; try for ourselves
+	}
+	return nil
+}
+
+// follow invalidates entries of addr as its exporter revokes them, and all
+// of them when the exporter goes away.
+func (c *Cache) follow(addr string, cw *cacheWatch) {
+	defer c.wg.Done()
+	defer cw.w.Close()
+	for {
+		id, err := cw.w.Next(context.Background())
+		var toClose []*Imported
+		c.mu.Lock()
+		for _, e := range c.entries {
+			if e.addr == addr && (err != nil || e.key.bufferID == id) {
+				if im := c.dropLocked(e); im != nil {
+					toClose = append(toClose, im)
+				}
+			}
+		}
+		if err != nil && c.watches[addr] == cw {
+			delete(c.watches, addr)
+		}
+		c.mu.Unlock()
+		for _, im := range toClose {
+			im.Close()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Watching returns the number of exporters the Cache is watching.
+func (c *Cache) Watching() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.watches)
 }
 
 // Len returns the number of entries (in use or idle).
@@ -180,24 +306,34 @@ func (c *Cache) Len() int {
 	return len(c.entries)
 }
 
-// Close closes every idle import now and every import in use at its last
-// Release; later Gets fail with ErrClosed.
+// Close stops watching, closes every idle import now and every import in
+// use at its last Release; later Gets fail with ErrClosed. It is
+// idempotent.
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	var out []*Imported
-	for c.idle.Len() > 0 {
-		e := c.idle.Remove(c.idle.Front()).(*cacheEntry)
-		e.elem = nil
-		delete(c.entries, e.key)
-		out = append(out, e.im)
-		e.im = nil
+	for _, e := range c.entries {
+		if im := c.dropLocked(e); im != nil {
+			out = append(out, im)
+		}
 	}
-	for k, e := range c.entries {
-		e.stale = true
-		delete(c.entries, k)
+	var ws []*Watcher
+	for addr, cw := range c.watches {
+		select {
+		case <-cw.ready:
+			if cw.w != nil {
+				ws = append(ws, cw.w)
+			}
+		default: // Watch in flight: watch closes it
+		}
+		delete(c.watches, addr)
 	}
 	c.mu.Unlock()
+	for _, w := range ws {
+		w.Close()
+	}
+	c.wg.Wait()
 	for _, im := range out {
 		im.Close()
 	}

@@ -21,7 +21,15 @@
 // Descriptors: the Exporter keeps its own duplicate of each exported
 // descriptor until Revoke or Close; an imported descriptor belongs to the
 // importer (Imported.Close). Revoke stops further imports; descriptors
-// already passed stay valid, as dma-bufs do.
+// already passed stay valid, as dma-bufs do, so importers are told instead:
+// Watch opens a connection on which the Exporter sends the id of every
+// buffer it revokes, and which ends when the Exporter closes or dies. An
+// export made from a memory.DMABuf is revoked when that DMABuf closes.
+//
+// A Cache imports with reference counts and an LRU of idle entries, and
+// watches each exporter it imports from: entries are invalidated when
+// revoked (CachedImport.Revoked is closed) and all entries of an exporter
+// when it goes away.
 //
 // On the simulator an exported descriptor is a memfd that the CPU can mmap.
 // A Gaudi dma-buf cannot be mmapped: an importer on hardware registers it

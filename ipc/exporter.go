@@ -60,11 +60,16 @@ type ExporterOptions struct {
 // and answers with the descriptor (SCM_RIGHTS) or with the reason it will
 // not.
 //
-// The Exporter keeps its own duplicate of every exported descriptor, so the
-// caller may close its memory.DMABuf at any time; Revoke and Close close the
-// duplicate. A descriptor already passed stays valid in the importer: Revoke
-// stops further imports, it cannot take back what was given. (On the
-// simulator an export stays alive while the Exporter's duplicate is open.)
+// The Exporter keeps its own duplicate of every exported descriptor until
+// Revoke or Close. An export made with Export is revoked when its
+// memory.DMABuf closes, so the device buffer can be freed after it. A
+// descriptor already passed stays valid in the importer: Revoke stops
+// further imports, it cannot take back what was given, so it tells the
+// importers instead: every connection opened with Watch (and every Cache,
+// which watches the exporters it imports from) receives the buffer id of
+// each revocation, and sees the connection end when the Exporter closes or
+// dies. (On the simulator an export stays alive while any duplicate is
+// open.)
 //
 // All methods are safe for concurrent use.
 type Exporter struct {
@@ -76,12 +81,13 @@ type Exporter struct {
 	pidNS   uint64
 	boot    [16]byte
 
-	mu      sync.Mutex
-	entries map[[16]byte]*entry
-	revoked map[[16]byte]bool
-	conns   map[*net.UnixConn]bool
-	closed  bool
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	entries  map[[16]byte]*entry
+	revoked  map[[16]byte]bool
+	conns    map[*net.UnixConn]bool
+	watchers map[*watcher]bool
+	closed   bool
+	wg       sync.WaitGroup
 
 	// beforeReply (guarded by mu), when set (tests), runs after a request is accepted and
 	// before the descriptor is sent.
@@ -89,10 +95,22 @@ type Exporter struct {
 }
 
 type entry struct {
-	h  Handle
-	mu sync.RWMutex // held for reading while the fd is being sent
-	fd int          // exporter's duplicate, -1 once revoked
+	h    Handle
+	mu   sync.RWMutex // held for reading while the fd is being sent
+	fd   int          // exporter's duplicate, -1 once revoked
+	stop func() bool  // cancels the DMABuf close hook of Export; nil for ExportFD
 }
+
+// watcher is an importer's open watch connection.
+type watcher struct {
+	c  *net.UnixConn
+	mu sync.Mutex // serialises notices
+}
+
+// noticeTimeout bounds the write of one notice: a watcher that does not
+// read is dropped (its connection closed, which it takes as "everything
+// revoked") rather than allowed to stall Revoke.
+const noticeTimeout = time.Second
 
 // NewExporter listens on addr and serves imports until Close. addr is a
 // file system path, or "@name" for a Linux abstract socket, or "" for a
@@ -126,6 +144,8 @@ func NewExporter(addr string, opts ExporterOptions) (*Exporter, error) {
 		entries: map[[16]byte]*entry{},
 		revoked: map[[16]byte]bool{},
 		conns:   map[*net.UnixConn]bool{},
+
+		watchers: map[*watcher]bool{},
 	}
 	if len(e.allow) == 0 {
 		e.allow = []uint32{uint32(os.Geteuid())}
@@ -142,9 +162,25 @@ func NewExporter(addr string, opts ExporterOptions) (*Exporter, error) {
 func (e *Exporter) Addr() string { return e.addr }
 
 // Export makes the range of x importable and returns its handle. The
-// Exporter duplicates x's descriptor; x remains the caller's.
+// Exporter duplicates x's descriptor; x remains the caller's. Closing x
+// revokes the export (see Revoke), so that after x.Close no new importer
+// receives the memory and the buffer may be freed.
 func (e *Exporter) Export(x *memory.DMABuf, dev DeviceID) (Handle, error) {
-	return e.ExportFD(x.Fd(), dev, x.DeviceVA(), x.Size(), x.Offset())
+	h, err := e.ExportFD(x.Fd(), dev, x.DeviceVA(), x.Size(), x.Offset())
+	if err != nil {
+		return h, err
+	}
+	stop := x.AfterClose(func() { e.Revoke(h) })
+	e.mu.Lock()
+	if en, ok := e.entries[h.BufferID]; ok {
+		en.stop = stop
+		stop = nil
+	}
+	e.mu.Unlock()
+	if stop != nil {
+		stop() // revoked or closed in the meantime
+	}
+	return h, nil
 }
 
 // ExportFD is Export for any descriptor fd of size bytes (a dma-buf, or a
@@ -182,22 +218,52 @@ func (e *Exporter) ExportFD(fd int, dev DeviceID, va, size, offset uint64) (Hand
 	return h, nil
 }
 
-// Revoke stops serving h and closes the Exporter's duplicate of its
-// descriptor, after any send in flight. It returns ErrUnknownBuffer if h
-// is not served (never exported here, or already revoked).
+// Revoke stops serving h, closes the Exporter's duplicate of its
+// descriptor after any send in flight, and sends the buffer id to every
+// watcher. It returns ErrUnknownBuffer if h is not served (never exported
+// here, or already revoked).
 func (e *Exporter) Revoke(h Handle) error {
 	e.mu.Lock()
 	en, ok := e.entries[h.BufferID]
+	var ws []*watcher
 	if ok {
 		delete(e.entries, h.BufferID)
 		e.revoked[h.BufferID] = true
+		for w := range e.watchers {
+			ws = append(ws, w)
+		}
 	}
 	e.mu.Unlock()
 	if !ok {
 		return ErrUnknownBuffer
 	}
+	if en.stop != nil {
+		en.stop()
+	}
 	en.close()
+	msg := encodeNotice(noticeRevoked, h.BufferID)
+	for _, w := range ws {
+		w.notify(msg)
+	}
 	return nil
+}
+
+// notify sends msg, closing the connection of a watcher that cannot take
+// it within noticeTimeout.
+func (w *watcher) notify(msg []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.c.SetWriteDeadline(time.Now().Add(noticeTimeout))
+	if _, err := w.c.Write(msg); err != nil {
+		w.c.Close()
+	}
+}
+
+// Watchers returns the number of open watch connections.
+func (e *Exporter) Watchers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.watchers)
 }
 
 func (en *entry) close() {
@@ -237,6 +303,9 @@ func (e *Exporter) Close() error {
 	e.entries = map[[16]byte]*entry{}
 	e.mu.Unlock()
 	for _, en := range entries {
+		if en.stop != nil {
+			en.stop()
+		}
 		en.close()
 	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
@@ -343,9 +412,13 @@ func (e *Exporter) handle(c *net.UnixConn) {
 		e.reply(c, CodeBadRequest, "request too long")
 		return
 	}
-	h, err := decodeRequest(buf[:n])
+	op, h, err := decodeRequest(buf[:n])
 	if err != nil {
 		e.reply(c, CodeBadRequest, err.Error())
+		return
+	}
+	if op == opWatch {
+		e.watch(c)
 		return
 	}
 	if h.PID != e.pid || h.PIDNamespace != e.pidNS || h.BootID != e.boot {
@@ -383,6 +456,44 @@ func (e *Exporter) handle(c *net.UnixConn) {
 	}
 	if _, _, err := c.WriteMsgUnix(encodeReply(CodeOK, en.h.Size, en.h.Offset, ""), unix.UnixRights(en.fd), nil); err != nil {
 		e.reply(c, CodeInternal, "sending the descriptor: "+err.Error())
+	}
+}
+
+// watch serves a watch connection until the importer or the Exporter
+// closes it.
+func (e *Exporter) watch(c *net.UnixConn) {
+	w := &watcher{c: c}
+	// w.mu is held from registration to the acceptance, so that no notice
+	// overtakes it and none sent after it is missed.
+	w.mu.Lock()
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		w.mu.Unlock()
+		e.reply(c, CodeClosing, "")
+		return
+	}
+	e.watchers[w] = true
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.watchers, w)
+		e.mu.Unlock()
+	}()
+	c.SetDeadline(time.Now().Add(noticeTimeout))
+	_, err := c.Write(encodeReply(CodeOK, 0, 0, ""))
+	c.SetDeadline(time.Time{})
+	w.mu.Unlock()
+	if err != nil {
+		return
+	}
+	// The importer sends nothing more: a read returns when it closes the
+	// connection, or when Close or a failed notice closes it here.
+	var b [1]byte
+	for {
+		if _, err := c.Read(b[:]); err != nil {
+			return
+		}
 	}
 }
 

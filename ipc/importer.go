@@ -50,6 +50,50 @@ func Import(ctx context.Context, addr string, h Handle) (*Imported, error) {
 	if err != nil {
 		return nil, err
 	}
+	c, r, err := roundTrip(ctx, addr, "import from", req)
+	if err != nil {
+		return nil, err
+	}
+	c.Close()
+	closeAll := func() {
+		for _, fd := range r.fds {
+			unix.Close(fd)
+		}
+	}
+	if len(r.fds) != 1 {
+		closeAll()
+		return nil, fmt.Errorf("%w: %d descriptors in the answer, want 1", ErrProtocol, len(r.fds))
+	}
+	if r.size != h.Size || r.offset != h.Offset {
+		closeAll()
+		return nil, fmt.Errorf("%w: answer is %d bytes at %d, handle says %d at %d", ErrProtocol, r.size, r.offset, h.Size, h.Offset)
+	}
+	fd := r.fds[0]
+	// The file's size is the range's size (dma-bufs and memfds report it
+	// through SEEK_END).
+	if end, err := unix.Seek(fd, 0, io.SeekEnd); err == nil {
+		unix.Seek(fd, 0, io.SeekStart)
+		if uint64(end) != r.size {
+			unix.Close(fd)
+			return nil, fmt.Errorf("%w: descriptor of %d bytes, handle says %d", ErrProtocol, end, r.size)
+		}
+	}
+	f := os.NewFile(uintptr(fd), "gaudi-ipc:"+hex.EncodeToString(h.BufferID[:]))
+	return &Imported{File: f, Size: r.size, Offset: r.offset, Handle: h}, nil
+}
+
+// reply is an accepted answer of the exporter.
+type reply struct {
+	size, offset uint64
+	fds          []int // descriptors that came with it, the caller's to close
+}
+
+// roundTrip connects to the exporter at addr, sends req and reads the
+// answer, all within ctx (DefaultImportTimeout when ctx has no deadline).
+// A refusal is a *RefusedError. On success the connection is returned with
+// no deadline set, for the caller to close. what names the operation in
+// errors ("import from").
+func roundTrip(ctx context.Context, addr, what string, req []byte) (*net.UnixConn, reply, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultImportTimeout)
@@ -59,15 +103,20 @@ func Import(ctx context.Context, addr string, h Handle) (*Imported, error) {
 	nc, err := d.DialContext(ctx, "unixpacket", addr)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("ipc: import from %s: %w", addr, ctx.Err())
+			return nil, reply{}, fmt.Errorf("ipc: %s %s: %w", what, addr, ctx.Err())
 		}
 		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrExporterGone, addr, err)
+			return nil, reply{}, fmt.Errorf("%w: %s: %v", ErrExporterGone, addr, err)
 		}
-		return nil, fmt.Errorf("ipc: import from %s: %w", addr, err)
+		return nil, reply{}, fmt.Errorf("ipc: %s %s: %w", what, addr, err)
 	}
 	c := nc.(*net.UnixConn)
-	defer c.Close()
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
 	dl, _ := ctx.Deadline()
 	c.SetDeadline(dl)
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
@@ -75,19 +124,19 @@ func Import(ctx context.Context, addr string, h Handle) (*Imported, error) {
 
 	fail := func(op string, err error) error {
 		if ctx.Err() != nil {
-			return fmt.Errorf("ipc: import from %s: %s: %w", addr, op, ctx.Err())
+			return fmt.Errorf("ipc: %s %s: %s: %w", what, addr, op, ctx.Err())
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			// The socket deadline is ctx's; its timer may not have fired yet.
-			return fmt.Errorf("ipc: import from %s: %s: %w", addr, op, context.DeadlineExceeded)
+			return fmt.Errorf("ipc: %s %s: %s: %w", what, addr, op, context.DeadlineExceeded)
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 			return fmt.Errorf("%w: %s: connection closed during %s (exporter died or closed)", ErrExporterGone, addr, op)
 		}
-		return fmt.Errorf("ipc: import from %s: %s: %w", addr, op, err)
+		return fmt.Errorf("ipc: %s %s: %s: %w", what, addr, op, err)
 	}
 	if _, err := c.Write(req); err != nil {
-		return nil, fail("request", err)
+		return nil, reply{}, fail("request", err)
 	}
 	buf := make([]byte, repHeaderLen+maxMessage+1)
 	oob := make([]byte, unix.CmsgSpace(4*4))
@@ -100,45 +149,33 @@ func Import(ctx context.Context, addr string, h Handle) (*Imported, error) {
 	}
 	if err != nil {
 		closeAll()
-		return nil, fail("reply", err)
+		return nil, reply{}, fail("reply", err)
 	}
 	if n == 0 {
 		closeAll()
-		return nil, fail("reply", io.EOF)
+		return nil, reply{}, fail("reply", io.EOF)
 	}
 	if perr != nil || flags&(unix.MSG_CTRUNC|unix.MSG_TRUNC) != 0 {
 		closeAll()
-		return nil, fmt.Errorf("%w: truncated reply or control message", ErrProtocol)
+		return nil, reply{}, fmt.Errorf("%w: truncated reply or control message", ErrProtocol)
 	}
 	code, size, offset, msg, err := decodeReply(buf[:n])
 	if err != nil {
 		closeAll()
-		return nil, err
+		return nil, reply{}, err
 	}
 	if code != CodeOK {
 		closeAll()
-		return nil, &RefusedError{Code: code, Message: msg}
+		return nil, reply{}, &RefusedError{Code: code, Message: msg}
 	}
-	if len(fds) != 1 {
+	if !stop() {
+		// ctx ended as the answer came: the deadline may be poisoned.
 		closeAll()
-		return nil, fmt.Errorf("%w: %d descriptors in the answer, want 1", ErrProtocol, len(fds))
+		return nil, reply{}, fmt.Errorf("ipc: %s %s: %w", what, addr, ctx.Err())
 	}
-	if size != h.Size || offset != h.Offset {
-		closeAll()
-		return nil, fmt.Errorf("%w: answer is %d bytes at %d, handle says %d at %d", ErrProtocol, size, offset, h.Size, h.Offset)
-	}
-	fd := fds[0]
-	// The file's size is the range's size (dma-bufs and memfds report it
-	// through SEEK_END).
-	if end, err := unix.Seek(fd, 0, io.SeekEnd); err == nil {
-		unix.Seek(fd, 0, io.SeekStart)
-		if uint64(end) != size {
-			unix.Close(fd)
-			return nil, fmt.Errorf("%w: descriptor of %d bytes, handle says %d", ErrProtocol, end, size)
-		}
-	}
-	f := os.NewFile(uintptr(fd), "gaudi-ipc:"+hex.EncodeToString(h.BufferID[:]))
-	return &Imported{File: f, Size: size, Offset: offset, Handle: h}, nil
+	c.SetDeadline(time.Time{})
+	ok = true
+	return c, reply{size: size, offset: offset, fds: fds}, nil
 }
 
 // rights returns the descriptors passed in oob.

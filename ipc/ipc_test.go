@@ -32,6 +32,10 @@ func TestMain(m *testing.M) {
 		os.Exit(childImport())
 	case "pidfd":
 		os.Exit(childImportPidfd())
+	case "cache":
+		os.Exit(childCache())
+	case "watch":
+		os.Exit(childWatch())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(2)

@@ -6,27 +6,38 @@ import (
 	"fmt"
 )
 
-// Wire protocol on a SOCK_SEQPACKET Unix socket, one request and one reply
-// per connection.
+// Wire protocol on a SOCK_SEQPACKET Unix socket, one request per
+// connection.
 //
-// Request: magic "GIRQ", version (1), op (1), 2 reserved bytes, then the
-// encoded handle.
+// Request: magic "GIRQ", version (1), op (1), 2 reserved bytes, then, for
+// opImport, the encoded handle (opWatch has nothing after the header).
 //
 // Reply: magic "GIRP", version (1), code (1), message length (2), size (8),
-// offset (8), message. When code is CodeOK the reply carries exactly one
-// descriptor (SCM_RIGHTS) and no message.
+// offset (8), message. For opImport with CodeOK the reply carries exactly
+// one descriptor (SCM_RIGHTS) and no message.
+//
+// opWatch: after a CodeOK reply the connection stays open and the exporter
+// sends notices: magic "GIRN", version (1), kind (1), 2 reserved bytes,
+// buffer id (16). The exporter closing the connection means it is gone (or
+// dropped a watcher that did not keep up): every buffer it exported must
+// be taken as revoked.
 var (
-	reqMagic = [4]byte{'G', 'I', 'R', 'Q'}
-	repMagic = [4]byte{'G', 'I', 'R', 'P'}
+	reqMagic    = [4]byte{'G', 'I', 'R', 'Q'}
+	repMagic    = [4]byte{'G', 'I', 'R', 'P'}
+	noticeMagic = [4]byte{'G', 'I', 'R', 'N'}
 )
 
 const (
 	protoVersion = 1
 	opImport     = 1
+	opWatch      = 2
 	reqHeaderLen = 8
 	repHeaderLen = 24
+	noticeLen    = 24
 	maxMessage   = 1024
 	maxRequest   = reqHeaderLen + handleFixedLen + MaxPCIAddressLen
+
+	noticeRevoked = 1
 )
 
 // Code is the exporter's answer to an import request.
@@ -115,6 +126,14 @@ func (e *RefusedError) Is(target error) bool {
 	return false
 }
 
+func encodeWatchRequest() []byte {
+	b := make([]byte, reqHeaderLen)
+	copy(b, reqMagic[:])
+	b[4] = protoVersion
+	b[5] = opWatch
+	return b
+}
+
 func encodeRequest(h Handle) ([]byte, error) {
 	hb, err := h.MarshalBinary()
 	if err != nil {
@@ -127,21 +146,47 @@ func encodeRequest(h Handle) ([]byte, error) {
 	return append(b, hb...), nil
 }
 
-func decodeRequest(b []byte) (Handle, error) {
-	var h Handle
+// decodeRequest returns the operation of request b and, for opImport, its
+// handle.
+func decodeRequest(b []byte) (op byte, h Handle, err error) {
 	if len(b) < reqHeaderLen || [4]byte(b[0:4]) != reqMagic {
-		return h, errors.New("not a request")
+		return 0, h, errors.New("not a request")
 	}
 	if b[4] != protoVersion {
-		return h, fmt.Errorf("protocol version %d, want %d", b[4], protoVersion)
+		return 0, h, fmt.Errorf("protocol version %d, want %d", b[4], protoVersion)
 	}
-	if b[5] != opImport {
-		return h, fmt.Errorf("unknown operation %d", b[5])
+	switch b[5] {
+	case opImport:
+		if err := h.UnmarshalBinary(b[reqHeaderLen:]); err != nil {
+			return 0, h, err
+		}
+		return opImport, h, nil
+	case opWatch:
+		if len(b) != reqHeaderLen {
+			return 0, h, fmt.Errorf("watch request of %d bytes, want %d", len(b), reqHeaderLen)
+		}
+		return opWatch, h, nil
 	}
-	if err := h.UnmarshalBinary(b[reqHeaderLen:]); err != nil {
-		return h, err
+	return 0, h, fmt.Errorf("unknown operation %d", b[5])
+}
+
+func encodeNotice(kind byte, id [16]byte) []byte {
+	b := make([]byte, noticeLen)
+	copy(b, noticeMagic[:])
+	b[4] = protoVersion
+	b[5] = kind
+	copy(b[8:], id[:])
+	return b
+}
+
+func decodeNotice(b []byte) (kind byte, id [16]byte, err error) {
+	if len(b) != noticeLen || [4]byte(b[0:4]) != noticeMagic || b[4] != protoVersion {
+		return 0, id, fmt.Errorf("%w: bad notice (%d bytes)", ErrProtocol, len(b))
 	}
-	return h, nil
+	if b[5] != noticeRevoked {
+		return 0, id, fmt.Errorf("%w: unknown notice kind %d", ErrProtocol, b[5])
+	}
+	return b[5], [16]byte(b[8:24]), nil
 }
 
 func encodeReply(c Code, size, offset uint64, msg string) []byte {

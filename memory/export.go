@@ -22,7 +22,10 @@ type DMABuf struct {
 
 	mu     sync.Mutex
 	closed bool
+	hooks  map[*closeHook]struct{} // AfterClose functions not yet run or stopped
 }
+
+type closeHook struct{ f func() }
 
 // ExportOptions adjust Export.
 type ExportOptions struct {
@@ -124,8 +127,45 @@ func (d *DMABuf) Close() error {
 		return nil
 	}
 	d.closed = true
+	hooks := d.hooks
+	d.hooks = nil
 	d.mu.Unlock()
+	// Hooks run before the descriptor goes, so that a holder of a
+	// duplicate (an ipc exporter) stops handing it out first.
+	for h := range hooks {
+		h.f()
+	}
 	err := d.f.Close()
 	d.buf.dropExport()
 	return err
+}
+
+// AfterClose arranges for f to run, in its own call of Close and before
+// the descriptor is closed, when d closes. If d is already closed f runs at
+// once, in a goroutine of its own. The returned stop cancels the call; it
+// reports whether it did so before f was started. Holders of a duplicate of
+// the descriptor (such as an ipc.Exporter) use it to withdraw the export
+// with the DMABuf.
+func (d *DMABuf) AfterClose(f func()) (stop func() bool) {
+	h := &closeHook{f: f}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	if d.hooks == nil {
+		d.hooks = map[*closeHook]struct{}{}
+	}
+	d.hooks[h] = struct{}{}
+	d.mu.Unlock()
+	return func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if _, ok := d.hooks[h]; !ok {
+			return false
+		}
+		delete(d.hooks, h)
+		return true
+	}
 }

@@ -15,6 +15,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -116,15 +117,36 @@ func exporter() error {
 	}
 	cmd := exec.CommandContext(ctx, self)
 	cmd.Env = append(os.Environ(), envRole+"=importer", envSocket+"="+srv.Addr(), envHandle+"="+h.String())
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("importer child: %w", err)
-	}
-
-	if err := srv.Revoke(h); err != nil {
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
 		return err
 	}
-	fmt.Println("exporter: revoked the export")
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("importer child: %w", err)
+	}
+	// Relay the importer's lines; once it has checked the bytes, close the
+	// export, which revokes it: the importer is told.
+	lines := bufio.NewScanner(out)
+	ready := false
+	for !ready && lines.Scan() {
+		fmt.Println(lines.Text())
+		ready = lines.Text() == importerReady
+	}
+	if !ready {
+		cmd.Wait()
+		return fmt.Errorf("importer child stopped before checking the bytes")
+	}
+	if err := x.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("exporter: closed the dma-buf, which revoked the export (%d exports left)\n", srv.Exported())
+	for lines.Scan() {
+		fmt.Println(lines.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("importer child: %w", err)
+	}
 	if _, err := ipc.Import(ctx, srv.Addr(), h); errors.Is(err, ipc.ErrRevoked) {
 		fmt.Printf("exporter: a further import is refused: %v\n", err)
 	} else {
@@ -133,12 +155,15 @@ func exporter() error {
 	if err := srv.Close(); err != nil {
 		return err
 	}
-	if err := x.Close(); err != nil {
-		return err
+	if err := buf.Close(); err != nil {
+		return fmt.Errorf("free the device buffer after the revocation: %w", err)
 	}
-	fmt.Println("exporter: done")
+	fmt.Println("exporter: freed the device buffer; done")
 	return nil
 }
+
+// importerReady is the importer's line after it checked the bytes.
+const importerReady = "importer: bytes checked; waiting for the exporter to revoke"
 
 func importer() error {
 	// The child owns a device of its own, as a real peer process would:
@@ -156,11 +181,36 @@ func importer() error {
 		os.Getpid(), d, h.PID, h.PCIAddress, h.ModuleID, h.DeviceVA, h.Size)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	im, err := ipc.Import(ctx, os.Getenv(envSocket), h)
+	// A Cache imports and watches the exporter, so it learns of the
+	// revocation.
+	cache := ipc.NewCache(4)
+	defer cache.Close()
+	addr := os.Getenv(envSocket)
+	ci, err := cache.Get(ctx, addr, h)
 	if err != nil {
 		return err
 	}
-	defer im.Close()
+	defer ci.Release()
+	if err := checkImport(d, ci.Imported); err != nil {
+		return err
+	}
+	fmt.Println(importerReady)
+	select {
+	case <-ci.Revoked():
+	case <-ctx.Done():
+		return fmt.Errorf("no revocation: %w", ctx.Err())
+	}
+	fmt.Printf("importer: told that buffer %x was revoked; releasing it\n", h.BufferID)
+	ci.Release()
+	if _, err := cache.Get(ctx, addr, h); !errors.Is(err, ipc.ErrRevoked) {
+		return fmt.Errorf("get after the revocation: %v, want ErrRevoked", err)
+	}
+	fmt.Println("importer: a new import is refused as revoked")
+	return nil
+}
+
+// checkImport checks the bytes of im by mapping it, on the simulator.
+func checkImport(d *device.Device, im *ipc.Imported) error {
 	fmt.Printf("importer: received fd %d, %d bytes at offset %#x of the exporter's buffer\n", im.File.Fd(), im.Size, im.Offset)
 	if !d.Simulated() {
 		fmt.Println("importer: real Gaudi dma-bufs are not CPU-mappable; here the importer would register the fd with a NIC (ibv_reg_dmabuf_mr)")
@@ -176,7 +226,7 @@ func importer() error {
 			return fmt.Errorf("byte %d is %#x, want %#x", i, c, pattern(i))
 		}
 	}
-	fmt.Printf("importer: all %d bytes match the pattern (mmap of the simulator's memfd)\n", len(mem))
+	fmt.Printf("importer: all %d bytes match the pattern (mmap of the simulator's export)\n", len(mem))
 	fmt.Println("importer: note: real Gaudi dma-bufs are not CPU-mappable; on hardware the importer would register the fd with a NIC (ibv_reg_dmabuf_mr) instead of mmapping it")
 	return nil
 }
