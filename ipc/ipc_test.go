@@ -589,7 +589,7 @@ func waitFDs(t *testing.T, want int) {
 }
 
 func TestFDsSteady(t *testing.T) {
-	const imports = 1000
+	const imports = 10000
 	before := countFDs(t)
 	e, h := newTestExporter(t)
 	withExport := countFDs(t)
