@@ -180,7 +180,7 @@ func encodeNotice(kind byte, id [16]byte) []byte {
 }
 
 func decodeNotice(b []byte) (kind byte, id [16]byte, err error) {
-	if len(b) != noticeLen || [4]byte(b[0:4]) != noticeMagic || b[4] != protoVersion {
+	if len(b) != noticeLen || [4]byte(b[0:4]) != noticeMagic || b[4] != protoVersion || b[6] != 0 || b[7] != 0 {
 		return 0, id, fmt.Errorf("%w: bad notice (%d bytes)", ErrProtocol, len(b))
 	}
 	if b[5] != noticeRevoked {
