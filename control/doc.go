@@ -1,0 +1,22 @@
+// Package control drives the parts of a Gaudi that are not command
+// submission or memory: the engine cores and engines (run, halt, stall,
+// resume), the flush of posted PCIe writes, the mapping of hardware
+// register blocks into the process, and the CoreSight debug and profiling
+// hardware behind the DEBUG ioctl.
+//
+// Each function replaces an hl-thunk call and says which. They take an open
+// compute *device.Device and work the same on hardware and on the
+// simulator (sim), which applies the 6.12 driver's rules and keeps the
+// state the calls leave.
+//
+// # Errors
+//
+// Errors keep the driver's errno (errors.Is(err, unix.EINVAL)). Where the
+// ASIC does not have the feature (engine modes and hardware blocks on
+// first-generation Gaudi, which the driver refuses with EPERM), the error
+// also matches ErrNotSupported.
+//
+// Functions in this package are safe for concurrent use to the extent the
+// driver is: the debug mode is one per device, so concurrent debug
+// configuration from several goroutines is the caller's to order.
+package control
