@@ -1,0 +1,75 @@
+package ib
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gaudi-go/gaudi/memory"
+)
+
+// RegisteredBuffer is a range of a Gaudi device buffer exported as a
+// dma-buf and registered with a NIC: it owns both the dma-buf and the
+// memory region. It is safe for concurrent use.
+type RegisteredBuffer struct {
+	mr  *MR
+	buf *memory.DMABuf
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// dmabufExporter is the part of memory.Buffer RegisterBuffer needs; tests
+// substitute a fake.
+type dmabufExporter interface {
+	Export(offset, size uint64, opts memory.ExportOptions) (*memory.DMABuf, error)
+}
+
+// RegisterBuffer exports length bytes of b starting at off as a dma-buf
+// (memory.Buffer.Export: off and length in whole host pages) and registers
+// the dma-buf in pd with the NIC's view of the range at its device virtual
+// address, so work requests name device memory by its device address. On
+// a NIC that cannot register dma-bufs the error matches
+// ErrDMABufNotSupported and nothing stays exported.
+func RegisterBuffer(pd *PD, b *memory.Buffer, off, length uint64, access Access) (*RegisteredBuffer, error) {
+	if b == nil {
+		return nil, errors.New("register device buffer: nil buffer")
+	}
+	return registerExport(pd, b, off, length, access)
+}
+
+func registerExport(pd *PD, b dmabufExporter, off, length uint64, access Access) (*RegisteredBuffer, error) {
+	d, err := b.Export(off, length, memory.ExportOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("register device buffer: %w", err)
+	}
+	mr, err := pd.RegDMABufMR(d.Fd(), 0, length, d.DeviceVA(), access)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("register device buffer: %w", err)
+	}
+	return &RegisteredBuffer{mr: mr, buf: d}, nil
+}
+
+// MR returns the memory region.
+func (r *RegisteredBuffer) MR() *MR { return r.mr }
+
+// DMABuf returns the exported range.
+func (r *RegisteredBuffer) DMABuf() *memory.DMABuf { return r.buf }
+
+// Close deregisters the memory region, then closes the dma-buf. It returns
+// the first error; closing twice does nothing.
+func (r *RegisteredBuffer) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	err := r.mr.Close()
+	if e := r.buf.Close(); err == nil {
+		err = e
+	}
+	return err
+}
