@@ -55,12 +55,21 @@ type piece struct {
 // segment is the memfd behind one exported range: its file holds the
 // exported bytes in order, and its runs say where each part sits in DRAM.
 type segment struct {
-	fd       int // the simulator's own descriptor
-	size     uint64
-	dev, ino uint64
-	runs     []dramRun
-	userFD   atomic.Int64 // the last descriptor seen referring to it, checked first for liveness
+	fd     int // the simulator's own descriptor
+	size   uint64
+	file   fileID
+	runs   []dramRun
+	userFD atomic.Int64 // the last descriptor seen referring to it, checked first for liveness
+	// pinned is set once udmabuf made a dma-buf of the memfd: the kernel
+	// holds its pages, so holes must not be punched (a punched page
+	// would leave the dma-buf with the old page). bufs are the dma-bufs
+	// made of it. Both change with the memory's mu held for writing.
+	pinned bool
+	bufs   []fileID
 }
+
+// fileID is a file's identity: device and inode.
+type fileID struct{ dev, ino uint64 }
 
 // dramRun is a range of DRAM.
 type dramRun struct{ off, n uint64 }
@@ -129,6 +138,7 @@ type span struct {
 	fd      int
 	fileOff uint64
 	off, n  uint64 // DRAM range
+	pinned  bool   // the file's pages are held by a dma-buf: no hole punching
 }
 
 // spans splits [off, off+n) by the file that holds each part. m.mu must
@@ -140,7 +150,7 @@ func (m *sparseMem) spans(off, n uint64, fn func(s span) error) error {
 		if i < len(m.pieces) && m.pieces[i].dram <= off {
 			p := m.pieces[i]
 			k := min(end, p.dram+p.n) - off
-			if err := fn(span{p.seg.fd, p.segOff + off - p.dram, off, k}); err != nil {
+			if err := fn(span{p.seg.fd, p.segOff + off - p.dram, off, k, p.seg.pinned}); err != nil {
 				return err
 			}
 			off += k
@@ -151,7 +161,7 @@ func (m *sparseMem) spans(off, n uint64, fn func(s span) error) error {
 		if i < len(m.pieces) {
 			k = min(k, m.pieces[i].dram-off)
 		}
-		if err := fn(span{m.fd, off, off, k}); err != nil {
+		if err := fn(span{fd: m.fd, fileOff: off, off: off, n: k}); err != nil {
 			return err
 		}
 		off += k
@@ -260,7 +270,7 @@ func (m *sparseMem) zero(off, n uint64) error {
 	return m.spans(off, n, func(s span) error {
 		lo := (s.fileOff + pageSize - 1) &^ (pageSize - 1)
 		hi := (s.fileOff + s.n) &^ (pageSize - 1)
-		if lo >= hi {
+		if lo >= hi || s.pinned {
 			clear(m.bytes(s.off, s.n))
 			return nil
 		}
@@ -389,7 +399,13 @@ func (m *sparseMem) Reset() {
 	m.full.clear(0, m.size)
 	punch(m.fd, 0, m.size)
 	for _, s := range m.segments() {
-		punch(s.fd, 0, s.size)
+		if !s.pinned {
+			punch(s.fd, 0, s.size)
+			continue
+		}
+		for _, r := range s.runs {
+			clear(m.bytes(r.off, r.n))
+		}
 	}
 }
 

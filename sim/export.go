@@ -13,11 +13,24 @@ import (
 // dma-buf export (HL_MEM_OP_EXPORT_DMABUF_FD).
 //
 // The driver hands out a dma-buf whose pages are the exported device
-// memory. The simulator hands out a memfd holding exactly the exported
-// bytes, and makes that memfd the device memory of the range: its pages
-// are mapped over the range of the DRAM mapping (MAP_FIXED), after the
-// range's current bytes were copied into it. Device accesses and the
-// file (read, write, mmap) therefore see the same memory. When the range
+// memory. The simulator moves the exported bytes into a memfd of their
+// own and makes that memfd the device memory of the range: its pages are
+// mapped over the range of the DRAM mapping (MAP_FIXED), after the
+// range's current bytes were copied into it. What it hands out depends on
+// the host:
+//
+//   - With /dev/udmabuf (CONFIG_UDMABUF), a real dma-buf that the kernel
+//     made of the memfd's pages (UDMABUF_CREATE): DMA_BUF_IOCTL_SYNC works,
+//     it can be mmapped, and a kernel importer (an RDMA NIC's
+//     REG_DMABUF_MR) sees the device memory. Its pages stay pinned while
+//     it lives, so the simulator never punches holes into such a memfd
+//     (zeroing writes zeros instead).
+//   - Otherwise, or when udmabuf refuses the range (it takes at most 64
+//     MiB by default), a new file of the memfd itself: it can be read,
+//     written and mmapped; dma-buf ioctls answer ENOTTY.
+//
+// ExportKindOf tells the two apart. Either way device accesses and the
+// file see the same memory. When the range
 // is no longer exported and its memory is freed (FREE, the end of the
 // context, or a new export that overlaps it), the bytes go back into the
 // DRAM memfd and the DRAM mapping is restored.
@@ -35,9 +48,10 @@ import (
 // coherent.
 var errExportOverlap = errors.New("the range overlaps a dma-buf export that is still open")
 
-// export returns a new descriptor for a memfd that holds DRAM runs, in
-// order. The descriptor is opened with flags' access mode, O_CLOEXEC and
-// O_NONBLOCK.
+// export returns a new descriptor of the DRAM runs, in order: a dma-buf
+// made by udmabuf when the host has it, else a file of the memfd that
+// holds them. The descriptor is opened with O_CLOEXEC and O_NONBLOCK from
+// flags, and with flags' access mode (a udmabuf dma-buf is read-write).
 func (m *sparseMem) export(runs []dramRun, flags int) (int, *segment, error) {
 	if err := m.ensure(); err != nil {
 		return -1, nil, err
@@ -65,8 +79,16 @@ func (m *sparseMem) export(runs []dramRun, flags int) (int, *segment, error) {
 			return -1, nil, err
 		}
 	}
-	fd, err := reopen(seg, flags)
-	if err != nil {
+	fd, err := udmabufExport(seg, flags)
+	if err == nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, nil, err
+		}
+		seg.pinned = true
+		seg.bufs = append(seg.bufs, fileID{st.Dev, st.Ino})
+	} else if fd, err = reopen(seg, flags); err != nil {
 		return -1, nil, err
 	}
 	seg.userFD.Store(int64(fd))
@@ -116,7 +138,9 @@ func (m *sparseMem) splice(runs []dramRun) (*segment, error) {
 	for _, r := range runs {
 		total += r.n
 	}
-	fd, err := unix.MemfdCreate("gaudi-sim-dmabuf", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	// udmabuf wants the memfd sealed against shrinking (and not against
+	// writing).
+	fd, err := unix.MemfdCreate(exportName, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +154,7 @@ func (m *sparseMem) splice(runs []dramRun) (*segment, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	seg := &segment{fd: fd, size: total, dev: st.Dev, ino: st.Ino}
+	seg := &segment{fd: fd, size: total, file: fileID{st.Dev, st.Ino}}
 	seg.userFD.Store(-1)
 	fileOff := uint64(0)
 	for _, r := range runs {
@@ -259,17 +283,32 @@ func (m *sparseMem) live(s *segment) bool {
 		return false
 	}
 	for _, v := range vmas {
-		if v.inode == s.ino && v.dev == s.dev && (v.start < lo || v.end > hi) {
+		if s.owns(fileID{v.dev, v.inode}) && (v.start < lo || v.end > hi) {
 			return true
 		}
 	}
 	return false
 }
 
-// isFile reports whether descriptor fd refers to the segment's file.
+// isFile reports whether descriptor fd refers to the segment's memfd or
+// to one of the dma-bufs made of it.
 func isFile(fd int, s *segment) bool {
 	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && st.Ino == s.ino && st.Dev == s.dev
+	return unix.Fstat(fd, &st) == nil && s.owns(fileID{st.Dev, st.Ino})
+}
+
+// owns reports whether id is the segment's memfd or one of its dma-bufs.
+// The caller holds the memory's mu.
+func (s *segment) owns(id fileID) bool {
+	if id == s.file {
+		return true
+	}
+	for _, b := range s.bufs {
+		if id == b {
+			return true
+		}
+	}
+	return false
 }
 
 // reopen opens a new file of the segment's memfd, as dma_buf_fd gives a

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,6 +56,7 @@ func preadFD(t *testing.T, fd int, off int64, n int) []byte {
 }
 
 func TestMemoryExportGaudi2(t *testing.T) {
+	memfdExports(t) // the file is read and written; TestUdmabufExport covers dma-bufs
 	_, d, f := openCompute(t, Gaudi2)
 	// Scatter the allocation: its second page is not after its first.
 	x, _ := memAllocFlags(f, g2Page, 0)
@@ -198,6 +200,7 @@ func TestMemoryExportGaudi2(t *testing.T) {
 }
 
 func TestMemoryExportGaudi(t *testing.T) {
+	memfdExports(t)
 	_, d, f := openCompute(t, Gaudi)
 	for _, tc := range []struct {
 		name               string
@@ -343,13 +346,14 @@ func TestMemoryNoLeaks(t *testing.T) {
 			round(2)
 			d.reap()
 			fds, maps := countFDs(t), countMaps(t)
+			links := fdLinks(t)
 
 			for i := 3; i < 30; i++ {
 				round(i)
 			}
 			d.reap()
 			if n := countFDs(t); n != fds {
-				t.Errorf("descriptors: %d before, %d after", fds, n)
+				t.Errorf("descriptors: %d before, %d after; (-before +after):\n%s", fds, n, cmp.Diff(links, fdLinks(t)))
 			}
 			if n := countMaps(t); n != maps {
 				t.Errorf("mappings: %d before, %d after", maps, n)
