@@ -80,6 +80,8 @@ type csCtx struct {
 
 	restoreMu sync.Mutex // restore_phase_mutex
 
+	sig encapsMgr // reservations of encapsulated signals (encaps.go)
+
 	// completions is closed whenever a CS of the context completes, for
 	// multi-CS waits; it is made only when a wait asks for it (nil
 	// otherwise), so completions cost nothing without such waits.
@@ -131,6 +133,15 @@ type fence struct {
 	ts    int64      // completion timestamp (TIMESTAMP flag only)
 	holds atomic.Int32
 
+	// The struct hl_cs_compl fields of sync streams (signal.go), set
+	// before the CS is scheduled: the CS type, the SOB a signal CS
+	// signals (or a wait CS waits on) and its value, and for the first
+	// CS of a staged submission with encapsulated signals the handle.
+	typ    uint32
+	sob    *hwSOB
+	sobVal uint32
+	encaps *encapsHandle
+
 	mu      sync.Mutex // guards waiters and orders done against them
 	waiters []*waiter
 }
@@ -155,6 +166,7 @@ func (fc *fence) complete(err unix.Errno, ts int64) {
 func (fc *fence) reuse(seq uint64) {
 	fc.mu.Lock() // complete may still be waking waits
 	fc.seq, fc.err, fc.ts = seq, 0, 0
+	fc.typ, fc.sob, fc.sobVal, fc.encaps = 0, nil, 0, nil
 	fc.done.Store(false)
 	fc.mu.Unlock()
 }
@@ -179,6 +191,18 @@ type cs struct {
 	skip      bool // HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT
 	untracked bool // has a job on an internal queue
 	doneTS    atomic.Int64
+
+	typ     uint32 // csType of the flags: 0, SIGNAL, WAIT, COLLECTIVE_WAIT
+	encaps  bool   // HL_CS_FLAGS_ENCAP_SIGNALS
+	staging staged // staged submission membership (staged.go)
+	// A wait CS: the signal CS's fence, held until the wait is scheduled
+	// (or released), and for encapsulated signals the handle and the
+	// chunk's signal offset (signal.go).
+	sigFence    *fence
+	encapsHdl   *encapsHandle
+	encapsOff   uint32
+	sobAddr     uint32 // signal CS: sob_addr_offset
+	initialSOBs uint16 // signal CS: initial_sob_count
 
 	// Guarded by hw.mu.
 	submitted, completed, timedout, aborted bool
@@ -229,15 +253,25 @@ func (s *cs) release() {
 	case !s.submitted:
 		err = unix.EBUSY
 	}
-	reuse := !s.submitted || !s.untracked
+	submitted := s.submitted
+	reuse := (!s.submitted || !s.untracked) && !s.staging.on && s.typ == 0
 	hw.mu.Unlock()
+	if submitted {
+		s.releaseStaged()
+	}
+	c.releaseSync(s, submitted)
 	ts := int64(0)
 	if s.stamp {
 		ts = s.doneTS.Load()
 		c.outcomes.push(s.seq, ts, err)
 	}
-	s.fence.complete(err, ts)
+	fc := s.fence
+	typ, sob, encaps := fc.typ, fc.sob, fc.encaps != nil
+	fc.complete(err, ts)
 	c.signalCompletion()
+	if submitted {
+		hw.sobReleased(typ, sob, encaps) // cs_release_sob_reset_handler
+	}
 	if reuse {
 		s.fence = nil
 		c.mu.Lock()
@@ -309,7 +343,10 @@ func (f *File) csIoctl(a *hl.CSArgs) error {
 	c := f.subm()
 	in := *a.In()
 	seq := uint64(math.MaxUint64)
-	var sobCount uint16
+	var (
+		sobCount               uint16
+		sobAddr, handle, count uint32
+	)
 	typ := uint32(0)
 	err := c.sanity(&in)
 	if err == nil {
@@ -328,13 +365,22 @@ func (f *File) csIoctl(a *hl.CSArgs) error {
 			err = c.engines(in.Engines(), in.NumEngines(), in.EngineCommand())
 		case hl.HL_CS_FLAGS_FLUSH_PCI_HBW_WRITES:
 			err = c.flushHBW()
-		case 0:
-			err = c.submit(in.ChunksExecute(), in.NumChunksExecute, &seq, in.CSFlags, timeout)
+		case hl.HL_CS_FLAGS_SIGNAL, hl.HL_CS_FLAGS_WAIT, hl.HL_CS_FLAGS_COLLECTIVE_WAIT:
+			err = c.signalWait(typ, in.ChunksExecute(), in.NumChunksExecute, &seq, in.CSFlags, timeout, &sobAddr, &sobCount)
+		case hl.HL_CS_FLAGS_RESERVE_SIGNALS_ONLY:
+			handle, sobAddr, count, err = c.reserveSignals(in.EncapsSignalsQIdx(), in.EncapsSignalsCount())
+		case hl.HL_CS_FLAGS_UNRESERVE_SIGNALS_ONLY:
+			err = c.unreserveSignals(in.EncapsSigHandleID())
 		default:
-			// SIGNAL, WAIT, COLLECTIVE_WAIT (sync stream) and RESERVE /
-			// UNRESERVE_SIGNALS_ONLY (encapsulated signals) are not
-			// simulated yet: refused as invalid.
-			err = unix.EINVAL
+			// A staged CS other than the first names its staged
+			// submission by the first CS's sequence number; the first
+			// names its encapsulated signals handle in the same field.
+			user := uint64(math.MaxUint64)
+			if in.CSFlags&hl.HL_CS_FLAGS_STAGED_SUBMISSION != 0 && in.CSFlags&hl.HL_CS_FLAGS_STAGED_SUBMISSION_FIRST == 0 {
+				user = in.Seq()
+			}
+			seq = user
+			err = c.submit(in.ChunksExecute(), in.NumChunksExecute, &seq, in.CSFlags, timeout, in.EncapsSigHandleID())
 		}
 	}
 	if err == unix.EAGAIN {
@@ -344,7 +390,13 @@ func (f *File) csIoctl(a *hl.CSArgs) error {
 	out := a.Out()
 	switch typ {
 	case hl.HL_CS_FLAGS_RESERVE_SIGNALS_ONLY:
-		// handle_id, sob_base_addr_offset and count: 0 here.
+		out.SetHandleID(handle)
+		out.SOBBaseAddrOffset = sobAddr
+		out.SetCount(count)
+	case hl.HL_CS_FLAGS_SIGNAL:
+		out.SOBBaseAddrOffset = sobAddr
+		out.SOBCountBeforeSubmission = sobCount
+		out.SetSeq(seq)
 	case 0:
 		out.SOBCountBeforeSubmission = sobCount
 		out.SetSeq(seq)
@@ -410,7 +462,8 @@ func (c *csCtx) restore(in *hl.CSIn, seq *uint64) error {
 	n := in.NumChunksRestore
 	var err error
 	if n != 0 {
-		err = c.submit(in.ChunksRestore(), n, seq, 0, c.dev.prof.defaultTimeout())
+		*seq = math.MaxUint64
+		err = c.submit(in.ChunksRestore(), n, seq, 0, c.dev.prof.defaultTimeout(), 0)
 	}
 	c.restoreMu.Unlock()
 	if err != nil || n == 0 {
@@ -480,6 +533,11 @@ func (c *csCtx) allocate(flags uint32, timeout time.Duration) (*cs, error) {
 	s.stamp = flags&hl.HL_CS_FLAGS_TIMESTAMP != 0
 	s.skip = flags&hl.HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT != 0
 	s.untracked = false
+	s.typ = csType(flags &^ hl.HL_CS_FLAGS_FORCE_RESTORE)
+	s.encaps = flags&hl.HL_CS_FLAGS_ENCAP_SIGNALS != 0
+	s.staging = staged{seq: c.seq}
+	s.sigFence, s.encapsHdl, s.encapsOff, s.sobAddr, s.initialSOBs = nil, nil, 0, 0, 0
+	fc.typ = s.typ
 	s.doneTS.Store(0)
 	s.submitted, s.completed, s.timedout, s.aborted, s.tdrActive = false, false, false, false, false
 	s.refs.Store(1)
@@ -487,24 +545,23 @@ func (c *csCtx) allocate(flags uint32, timeout time.Duration) (*cs, error) {
 	return s, nil
 }
 
-// submit is cs_ioctl_default.
-func (c *csCtx) submit(chunksPtr uint64, n uint32, seq *uint64, flags uint32, timeout time.Duration) error {
+// submit is cs_ioctl_default. *seq holds the staged submission's sequence
+// number for a staged CS other than the first, and receives the CS's
+// (the staged submission's for a staged CS).
+func (c *csCtx) submit(chunksPtr uint64, n uint32, seq *uint64, flags uint32, timeout time.Duration, encapsID uint32) error {
+	user := *seq
 	*seq = math.MaxUint64
 	buf, err := c.copyChunks(chunksPtr, n)
 	if err != nil {
 		return err
-	}
-	if flags&hl.HL_CS_FLAGS_STAGED_SUBMISSION != 0 {
-		// Gaudi's staged submissions are not simulated yet.
-		c.putChunks(buf)
-		return unix.EINVAL
 	}
 	s, err := c.allocate(flags, timeout)
 	if err != nil {
 		c.putChunks(buf)
 		return err
 	}
-	*seq = s.seq
+	s.stage(flags, user, encapsID)
+	*seq = s.staging.seq
 	err = c.buildJobs(s, buf.b)
 	c.putChunks(buf)
 	if err != nil {
@@ -536,9 +593,12 @@ func (c *csCtx) buildJobs(s *cs, chunks []hl.CSChunk) error {
 		}
 		j := s.newJob()
 		j.cs, j.q, j.id, j.qtype = s, c.hw.queues[ch.QueueIndex], i+1, qt
-		j.tracked = qt == queueExt || qt == queueHW
-		if j.tracked {
+		ext := qt == queueExt || qt == queueHW
+		j.tracked = ext && s.needsCompletion()
+		if ext {
 			intOnly = false
+		}
+		if j.tracked {
 			s.refs.Add(1)
 		} else {
 			s.untracked = true
@@ -554,7 +614,7 @@ func (c *csCtx) buildJobs(s *cs, chunks []hl.CSChunk) error {
 			return err
 		}
 	}
-	if intOnly {
+	if intOnly && s.needsCompletion() {
 		c.drop(dropValidation)
 		return unix.EINVAL
 	}
@@ -712,8 +772,14 @@ func (hw *hwState) schedule(s *cs) error {
 		s.c.drop(dropQueueFull)
 		return err
 	}
+	if err := hw.initSyncLocked(s); err != nil {
+		return err
+	}
+	if err := hw.joinStagedLocked(s); err != nil {
+		return err
+	}
 	hw.mirror = append(hw.mirror, s)
-	if len(hw.mirror) == 1 {
+	if len(hw.mirror) == 1 && s.needsTimeout() {
 		hw.armTDRLocked(s)
 	}
 	for _, j := range s.jobs {
@@ -778,14 +844,22 @@ func (hw *hwState) removeMirrorLocked(s *cs) {
 // handleTDRLocked is cs_handle_tdr: a completed CS's timer stops and the
 // oldest CS left gets one. hw.mu must be held.
 func (hw *hwState) handleTDRLocked(s *cs) {
+	if !s.needsTimeout() {
+		return // a staged part after the first: the first part's TDR
+	}
 	if hw.tdrCS == s {
 		hw.tdrCS = nil // the timer, left running, will find no CS
 	}
 	if s.timedout {
 		return
 	}
-	if len(hw.mirror) > 0 && !hw.mirror[0].tdrActive && hw.d.State().operational() {
-		hw.armTDRLocked(hw.mirror[0])
+	for _, m := range hw.mirror {
+		if m.needsTimeout() {
+			if !m.tdrActive && hw.d.State().operational() {
+				hw.armTDRLocked(m)
+			}
+			break
+		}
 	}
 }
 
@@ -822,8 +896,12 @@ func (hw *hwState) timedOut() {
 	}
 }
 
-// rollback is cs_rollback: every job not completed is completed now.
+// rollback is cs_rollback: a staged CS drops its staged reference, and
+// every job not completed is completed now.
 func (s *cs) rollback() {
+	if !s.needsCompletion() {
+		s.put()
+	}
 	for _, j := range s.jobs {
 		if j.tracked && j.done.CompareAndSwap(false, true) {
 			j.releaseSlot()

@@ -332,7 +332,7 @@ func TestCSFailuresGaudi2(t *testing.T) {
 		{name: "no chunks", errno: unix.EINVAL, counter: -1},
 		{name: "staged", chunks: with(func(*chunk) {}), flags: hl.HL_CS_FLAGS_STAGED_SUBMISSION, errno: unix.EPERM, counter: -1},
 		{name: "two types", chunks: with(func(*chunk) {}), flags: hl.HL_CS_FLAGS_SIGNAL | hl.HL_CS_FLAGS_WAIT, errno: unix.EINVAL, counter: -1},
-		{name: "signal", chunks: with(func(*chunk) {}), flags: hl.HL_CS_FLAGS_SIGNAL, errno: unix.EINVAL, counter: -1},
+		{name: "signal on a NIC queue", chunks: with(func(c *chunk) { c.queue = 156 }), flags: hl.HL_CS_FLAGS_SIGNAL, errno: unix.EINVAL, counter: dropValidation},
 		{name: "513 chunks", chunks: many[:], errno: unix.EINVAL, counter: dropValidation},
 		{name: "bad pointer", ptr: 8, n: 2, errno: unix.EFAULT, counter: dropValidation},
 		{name: "queue 261", chunks: with(func(c *chunk) { c.queue = 261 }), errno: unix.EINVAL, counter: dropValidation, seqUsed: true},
@@ -359,7 +359,7 @@ func TestCSFailuresGaudi2(t *testing.T) {
 	}
 	// The totals count too.
 	c := csDropCounters(t, f)
-	if c.TotalValidationDropCnt != c.CtxValidationDropCnt || c.CtxValidationDropCnt != 5 || c.CtxParsingDropCnt != 3 {
+	if c.TotalValidationDropCnt != c.CtxValidationDropCnt || c.CtxValidationDropCnt != 6 || c.CtxParsingDropCnt != 3 {
 		t.Fatalf("counters %+v", c)
 	}
 	f.dev.SetState(NeedsReset)
@@ -395,7 +395,7 @@ func TestCSFailuresGaudi(t *testing.T) {
 		{name: "internal only", chunks: one(intCB), errno: unix.EINVAL, counter: dropValidation, seqUsed: true},
 		{name: "NIC", chunks: one(chunk{queue: 73, handle: intCB.handle, size: 8}), errno: unix.EINVAL, counter: dropParsing, seqUsed: true},
 		{name: "internal CB address", chunks: one(chunk{queue: 9, handle: 8, size: 8}), errno: unix.EFAULT, counter: dropParsing, seqUsed: true},
-		{name: "staged", chunks: one(kcb(nop, 8)), flags: hl.HL_CS_FLAGS_STAGED_SUBMISSION | hl.HL_CS_FLAGS_STAGED_SUBMISSION_FIRST, errno: unix.EINVAL, counter: -1},
+		{name: "staged part without its first", chunks: one(kcb(nop, 8)), flags: hl.HL_CS_FLAGS_STAGED_SUBMISSION, errno: unix.EINVAL, counter: -1, seqUsed: true},
 		{name: "engine cores", flags: hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND, errno: unix.EPERM, counter: -1},
 	})
 	// An external job with an internal one is fine; the internal job runs.

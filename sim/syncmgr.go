@@ -50,12 +50,16 @@ type payload struct {
 // syncMgr holds the ASIC's sync managers.
 type syncMgr struct {
 	mu     sync.Mutex
+	prof   *profile
 	lay    smLayout
 	blocks []*smBlock
+
+	// streams are the queues' sync stream states (signal.go), by queue.
+	streams map[uint32]*syncStream
 }
 
 func newSyncMgr(p *profile) *syncMgr {
-	s := &syncMgr{}
+	s := &syncMgr{prof: p, streams: map[uint32]*syncStream{}}
 	var bases []uint64
 	if p.dramVirtual {
 		s.lay = gaudi2SMLayout
@@ -84,6 +88,7 @@ func (s *syncMgr) reset() {
 		b.mons = make([]monitor, s.lay.mons)
 		b.armed = map[uint32]struct{}{}
 	}
+	s.resetStreamsLocked()
 }
 
 // block returns the sync manager whose registers hold addr and the offset

@@ -1,0 +1,27 @@
+// Package stream provides sync streams, signals, encapsulated signals,
+// multi-CS and interrupt waits, and timestamps: the parts of the driver's
+// CS and WAIT_CS ioctls that order work between queues and report when it
+// finished, as hl-thunk's signal, wait, staged submission, multi-CS,
+// interrupt and timestamp functions do.
+//
+// A Streams wraps an open compute device (device.Device). Its methods
+// issue one ioctl each, the way hl-thunk does, but return Go values and
+// errors:
+//
+//   - Signal, WaitForSignal and CollectiveWait submit the driver-made
+//     signal and wait command submissions of a queue's sync stream;
+//   - Reserve and Unreserve manage encapsulated signals, which a staged
+//     submission (Submit with Staged) claims and WaitForReserved waits on;
+//   - Wait, WaitMulti and PollMulti wait for command submissions, with
+//     their completion timestamps;
+//   - WaitInterrupt and WaitKernelCQ wait for user interrupts, and
+//     TimestampBuffer with RegisterTimestamp has the driver record when an
+//     interrupt brought a counter to its target.
+//
+// Errors keep the driver's errno (errors.Is(err, unix.EINVAL)); requests an
+// ASIC refuses by design (EPERM: multi-CS waits and staged submissions on
+// Gaudi2, user interrupts on Gaudi) also match ErrNotSupported.
+//
+// Blocking waits take a context.Context and are issued in slices, so
+// cancelling the context ends them promptly.
+package stream

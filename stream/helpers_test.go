@@ -1,0 +1,288 @@
+package stream_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/packet"
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/stream"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// rig is one simulated device opened through the public packages.
+type rig struct {
+	asic sim.ASIC
+	sys  *sim.System
+	dev  *device.Device
+	s    *stream.Streams
+	mem  *memory.Manager
+	f    packet.Format
+}
+
+func newRig(t *testing.T, asic sim.ASIC) *rig {
+	t.Helper()
+	cfg := sim.Default(asic, 1)
+	cfg.LockDir = t.TempDir()
+	sys, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sys.Close() })
+	r := &rig{asic: asic, sys: sys, f: packet.Gaudi2}
+	if asic == sim.Gaudi {
+		r.f = packet.Gaudi
+	}
+	r.open(t)
+	return r
+}
+
+// open opens the device (again).
+func (r *rig) open(t *testing.T) {
+	t.Helper()
+	d, err := device.OpenSim(r.sys.Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	m, err := memory.New(d, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	s, err := stream.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dev, r.mem, r.s = d, m, s
+}
+
+// close closes the device and its managers.
+func (r *rig) close() {
+	r.mem.Close()
+	r.dev.Close()
+}
+
+func (r *rig) engine(t *testing.T, opts dma.Options) *dma.Engine {
+	t.Helper()
+	if opts.Streams == 0 {
+		opts.Streams = 1
+	}
+	e, err := dma.New(r.mem, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// Queues: host to device and device to host, stream 0 of each, as
+// hl-thunk's tests choose them.
+func (r *rig) down() uint32 {
+	if r.asic == sim.Gaudi {
+		return uint32(hl.GAUDI_QUEUE_ID_DMA_0_0)
+	}
+	return uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_0)
+}
+
+func (r *rig) up() uint32 {
+	if r.asic == sim.Gaudi {
+		return uint32(hl.GAUDI_QUEUE_ID_DMA_1_0)
+	}
+	return uint32(hl.GAUDI2_QUEUE_ID_PDMA_1_0)
+}
+
+// cb is a command buffer the queues can run: a kernel CB on Gaudi, a
+// kernel CB mapped into the device MMU and given by address on Gaudi2.
+type cb struct {
+	handle uint64
+	va     uint64
+	mem    []byte
+}
+
+func (r *rig) newCB(t *testing.T, b []byte) cb {
+	t.Helper()
+	io := r.dev.Ioctl()
+	var a hl.CBArgs
+	a.In().Op = hl.HL_CB_OP_CREATE
+	a.In().CBSize = uint32(max(len(b), 4096))
+	if r.asic == sim.Gaudi2 {
+		a.In().Flags = hl.HL_CB_FLAGS_MAP
+	}
+	if err := io.CB(&a); err != nil {
+		t.Fatal(err)
+	}
+	c := cb{handle: a.Out().CBHandle()}
+	mem, err := io.Mmap(int64(c.handle), (max(len(b), 4096)+4095)&^4095, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mem = mem
+	copy(mem, b)
+	if r.asic == sim.Gaudi2 {
+		var i hl.CBArgs
+		i.In().Op = hl.HL_CB_OP_INFO
+		i.In().CBHandle = c.handle
+		i.In().Flags = hl.HL_CB_FLAGS_GET_DEVICE_VA
+		if err := io.CB(&i); err != nil {
+			t.Fatal(err)
+		}
+		c.va = i.Out().DeviceVA()
+	}
+	t.Cleanup(func() {
+		io.Munmap(mem)
+		var d hl.CBArgs
+		d.In().Op = hl.HL_CB_OP_DESTROY
+		d.In().CBHandle = c.handle
+		io.CB(&d)
+	})
+	return c
+}
+
+// chunk returns the chunk that runs the first n bytes of c on queue.
+func (r *rig) chunk(c cb, queue uint32, n int) stream.Chunk {
+	if r.asic == sim.Gaudi2 {
+		return stream.Chunk{Queue: queue, CB: c.va, Size: uint32(n), UserCB: true}
+	}
+	return stream.Chunk{Queue: queue, CB: c.handle, Size: uint32(n)}
+}
+
+// run submits packets on queue and returns the sequence number.
+func (r *rig) run(t *testing.T, queue uint32, b []byte, opts ...stream.Option) uint64 {
+	t.Helper()
+	c := r.newCB(t, b)
+	seq, err := r.s.Submit([]stream.Chunk{r.chunk(c, queue, len(b))}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// build encodes packets.
+func (r *rig) build(t *testing.T, fn func(b *packet.Builder)) []byte {
+	t.Helper()
+	b := packet.NewBuilder(r.f, nil)
+	fn(&b)
+	if b.Err() != nil {
+		t.Fatal(b.Err())
+	}
+	return b.Bytes()
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (r *rig) wait(t *testing.T, seq uint64) stream.Completion {
+	t.Helper()
+	c, err := r.s.Wait(ctxT(t), seq)
+	if err != nil {
+		t.Fatalf("wait %d: %v", seq, err)
+	}
+	return c
+}
+
+func asics() []sim.ASIC { return []sim.ASIC{sim.Gaudi2, sim.Gaudi} }
+
+type packetBuilder = packet.Builder
+
+var nopPacket = packet.Nop{}
+
+func ctxShort(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// userSync is a user SOB and monitor from INFO SYNC_MANAGER (dcore 0),
+// rounded up to a multiple of 8 as hl-thunk's long mode test does.
+type userSync struct{ sob, mon uint16 }
+
+func (r *rig) firstSOB(t *testing.T) userSync {
+	t.Helper()
+	sm, err := r.dev.SyncManager(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return userSync{sob: uint16((sm.FirstSyncObject + 7) &^ 7), mon: uint16((sm.FirstMonitor + 7) &^ 7)}
+}
+
+// Register layout facts for the user sync manager the queues' MSG_SHORT
+// bases 0 (monitors) and 1 (SOBs) reach: Gaudi's east-north, Gaudi2's
+// DCORE0 (offsets from MON_PAY_ADDRL_0).
+func (r *rig) monRegs() (payH, data, arm, cfg uint16) {
+	if r.asic == sim.Gaudi {
+		return 0x800, 0x1000, 0x1800, 0
+	}
+	return 0x2000, 0x4000, 0x6000, 0x8000
+}
+
+// fenceAddr is the CP_FENCE0_RDATA register of stream 0 of queue's QMAN.
+func (r *rig) fenceAddr(queue uint32) uint64 {
+	if r.asic == sim.Gaudi {
+		qm := uint64(0x508000)
+		if queue >= 4 {
+			qm = 0x528000
+		}
+		return 0x7FFC000000 + qm + 0x308 + uint64(queue%4)*4
+	}
+	qm := uint64(0x4C8A000)
+	if queue >= 4 {
+		qm = 0x4C9A000
+	}
+	return 0x1000007FF8000000 + qm + 0x290 + uint64(queue%4)*4
+}
+
+// setSOB returns a CB that sets a user SOB.
+func (r *rig) setSOB(t *testing.T, sob uint16, v uint16) []byte {
+	return r.build(t, func(b *packet.Builder) { r.sobWrite(t, b, sob, v, false, false) })
+}
+
+func (r *rig) sobWrite(t *testing.T, b *packet.Builder, sob uint16, v uint16, add, long bool) {
+	w, err := packet.SOBUpdate{Value: v, Add: add, LongMode: long}.Word(r.f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.MsgShort(packet.MsgShort{Header: packet.Header{MsgBarrier: true, RegBarrier: r.asic == sim.Gaudi}, Value: w, Offset: sob * 4, Base: 1})
+}
+
+// monitor appends hl-thunk's add_monitor: payload address, data, then the
+// arm (EQUAL on one SOB) of mon.
+func (r *rig) monitor(t *testing.T, b *packet.Builder, sob, mon uint16, val uint16, addr uint64, payload uint32) {
+	payH, data, arm, _ := r.monRegs()
+	w := func(off uint16, v uint32) {
+		b.MsgShort(packet.MsgShort{Header: packet.Header{RegBarrier: r.asic == sim.Gaudi}, Value: v, Offset: off + mon*4, Base: 0})
+	}
+	w(0, uint32(addr))
+	w(payH, uint32(addr>>32))
+	w(data, payload)
+	m, err := packet.SOBMask(sob, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw, err := packet.MonArm{Group: uint8(sob / 8), Mask: m, Equal: true, Value: val}.Word(r.f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.MsgShort(packet.MsgShort{Header: packet.Header{MsgBarrier: true, RegBarrier: r.asic == sim.Gaudi}, Value: aw, Offset: arm + mon*4, Base: 0})
+}
+
+// monitorFence is hl-thunk's add_monitor_and_fence on stream 0 of queue:
+// the monitor writes 1 to the queue's fence counter 0 when sob equals val,
+// and a FENCE waits for it; then runs after.
+func (r *rig) monitorFence(t *testing.T, queue uint32, u userSync, mon uint16, val uint16, then func(b *packet.Builder)) []byte {
+	return r.build(t, func(b *packet.Builder) {
+		r.monitor(t, b, u.sob, mon, val, r.fenceAddr(queue), 1)
+		b.Fence(packet.Fence{Header: packet.Header{MsgBarrier: true, RegBarrier: r.asic == sim.Gaudi}, ID: 0, Target: 1, Dec: 1})
+		if then != nil {
+			then(b)
+		}
+	})
+}

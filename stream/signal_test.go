@@ -1,0 +1,240 @@
+package stream_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/stream"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// signalWaitDMA is one round of hl-thunk's test_signal_wait_dma: DMA host
+// to device on the down queue, a signal CS behind it on the same queue, a
+// wait CS for that signal on the up queue, and a DMA device to host behind
+// the wait. The copy back must see the first copy's bytes: only the
+// signal/wait pair orders the two queues.
+func signalWaitDMA(t *testing.T, r *rig, e *dma.Engine, size uint64, seed byte) error {
+	src, err := r.mem.AllocHost(size, memory.HostOptions{})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := r.mem.AllocHost(size, memory.HostOptions{})
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	dev, err := r.mem.Alloc(size, memory.AllocOptions{})
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	for i := range src.Bytes() {
+		src.Bytes()[i] = byte(i*7) + seed
+	}
+	in, err := e.StartCopy(dev.VA(), src.VA(), size)
+	if err != nil {
+		return err
+	}
+	sig, sob, err := r.s.Signal(r.down())
+	if err != nil {
+		return fmt.Errorf("signal: %w", err)
+	}
+	_ = sob
+	wseq, err := r.s.WaitForSignal(r.up(), sig)
+	if err != nil {
+		return fmt.Errorf("wait for signal: %w", err)
+	}
+	out, err := e.StartCopy(dst.VA(), dev.VA(), size)
+	if err != nil {
+		return err
+	}
+	ctx := ctxT(t)
+	if err := out.Wait(ctx); err != nil {
+		return err
+	}
+	if err := in.Wait(ctx); err != nil {
+		return err
+	}
+	if wseq != stream.NoSeq {
+		if _, err := r.s.Wait(ctx, wseq); err != nil {
+			return err
+		}
+	}
+	if _, err := r.s.Wait(ctx, sig); err != nil {
+		return err
+	}
+	if !bytes.Equal(src.Bytes(), dst.Bytes()) {
+		return errors.New("device to host copy did not see the host to device copy")
+	}
+	return nil
+}
+
+// TestSignalWaitDMA is test_signal_wait_dma: on both ASICs (hl-thunk runs
+// it on Gaudi; the 6.12 driver supports sync streams on Gaudi2 too).
+func TestSignalWaitDMA(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) {
+			r := newRig(t, a)
+			e := r.engine(t, dma.Options{})
+			for i := 0; i < 3; i++ {
+				if err := signalWaitDMA(t, r, e, 1<<20, byte(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestSignalWaitParallel is test_signal_wait_parallel: several goroutines
+// each run signal/wait DMA rounds on one device file.
+func TestSignalWaitParallel(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) {
+			r := newRig(t, a)
+			e := r.engine(t, dma.Options{})
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for g := 0; g < 8; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 4; i++ {
+						if err := signalWaitDMA(t, r, e, 64<<10, byte(g*16+i)); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestSignalWait is test_signal_wait: a wait CS stops its queue until the
+// signal ran; a NOP-free queue shows it. The signal sits behind a fence
+// nothing releases until the test writes the SOB the fence waits on, so
+// the wait CS cannot complete before that.
+func TestSignalWait(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) {
+			r := newRig(t, a)
+			first := r.firstSOB(t)
+			// The down queue blocks on a user SOB first.
+			gate := r.run(t, r.down(), r.monitorFence(t, r.down(), first, first.mon, 1, nil))
+			sig, sob, err := r.s.Signal(r.down(), stream.WithTimestamp())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.asic == sim.Gaudi && sob.Addr == 0 {
+				t.Errorf("Gaudi signal SOB address 0")
+			}
+			if r.asic == sim.Gaudi2 && sob.Addr != 0 {
+				t.Errorf("Gaudi2 signal SOB address %#x, want 0 (gaudi2_get_sob_addr)", sob.Addr)
+			}
+			w, err := r.s.WaitForSignal(r.up(), sig, stream.WithTimestamp())
+			if err != nil || w == stream.NoSeq {
+				t.Fatalf("WaitForSignal = %d, %v", w, err)
+			}
+			if res, err := r.s.Wait(ctxShort(t), w); err == nil {
+				t.Fatalf("wait CS completed before its signal: %+v", res)
+			}
+			// Release the gate: set the user SOB from a third queue (the
+			// up queue waits behind the wait CS).
+			r.run(t, r.down()+1, r.setSOB(t, first.sob, 1))
+			cw := r.wait(t, w)
+			cs := r.wait(t, sig)
+			r.wait(t, gate)
+			if cs.Timestamp == 0 || cw.Timestamp == 0 || cw.Timestamp < cs.Timestamp {
+				t.Errorf("signal done at %v, wait at %v: want signal first, both stamped", cs.Timestamp, cw.Timestamp)
+			}
+			// Now the signal is done: another wait for it submits nothing.
+			w2, err := r.s.WaitForSignal(r.up(), sig)
+			if err != nil || w2 != stream.NoSeq {
+				t.Errorf("wait for a completed signal = %#x, %v; want NoSeq, nil", w2, err)
+			}
+		})
+	}
+}
+
+// TestSignalCounts checks what a signal CS answers: the value the signal
+// brings the SOB to grows by one per signal of the queue, from 1, and each
+// queue has its own stream.
+func TestSignalCounts(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) {
+			r := newRig(t, a)
+			var last [2]stream.SOB
+			for i := 0; i < 5; i++ {
+				for k, q := range []uint32{r.down(), r.up()} {
+					seq, sob, err := r.s.Signal(q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if int(sob.Value) != i+1 {
+						t.Errorf("queue %d signal %d: value %d, want %d", q, i, sob.Value, i+1)
+					}
+					if i > 0 && sob.Addr != last[k].Addr {
+						t.Errorf("queue %d: SOB moved from %#x to %#x", q, last[k].Addr, sob.Addr)
+					}
+					last[k] = sob
+					r.wait(t, seq)
+				}
+			}
+			if a == sim.Gaudi && last[0].Addr == last[1].Addr {
+				t.Errorf("two queues share SOB %#x", last[0].Addr)
+			}
+		})
+	}
+}
+
+// TestSignalWaitRules checks the driver's refusals, in its order.
+func TestSignalWaitRules(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) {
+			r := newRig(t, a)
+			internal := uint32(hl.GAUDI_QUEUE_ID_DMA_2_0) // no sync stream on Gaudi
+			if a == sim.Gaudi2 {
+				internal = uint32(hl.GAUDI2_QUEUE_ID_NIC_0_0)
+			}
+			seq, _, err := r.s.Signal(r.down())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.wait(t, seq)
+			nop := r.run(t, r.down(), r.build(t, func(b *packetBuilder) { b.Nop(nopPacket) }))
+			r.wait(t, nop)
+			for _, tc := range []struct {
+				name string
+				fn   func() error
+				want error
+			}{
+				{"signal on a queue without sync stream", func() error { _, _, err := r.s.Signal(internal); return err }, unix.EINVAL},
+				{"signal on a queue out of range", func() error { _, _, err := r.s.Signal(1000); return err }, unix.EINVAL},
+				{"wait for a sequence never given", func() error { _, err := r.s.WaitForSignal(r.up(), seq+1000); return err }, unix.EINVAL},
+				{"wait for a CS that is not a signal", func() error { _, err := r.s.WaitForSignal(r.up(), nop); return err }, unix.EINVAL},
+				{"collective wait", func() error {
+					_, err := r.s.CollectiveWait(r.down(), seq, uint32(hl.GAUDI_ENGINE_ID_DMA_5))
+					return err
+				}, unix.EINVAL},
+				{"collective wait on an internal queue", func() error { _, err := r.s.CollectiveWait(internal, seq, 0); return err }, unix.EINVAL},
+			} {
+				if err := tc.fn(); !errors.Is(err, tc.want) {
+					t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+				}
+			}
+		})
+	}
+}
