@@ -51,8 +51,9 @@ var (
 //	ENOTTY, EPROTONOSUPPORT,
 //	EOPNOTSUPP                   ErrNotSupported
 //	EINVAL                       ErrBadDriverID (first request on a file only)
-//	EBADF                        ErrClosed (except Op "REG_DMABUF_MR", where it
-//	                             means the dma-buf descriptor is bad)
+//	EBADF                        ErrClosed (except from the kernel for Op
+//	                             "REG_DMABUF_MR", where it means the dma-buf
+//	                             descriptor is bad)
 type Error struct {
 	// Op names the request in the kernel's spelling: "GET_CONTEXT",
 	// "QUERY_DEVICE", "QUERY_PORT", "QUERY_GID_TABLE", "ALLOC_PD",
@@ -64,6 +65,7 @@ type Error struct {
 	Errno unix.Errno
 
 	firstCall bool // the request was the first on its file
+	closed    bool // refused by this package: the object was closed
 }
 
 // Error returns a short description such as
@@ -74,6 +76,8 @@ func (e *Error) Error() string {
 		s += " " + e.Device
 	}
 	switch {
+	case e.closed:
+		return s + ": " + ErrClosed.Error()
 	case e.Op == opRegDMABufMR && (e.Errno == unix.EOPNOTSUPP || e.Errno == unix.EPROTONOSUPPORT):
 		return s + ": " + ErrDMABufNotSupported.Error() + " (" + e.Errno.Error() + ")"
 	case e.firstCall && e.Errno == unix.EINVAL:
@@ -96,7 +100,7 @@ func (e *Error) Is(target error) bool {
 	case ErrBadDriverID:
 		return e.firstCall && e.Errno == unix.EINVAL
 	case ErrClosed:
-		return e.Errno == unix.EBADF && e.Op != opRegDMABufMR
+		return e.closed || e.Errno == unix.EBADF && e.Op != opRegDMABufMR
 	}
 	return false
 }
@@ -117,5 +121,5 @@ const (
 
 // closedErr is the error of a call on a closed object.
 func closedErr(op, dev string) error {
-	return &Error{Op: op, Device: dev, Errno: unix.EBADF}
+	return &Error{Op: op, Device: dev, Errno: unix.EBADF, closed: true}
 }
