@@ -67,6 +67,9 @@ type bpfConfig struct {
 	NrMmap      uint32
 	NrClose     uint32
 	RegOff      [6]uint32
+	NrRegOff    uint32
+	FuncRegOff  [3]uint32
+	RetRegOff   uint32
 	WakeupBytes uint32
 }
 
@@ -369,8 +372,12 @@ const (
 	bpfProgEnterMmap       = "enter_mmap"
 	bpfProgEnterOpenat     = "enter_openat"
 	bpfProgExitSyscall     = "exit_syscall"
+	bpfProgFentryIoctl     = "fentry_ioctl"
+	bpfProgFexitIoctl      = "fexit_ioctl"
 	bpfProgFuncEnter       = "func_enter"
 	bpfProgFuncExit        = "func_exit"
+	bpfProgKprobeIoctl     = "kprobe_ioctl"
+	bpfProgKretprobeIoctl  = "kretprobe_ioctl"
 	bpfProgRawEnter        = "raw_enter"
 	bpfProgRawExit         = "raw_exit"
 	bpfVarUapiLayoutsForGo = "uapi_layouts_for_go"
@@ -418,15 +425,19 @@ type bpfSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfProgramSpecs struct {
-	EnterClose  *ebpf.ProgramSpec `ebpf:"enter_close"`
-	EnterIoctl  *ebpf.ProgramSpec `ebpf:"enter_ioctl"`
-	EnterMmap   *ebpf.ProgramSpec `ebpf:"enter_mmap"`
-	EnterOpenat *ebpf.ProgramSpec `ebpf:"enter_openat"`
-	ExitSyscall *ebpf.ProgramSpec `ebpf:"exit_syscall"`
-	FuncEnter   *ebpf.ProgramSpec `ebpf:"func_enter"`
-	FuncExit    *ebpf.ProgramSpec `ebpf:"func_exit"`
-	RawEnter    *ebpf.ProgramSpec `ebpf:"raw_enter"`
-	RawExit     *ebpf.ProgramSpec `ebpf:"raw_exit"`
+	EnterClose     *ebpf.ProgramSpec `ebpf:"enter_close"`
+	EnterIoctl     *ebpf.ProgramSpec `ebpf:"enter_ioctl"`
+	EnterMmap      *ebpf.ProgramSpec `ebpf:"enter_mmap"`
+	EnterOpenat    *ebpf.ProgramSpec `ebpf:"enter_openat"`
+	ExitSyscall    *ebpf.ProgramSpec `ebpf:"exit_syscall"`
+	FentryIoctl    *ebpf.ProgramSpec `ebpf:"fentry_ioctl"`
+	FexitIoctl     *ebpf.ProgramSpec `ebpf:"fexit_ioctl"`
+	FuncEnter      *ebpf.ProgramSpec `ebpf:"func_enter"`
+	FuncExit       *ebpf.ProgramSpec `ebpf:"func_exit"`
+	KprobeIoctl    *ebpf.ProgramSpec `ebpf:"kprobe_ioctl"`
+	KretprobeIoctl *ebpf.ProgramSpec `ebpf:"kretprobe_ioctl"`
+	RawEnter       *ebpf.ProgramSpec `ebpf:"raw_enter"`
+	RawExit        *ebpf.ProgramSpec `ebpf:"raw_exit"`
 }
 
 // bpfMapSpecs contains maps before they are loaded into the kernel.
@@ -504,15 +515,19 @@ type bpfVariables struct {
 //
 // It can be passed to loadBpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfPrograms struct {
-	EnterClose  *ebpf.Program `ebpf:"enter_close"`
-	EnterIoctl  *ebpf.Program `ebpf:"enter_ioctl"`
-	EnterMmap   *ebpf.Program `ebpf:"enter_mmap"`
-	EnterOpenat *ebpf.Program `ebpf:"enter_openat"`
-	ExitSyscall *ebpf.Program `ebpf:"exit_syscall"`
-	FuncEnter   *ebpf.Program `ebpf:"func_enter"`
-	FuncExit    *ebpf.Program `ebpf:"func_exit"`
-	RawEnter    *ebpf.Program `ebpf:"raw_enter"`
-	RawExit     *ebpf.Program `ebpf:"raw_exit"`
+	EnterClose     *ebpf.Program `ebpf:"enter_close"`
+	EnterIoctl     *ebpf.Program `ebpf:"enter_ioctl"`
+	EnterMmap      *ebpf.Program `ebpf:"enter_mmap"`
+	EnterOpenat    *ebpf.Program `ebpf:"enter_openat"`
+	ExitSyscall    *ebpf.Program `ebpf:"exit_syscall"`
+	FentryIoctl    *ebpf.Program `ebpf:"fentry_ioctl"`
+	FexitIoctl     *ebpf.Program `ebpf:"fexit_ioctl"`
+	FuncEnter      *ebpf.Program `ebpf:"func_enter"`
+	FuncExit       *ebpf.Program `ebpf:"func_exit"`
+	KprobeIoctl    *ebpf.Program `ebpf:"kprobe_ioctl"`
+	KretprobeIoctl *ebpf.Program `ebpf:"kretprobe_ioctl"`
+	RawEnter       *ebpf.Program `ebpf:"raw_enter"`
+	RawExit        *ebpf.Program `ebpf:"raw_exit"`
 }
 
 func (p *bpfPrograms) Close() error {
@@ -522,8 +537,12 @@ func (p *bpfPrograms) Close() error {
 		p.EnterMmap,
 		p.EnterOpenat,
 		p.ExitSyscall,
+		p.FentryIoctl,
+		p.FexitIoctl,
 		p.FuncEnter,
 		p.FuncExit,
+		p.KprobeIoctl,
+		p.KretprobeIoctl,
 		p.RawEnter,
 		p.RawExit,
 	)

@@ -7,8 +7,10 @@
 // only the requests of the habanalabs driver, the uverbs ioctl and the
 // dma-buf ioctls, decodes the caller's argument structs on the way in and
 // out, and hands one event per finished call to user space through a ring
-// buffer. A second pair of programs, attached with fentry/fexit when the
-// kernel has BTF for them, times driver and dma-buf functions.
+// buffer. Instead of the system call, the same decoding can run at the
+// driver's ioctl entry functions, through kprobe/kretprobe or
+// fentry/fexit. A second pair of programs, attached with fentry/fexit when
+// the kernel has BTF for them, times driver and dma-buf functions.
 //
 // Nothing here comes from a system header: the few types, helpers and
 // kernel structs it needs are declared below, so the object builds with
@@ -66,6 +68,7 @@ static long (*bpf_ringbuf_output)(void *ringbuf, void *data, u64 size, u64 flags
 static u64 (*bpf_ringbuf_query)(void *ringbuf, u64 flags) = (void *)134;
 static void *(*bpf_task_storage_get)(void *map, void *task, void *value, u64 flags) = (void *)156;
 static void *(*bpf_get_current_task_btf)(void) = (void *)158;
+static void *(*bpf_task_pt_regs)(void *task) = (void *)175;
 static u64 (*bpf_get_attach_cookie)(void *ctx) = (void *)174;
 static long (*bpf_get_func_arg)(void *ctx, u32 n, u64 *value) = (void *)183;
 static long (*bpf_get_func_ret)(void *ctx, u64 *value) = (void *)184;
@@ -485,6 +488,13 @@ struct config {
 	u32 nr_mmap;
 	u32 nr_close;
 	u32 reg_off[6];
+	// For the kprobe and fentry programs: where struct pt_regs keeps the
+	// system call number (they read the ioctl's fd from the task's saved
+	// user registers), and for kprobes the first three arguments of a
+	// function call and its return value.
+	u32 nr_reg_off;
+	u32 func_reg_off[3];
+	u32 ret_reg_off;
 	// Wake the reader only when this many bytes wait in the ring buffer
 	// (it also polls): a wakeup per event costs an interrupt each.
 	u32 wakeup_bytes;
@@ -599,8 +609,22 @@ static __always_inline int want_task(struct config *cfg, u64 pid_tgid)
 	return 1;
 }
 
-// fd_rdev returns the device number (kernel dev_t) of the inode behind the
-// current task's file descriptor fd, or 0.
+// file_rdev returns the device number (kernel dev_t) of the inode behind
+// file, or 0.
+static __always_inline u32 file_rdev(struct file *file)
+{
+	struct inode *inode = 0;
+	u32 rdev = 0;
+
+	if (!file || kread(&inode, &file->f_inode) || !inode)
+		return 0;
+	if (kread(&rdev, &inode->i_rdev))
+		return 0;
+	return rdev;
+}
+
+// fd_rdev returns the device number of the inode behind the current
+// task's file descriptor fd, or 0.
 static __always_inline u32 fd_rdev(u32 fd)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -608,9 +632,7 @@ static __always_inline u32 fd_rdev(u32 fd)
 	struct fdtable *fdt = 0;
 	struct file **fdarr = 0;
 	struct file *file = 0;
-	struct inode *inode = 0;
 	unsigned int max_fds = 0;
-	u32 rdev = 0;
 
 	if (kread(&files, &task->files) || !files)
 		return 0;
@@ -620,13 +642,19 @@ static __always_inline u32 fd_rdev(u32 fd)
 		return 0;
 	if (kread(&fdarr, &fdt->fd) || !fdarr)
 		return 0;
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fdarr[fd]) || !file)
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fdarr[fd]))
 		return 0;
-	if (kread(&inode, &file->f_inode) || !inode)
-		return 0;
-	if (kread(&rdev, &inode->i_rdev))
-		return 0;
-	return rdev;
+	return file_rdev(file);
+}
+
+// read_reg reads the register saved at byte offset off of a struct
+// pt_regs. The mask keeps the offset in a range the verifier accepts; the
+// largest struct pt_regs (arm64) is smaller.
+static __always_inline u64 read_reg(const void *regs, u32 off)
+{
+	u64 v = 0;
+	bpf_probe_read_kernel(&v, sizeof(v), (const u8 *)regs + (off & 0x3f8));
+	return v;
 }
 
 static __always_inline u64 fd_key(u64 pid_tgid, s32 fd)
@@ -920,9 +948,14 @@ static __always_inline void enter_dmabuf(struct event *ev, enum call call, u64 a
 }
 
 // ---------------------------------------------------------------------------
-// The entry handlers, shared by the tracepoint and raw tracepoint programs.
+// The entry handlers, shared by the tracepoint, raw tracepoint, kprobe and
+// fentry programs.
 
-static __always_inline int ioctl_enter(u64 fd, u64 cmd, u64 arg)
+// ioctl_enter starts an ioctl event. The system call programs know the fd;
+// the driver function programs know the struct file (and the fd only from
+// the saved user registers, or -1), and may ask that the file's device
+// major be major (0: any).
+static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *file, u32 major)
 {
 	u32 req = (u32)cmd;
 	struct request *r = bpf_map_lookup_elem(&requests, &req);
@@ -934,8 +967,13 @@ static __always_inline int ioctl_enter(u64 fd, u64 cmd, u64 arg)
 	u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!want_task(cfg, pid_tgid))
 		return 0;
-	if (cfg->rdev && fd_rdev((u32)fd) != cfg->rdev)
-		return 0;
+	if (cfg->rdev || major) {
+		u32 rdev = file ? file_rdev(file) : fd_rdev((u32)fd);
+		if (cfg->rdev && rdev != cfg->rdev)
+			return 0;
+		if (major && rdev >> 20 != major)
+			return 0;
+	}
 
 	struct event *ev = begin();
 	if (!ev)
@@ -969,7 +1007,7 @@ static __always_inline int ioctl_enter(u64 fd, u64 cmd, u64 arg)
 		break;
 	}
 	// Last: it arms the slot for the exit handler.
-	start_event(ev, pid_tgid, call, (s32)fd, arg);
+	start_event(ev, pid_tgid, call, fd, arg);
 	return 0;
 }
 
@@ -1125,11 +1163,13 @@ static __always_inline void exit_body(struct event *ev, u64 pid_tgid)
 	if (fault)
 		ev->hdr.flags |= EVF_EXIT_FAULT;
 	// An fd the driver answered is one of its files: report its mmap and close.
-	if (ev->hdr.ret == 0 && ev->hdr.call <= CALL_DMABUF_IMPORT_SYNC_FILE)
+	if (ev->hdr.ret == 0 && ev->hdr.call <= CALL_DMABUF_IMPORT_SYNC_FILE && ev->hdr.fd >= 0)
 		follow_fd(pid_tgid, ev->hdr.fd);
 }
 
-static __always_inline int sys_exit(s64 ret)
+// finish_call ends the current thread's call in flight, if any, with its
+// return value: a system call's, or a driver function's.
+static __always_inline int finish_call(s64 ret)
 {
 	struct event *ev = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
 	if (!ev || ev->hdr.call == CALL_NONE)
@@ -1148,7 +1188,7 @@ static __always_inline int sys_exit(s64 ret)
 SEC("tracepoint/syscalls/sys_enter_ioctl")
 int enter_ioctl(struct syscall_enter_ctx *ctx)
 {
-	return ioctl_enter(ctx->args[0], ctx->args[1], ctx->args[2]);
+	return ioctl_enter((s32)ctx->args[0], ctx->args[1], ctx->args[2], 0, 0);
 }
 
 SEC("tracepoint/syscalls/sys_enter_openat")
@@ -1174,7 +1214,7 @@ int enter_close(struct syscall_enter_ctx *ctx)
 SEC("tracepoint/syscalls/sys_exit_ioctl")
 int exit_syscall(struct syscall_exit_ctx *ctx)
 {
-	return sys_exit(ctx->ret);
+	return finish_call(ctx->ret);
 }
 
 // ---------------------------------------------------------------------------
@@ -1183,10 +1223,7 @@ int exit_syscall(struct syscall_exit_ctx *ctx)
 
 static __always_inline u64 reg_arg(struct config *cfg, const void *regs, u32 i)
 {
-	u64 v = 0;
-	if (i < 6)
-		bpf_probe_read_kernel(&v, sizeof(v), (const u8 *)regs + cfg->reg_off[i]);
-	return v;
+	return i < 6 ? read_reg(regs, cfg->reg_off[i]) : 0;
 }
 
 SEC("raw_tracepoint/sys_enter")
@@ -1198,7 +1235,7 @@ int raw_enter(struct raw_tp_ctx *ctx)
 	const void *regs = (const void *)ctx->args[0];
 	u32 nr = (u32)ctx->args[1];
 	if (nr == cfg->nr_ioctl)
-		return ioctl_enter(reg_arg(cfg, regs, 0), reg_arg(cfg, regs, 1), reg_arg(cfg, regs, 2));
+		return ioctl_enter((s32)reg_arg(cfg, regs, 0), reg_arg(cfg, regs, 1), reg_arg(cfg, regs, 2), 0, 0);
 	if (nr == cfg->nr_openat)
 		return openat_enter(reg_arg(cfg, regs, 0), reg_arg(cfg, regs, 1), reg_arg(cfg, regs, 2),
 				    reg_arg(cfg, regs, 3));
@@ -1213,7 +1250,68 @@ int raw_enter(struct raw_tp_ctx *ctx)
 SEC("raw_tracepoint/sys_exit")
 int raw_exit(struct raw_tp_ctx *ctx)
 {
-	return sys_exit((s64)ctx->args[1]);
+	return finish_call((s64)ctx->args[1]);
+}
+
+// ---------------------------------------------------------------------------
+// Programs: kprobe/kretprobe or fentry/fexit on a driver's ioctl entry
+// functions, all of the shape long f(struct file *, unsigned int cmd,
+// unsigned long arg): hl_ioctl_control and drm_ioctl for habanalabs,
+// ib_uverbs_ioctl for uverbs. The attach cookie, when not 0, is the device
+// major the file must have (drm_ioctl serves every DRM driver). The entry
+// stashes the call in the thread's in-flight slot, as sys_enter does, and
+// the return finishes it with the function's return value.
+
+// syscall_fd returns the fd of the ioctl system call the current task is
+// in, from its saved user registers, or -1 when the task is in another
+// system call (a compat one, say).
+static __always_inline s32 syscall_fd(struct config *cfg)
+{
+	const void *regs = bpf_task_pt_regs(bpf_get_current_task_btf());
+	if ((u32)read_reg(regs, cfg->nr_reg_off) != cfg->nr_ioctl)
+		return -1;
+	return (s32)read_reg(regs, cfg->reg_off[0]);
+}
+
+SEC("kprobe/hl_ioctl_control")
+int kprobe_ioctl(void *ctx)
+{
+	struct config *cfg = get_config();
+	if (!cfg)
+		return 0;
+	struct file *file = (struct file *)read_reg(ctx, cfg->func_reg_off[0]);
+	return ioctl_enter(syscall_fd(cfg), read_reg(ctx, cfg->func_reg_off[1]), read_reg(ctx, cfg->func_reg_off[2]),
+			   file, (u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("kretprobe/hl_ioctl_control")
+int kretprobe_ioctl(void *ctx)
+{
+	struct config *cfg = get_config();
+	if (!cfg)
+		return 0;
+	return finish_call((s64)read_reg(ctx, cfg->ret_reg_off));
+}
+
+SEC("fentry/hl_ioctl_control")
+int fentry_ioctl(u64 *ctx)
+{
+	struct config *cfg = get_config();
+	if (!cfg)
+		return 0;
+	u64 file = 0, cmd = 0, arg = 0;
+	bpf_get_func_arg(ctx, 0, &file);
+	bpf_get_func_arg(ctx, 1, &cmd);
+	bpf_get_func_arg(ctx, 2, &arg);
+	return ioctl_enter(syscall_fd(cfg), cmd, arg, (struct file *)file, (u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("fexit/hl_ioctl_control")
+int fexit_ioctl(u64 *ctx)
+{
+	u64 ret = 0;
+	bpf_get_func_ret(ctx, &ret);
+	return finish_call((s64)ret);
 }
 
 // ---------------------------------------------------------------------------
@@ -1248,14 +1346,14 @@ int func_enter(u64 *ctx)
 	bpf_get_func_arg(ctx, 1, &b->args[1]);
 	bpf_get_func_arg(ctx, 2, &b->args[2]);
 
+	// A failed kread leaves its destination zero.
 	struct dma_buf *buf = 0;
+	const char *name = 0;
 	switch (b->arg_kind) {
 	case FARG_EXPORT_INFO: {
 		struct dma_buf_export_info *info = (void *)b->args[0];
-		const char *name = 0;
 		kread(&b->dmabuf_size, &info->size);
-		if (!kread(&name, &info->exp_name) && name)
-			bpf_probe_read_kernel_str(b->exp_name, sizeof(b->exp_name), name);
+		kread(&name, &info->exp_name);
 		break;
 	}
 	case FARG_DMA_BUF:
@@ -1270,11 +1368,11 @@ int func_enter(u64 *ctx)
 		break;
 	}
 	if (buf) {
-		const char *name = 0;
 		kread(&b->dmabuf_size, &buf->size);
-		if (!kread(&name, &buf->exp_name) && name)
-			bpf_probe_read_kernel_str(b->exp_name, sizeof(b->exp_name), name);
+		kread(&name, &buf->exp_name);
 	}
+	if (name)
+		bpf_probe_read_kernel_str(b->exp_name, sizeof(b->exp_name), name);
 
 	u64 key = fcall_key(pid_tgid, cookie);
 	if (bpf_map_update_elem(&fcalls, &key, &ev, BPF_ANY))

@@ -9,7 +9,8 @@
 // Usage:
 //
 //	hltrace [-p pid] [-c comm] [-d /dev/accel/accel0] [-json] [-summary]
-//	        [-transfers] [-decode-cb] [-duration 10s] [-probe auto|tracepoint|raw]
+//	        [-transfers] [-decode-cb] [-duration 10s]
+//	        [-probe auto|tracepoint|raw|kprobe|fentry] [-func f1,f2]
 //
 // By default it prints one line per call: time, pid, tid, comm, call,
 // decoded arguments, "->" decoded results, "=" the return value or errno
@@ -27,11 +28,26 @@
 // It attaches to the per-syscall tracepoints sys_{enter,exit}_{ioctl,
 // openat,mmap,close} (tracefs, which it mounts when needed) and falls back
 // to the raw sys_enter/sys_exit tracepoints (-probe raw), which need no
-// tracefs; it needs no kprobes. Where the kernel has BTF for them it also
-// times, with fentry/fexit, the habanalabs ioctl handlers (hl_*_ioctl,
-// hl_ioctl_control), ib_uverbs_ioctl, and dma_buf_export, dma_buf_attach,
-// dma_buf_dynamic_attach and dma_buf_map_attachment; the banner lists what
-// is attached, what is absent and what the kernel refused.
+// tracefs; it needs no kprobes. -probe auto (the default) picks the first
+// of those two that the kernel offers. Where the kernel has BTF for them it
+// also times, with fentry/fexit, the habanalabs ioctl handlers
+// (hl_*_ioctl, hl_ioctl_control), ib_uverbs_ioctl, and dma_buf_export,
+// dma_buf_attach, dma_buf_dynamic_attach and dma_buf_map_attachment; the
+// banner lists what is attached, what is absent and what the kernel
+// refused.
+//
+// -probe kprobe and -probe fentry move the same decoding from the system
+// call to the driver's ioctl entry functions: kprobe/kretprobe (needs
+// CONFIG_KPROBES) or fentry/fexit (needs BTF for the function and BPF
+// trampolines). By default they attach to hl_ioctl_control and drm_ioctl
+// (the 6.2+ accel node enters the driver through the DRM core; only files
+// with the accel major are reported from it) and hl_ioctl (older kernels,
+// out-of-tree driver), skipping those the kernel lacks; -func names other
+// functions of the same shape, long f(struct file *, unsigned int cmd,
+// unsigned long arg), such as ib_uverbs_ioctl. The return value and
+// duration are then the driver function's, and there are no openat, mmap
+// or close events. Auto never chooses these modes: they see nothing until
+// the driver's module is loaded.
 //
 // # Filters
 //
@@ -60,6 +76,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -75,7 +92,15 @@ func main() {
 	flag.IntVar(&opts.PID, "p", 0, "trace only this process id")
 	flag.StringVar(&opts.Comm, "c", "", "trace only tasks with this command name")
 	flag.StringVar(&opts.Device, "d", "", "trace only ioctls on this device node (and report its openat)")
-	flag.StringVar(&opts.Probe, "probe", ProbeAuto, "probes: auto, tracepoint (syscall tracepoints) or raw (raw sys_enter/sys_exit)")
+	flag.StringVar(&opts.Probe, "probe", ProbeAuto, "probes: auto, tracepoint (syscall tracepoints), raw (raw sys_enter/sys_exit), kprobe or fentry (on the ioctl functions, see -func)")
+	flag.Func("func", "comma-separated ioctl entry functions for -probe kprobe and fentry (default hl_ioctl,hl_ioctl_control,drm_ioctl, those present)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				opts.IoctlFuncs = append(opts.IoctlFuncs, f)
+			}
+		}
+		return nil
+	})
 	flag.BoolVar(&opts.NoFuncs, "no-funcs", false, "do not time driver and dma-buf functions with fentry/fexit")
 	flag.IntVar(&ring, "ringbuf", 8, "ring buffer size in MiB (a power of two)")
 	flag.BoolVar(&out.JSON, "json", false, "write JSON lines")

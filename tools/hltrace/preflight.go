@@ -18,6 +18,9 @@ var (
 	ErrPrivilege     = errors.New("not privileged")
 	ErrNoBTF         = errors.New("kernel BTF missing")
 	ErrNoTracepoints = errors.New("system call tracepoints missing")
+	ErrNoKprobes     = errors.New("kprobes not available on this kernel")
+	ErrNoFentry      = errors.New("fentry not available")
+	ErrNoFunc        = errors.New("kernel function not found")
 )
 
 // Capability bits (include/uapi/linux/capability.h).
@@ -27,27 +30,41 @@ const (
 	capBPF      = 39
 )
 
-// Probe modes.
+// Probe modes. The first three watch the system calls, so they see every
+// traced ioctl and the openat, mmap and close around them; the last two
+// watch the driver's ioctl entry functions (Options.IoctlFuncs) and report
+// only ioctls, with the driver function's return value and time. Auto
+// never picks those: the system call probes need nothing from the driver
+// (a tracer started before the module loads still sees its calls) and give
+// the context events; the function probes are for kernels whose system
+// call probes are unusable, or to time the driver without the syscall
+// layer.
 const (
 	ProbeAuto       = "auto"       // tracepoints when tracefs has them, else raw
 	ProbeTracepoint = "tracepoint" // syscalls/sys_{enter,exit}_{ioctl,openat,mmap,close}
 	ProbeRaw        = "raw"        // raw_tracepoint sys_enter/sys_exit: no tracefs needed
+	ProbeKprobe     = "kprobe"     // kprobe/kretprobe on the ioctl functions: CONFIG_KPROBES
+	ProbeFentry     = "fentry"     // fentry/fexit on the ioctl functions: BTF and BPF trampolines
 )
 
 // system names the files preflight looks at, so tests can point it
 // elsewhere.
 type system struct {
-	status   string   // /proc/self/status, for CapEff
-	btf      string   // kernel BTF
-	tracefs  []string // where tracefs may be mounted, in order
-	mount    func(dir string) error
-	euidRoot func() bool
+	status    string   // /proc/self/status, for CapEff
+	btf       string   // kernel BTF
+	tracefs   []string // where tracefs may be mounted, in order
+	kprobePMU string   // the kprobe perf event source's type file
+	kallsyms  string   // the kernel's symbol table
+	mount     func(dir string) error
+	euidRoot  func() bool
 }
 
 var hostSystem = system{
-	status:  "/proc/self/status",
-	btf:     "/sys/kernel/btf/vmlinux",
-	tracefs: []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"},
+	status:    "/proc/self/status",
+	btf:       "/sys/kernel/btf/vmlinux",
+	tracefs:   []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"},
+	kprobePMU: "/sys/bus/event_source/devices/kprobe/type",
+	kallsyms:  "/proc/kallsyms",
 	mount: func(dir string) error {
 		return unix.Mount("nodev", dir, "tracefs", 0, "")
 	},
@@ -66,8 +83,10 @@ var syscallEvents = []string{
 // returns the probe mode to use: privileges (CAP_BPF and CAP_PERFMON, or
 // CAP_SYS_ADMIN), kernel BTF (CO-RE reads and fentry), and for the
 // tracepoint mode tracefs with the per-syscall events, which it mounts
-// when it can. Auto picks the tracepoints and falls back to the raw
-// tracepoints; an explicit mode that is not available is an error.
+// when it can, and for the kprobe mode the kernel's kprobe support. Auto
+// picks the tracepoints and falls back to the raw tracepoints; an explicit
+// mode that is not available is an error. Whether fentry works is only
+// known when its programs load (see explainFuncError).
 func (s system) preflight(mode string) (string, error) {
 	if err := s.checkPrivilege(); err != nil {
 		return "", err
@@ -76,11 +95,13 @@ func (s system) preflight(mode string) (string, error) {
 		return "", fmt.Errorf("%w: %v: hltrace needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (it reads kernel structs with CO-RE)", ErrNoBTF, err)
 	}
 	switch mode {
-	case ProbeRaw:
-		return ProbeRaw, nil
+	case ProbeRaw, ProbeFentry:
+		return mode, nil
+	case ProbeKprobe:
+		return mode, s.checkKprobes()
 	case ProbeTracepoint, ProbeAuto, "":
 	default:
-		return "", fmt.Errorf("unknown probe mode %q (want auto, tracepoint or raw)", mode)
+		return "", fmt.Errorf("unknown probe mode %q (want auto, tracepoint, raw, kprobe or fentry)", mode)
 	}
 	err := s.checkTracepoints()
 	if err == nil {
@@ -129,25 +150,52 @@ func effectiveCaps(path string) (uint64, error) {
 // checkTracepoints finds the syscall events in a mounted tracefs, mounting
 // it at the first candidate when none is.
 func (s system) checkTracepoints() error {
+	dir, err := s.tracefsDir()
+	if err != nil {
+		return fmt.Errorf("%w: %v, or use -probe raw", ErrNoTracepoints, err)
+	}
+	return s.checkEvents(dir)
+}
+
+// tracefsDir returns where tracefs is mounted, mounting it at the first
+// candidate when it is nowhere.
+func (s system) tracefsDir() (string, error) {
 	var tried []string
 	for _, dir := range s.tracefs {
 		if _, err := os.Stat(filepath.Join(dir, "events")); err != nil {
 			tried = append(tried, dir)
 			continue
 		}
-		return s.checkEvents(dir)
+		return dir, nil
 	}
 	if len(s.tracefs) > 0 && s.mount != nil {
 		dir := s.tracefs[0]
-		if err := s.mount(dir); err == nil {
-			return s.checkEvents(dir)
-		} else {
-			return fmt.Errorf("%w: tracefs is not mounted (looked in %s) and mounting it failed: %v; try: mount -t tracefs nodev %s, or use -probe raw",
-				ErrNoTracepoints, strings.Join(tried, ", "), err, dir)
+		if err := s.mount(dir); err != nil {
+			return "", fmt.Errorf("tracefs is not mounted (looked in %s) and mounting it failed: %v; try: mount -t tracefs nodev %s",
+				strings.Join(tried, ", "), err, dir)
 		}
+		return dir, nil
 	}
-	return fmt.Errorf("%w: tracefs is not mounted (looked in %s); try: mount -t tracefs nodev /sys/kernel/tracing, or use -probe raw",
-		ErrNoTracepoints, strings.Join(tried, ", "))
+	return "", fmt.Errorf("tracefs is not mounted (looked in %s); try: mount -t tracefs nodev /sys/kernel/tracing",
+		strings.Join(tried, ", "))
+}
+
+// checkKprobes reports whether the kernel can place kprobes: through the
+// kprobe perf event source, or else through tracefs's kprobe_events, the
+// two ways the loader tries.
+func (s system) checkKprobes() error {
+	if _, err := os.Stat(s.kprobePMU); err == nil {
+		return nil
+	}
+	dir, err := s.tracefsDir()
+	if err != nil {
+		return fmt.Errorf("%w (CONFIG_KPROBES? %s missing, and %v)", ErrNoKprobes, s.kprobePMU, err)
+	}
+	events := filepath.Join(dir, "kprobe_events")
+	if _, err := os.Stat(events); err != nil {
+		return fmt.Errorf("%w (CONFIG_KPROBES? %s missing); use -probe fentry, tracepoint or raw", ErrNoKprobes, events)
+	}
+	return nil
 }
 
 func (s system) checkEvents(dir string) error {

@@ -9,7 +9,8 @@ import (
 )
 
 // fakeSystem lays out a /proc status, a BTF file and a tracefs tree in a
-// temporary directory.
+// temporary directory. It has no kprobe support and an empty kallsyms
+// unless withKprobes and withKallsyms add them.
 func fakeSystem(t *testing.T, capEff string, btf, tracefs bool, events []string) system {
 	t.Helper()
 	dir := t.TempDir()
@@ -18,7 +19,11 @@ func fakeSystem(t *testing.T, capEff string, btf, tracefs bool, events []string)
 		t.Fatal(err)
 	}
 	s := system{status: status, btf: filepath.Join(dir, "vmlinux"), tracefs: []string{filepath.Join(dir, "tracing")},
+		kprobePMU: filepath.Join(dir, "kprobe", "type"), kallsyms: filepath.Join(dir, "kallsyms"),
 		mount: func(string) error { return errors.New("mount: operation not permitted") }, euidRoot: func() bool { return false }}
+	if err := os.WriteFile(s.kallsyms, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if btf {
 		if err := os.WriteFile(s.btf, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -35,6 +40,28 @@ func fakeSystem(t *testing.T, capEff string, btf, tracefs bool, events []string)
 			}
 		}
 		if err := os.MkdirAll(filepath.Join(s.tracefs[0], "events"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// withKprobes adds the kprobe perf event source (pmu) and tracefs's
+// kprobe_events (events; tracefs must exist) to a fake system.
+func withKprobes(t *testing.T, s system, pmu, events bool) system {
+	t.Helper()
+	var files []string
+	if pmu {
+		files = append(files, s.kprobePMU)
+	}
+	if events {
+		files = append(files, filepath.Join(s.tracefs[0], "kprobe_events"))
+	}
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("6\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,11 +89,27 @@ func TestPreflight(t *testing.T) {
 		{"no syscall events", func(t *testing.T) system { return fakeSystem(t, root, true, true, syscallEvents[:2]) }, ProbeTracepoint,
 			"CONFIG_FTRACE_SYSCALLS=y", ErrNoTracepoints},
 		{"raw asked", func(t *testing.T) system { return fakeSystem(t, root, true, false, nil) }, ProbeRaw, ProbeRaw, nil},
-		{"bad mode", func(t *testing.T) system { return fakeSystem(t, root, true, true, syscallEvents) }, "kprobe", "unknown probe mode", nil},
+		{"bad mode", func(t *testing.T) system { return fakeSystem(t, root, true, true, syscallEvents) }, "kprobes", "unknown probe mode", nil},
+		{"kprobe: perf event source", func(t *testing.T) system {
+			return withKprobes(t, fakeSystem(t, root, true, false, nil), true, false)
+		}, ProbeKprobe, ProbeKprobe, nil},
+		{"kprobe: tracefs kprobe_events", func(t *testing.T) system {
+			return withKprobes(t, fakeSystem(t, root, true, true, syscallEvents), false, true)
+		}, ProbeKprobe, ProbeKprobe, nil},
+		{"kprobe: none", func(t *testing.T) system { return fakeSystem(t, root, true, true, syscallEvents) }, ProbeKprobe,
+			"kprobes not available on this kernel (CONFIG_KPROBES? ", ErrNoKprobes},
+		{"kprobe: no tracefs either", func(t *testing.T) system { return fakeSystem(t, root, true, false, nil) }, ProbeKprobe,
+			"tracefs is not mounted", ErrNoKprobes},
+		{"kprobe: unprivileged", func(t *testing.T) system {
+			return withKprobes(t, fakeSystem(t, none, true, false, nil), true, false)
+		}, ProbeKprobe, "needs root", ErrPrivilege},
+		{"fentry", func(t *testing.T) system { return fakeSystem(t, root, true, false, nil) }, ProbeFentry, ProbeFentry, nil},
+		{"fentry: no BTF", func(t *testing.T) system { return fakeSystem(t, root, false, false, nil) }, ProbeFentry,
+			"CONFIG_DEBUG_INFO_BTF=y", ErrNoBTF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mode, err := tc.sys(t).preflight(tc.mode)
-			if tc.want == ProbeTracepoint || tc.want == ProbeRaw {
+			if tc.want == ProbeTracepoint || tc.want == ProbeRaw || tc.want == ProbeKprobe || tc.want == ProbeFentry {
 				if err != nil || mode != tc.want {
 					t.Fatalf("got %q, %v; want %q", mode, err, tc.want)
 				}

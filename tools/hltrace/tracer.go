@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,7 @@ type Options struct {
 	Comm   string // trace tasks with this comm only (at most 15 bytes)
 	Device string // trace ioctls on this device node only
 
-	Probe    string // ProbeAuto, ProbeTracepoint or ProbeRaw
+	Probe    string // ProbeAuto, ProbeTracepoint, ProbeRaw, ProbeKprobe or ProbeFentry
 	NoFuncs  bool   // do not attach fentry/fexit to driver and dma-buf functions
 	RingSize int    // ring buffer bytes, a power of two; 0 for 8 MiB
 
@@ -42,6 +43,12 @@ type Options struct {
 	// ExtraFuncs are more kernel functions to time with fentry/fexit;
 	// the tests use it to exercise that path on machines without Gaudi.
 	ExtraFuncs []string
+
+	// IoctlFuncs are the ioctl entry functions the kprobe and fentry
+	// modes attach to, each of the shape long f(struct file *, unsigned
+	// int cmd, unsigned long arg); nil for DefaultIoctlFuncs. The tests
+	// name ib_uverbs_ioctl, where no habanalabs driver is loaded.
+	IoctlFuncs []string
 }
 
 // DefaultOpenPrefixes are the paths whose openat is reported: the device
@@ -79,7 +86,13 @@ var funcTargets = []funcTarget{
 // Read may run in one goroutine while Counters and Close run in others;
 // it is not safe for concurrent Reads.
 type Tracer struct {
-	Mode     string   // the probe mode in use
+	Mode string // the probe mode in use
+
+	// IoctlFuncs are the functions the kprobe or fentry mode attached
+	// to, IoctlFuncsAbsent the default ones the kernel lacks.
+	IoctlFuncs       []string
+	IoctlFuncsAbsent []string
+
 	Funcs    []string // functions timed with fentry/fexit
 	NoFuncs  []string // functions asked for whose BTF the kernel lacks
 	FuncErrs []string // functions present that could not be attached, with why
@@ -108,9 +121,19 @@ type Tracer struct {
 // Open checks the system, loads the programs, fills their configuration
 // and attaches them. The caller must Close the tracer.
 func Open(opts Options) (*Tracer, error) {
+	if len(opts.IoctlFuncs) > 0 && opts.Probe != ProbeKprobe && opts.Probe != ProbeFentry {
+		return nil, fmt.Errorf("ioctl functions (-func) are for -probe kprobe or fentry, not %q", opts.Probe)
+	}
 	mode, err := hostSystem.preflight(opts.Probe)
 	if err != nil {
 		return nil, err
+	}
+	funcMode := mode == ProbeKprobe || mode == ProbeFentry
+	var ioctlFuncs, absent []string
+	if funcMode {
+		if ioctlFuncs, absent, err = hostSystem.findFuncs(opts.IoctlFuncs); err != nil {
+			return nil, err
+		}
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, explainLoadError(fmt.Errorf("raise RLIMIT_MEMLOCK: %w", err))
@@ -119,10 +142,13 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mode == ProbeRaw {
-		if err := rawConfig(&cfg); err != nil {
+	if mode == ProbeRaw || funcMode {
+		if err := regsConfig(&cfg); err != nil {
 			return nil, err
 		}
+	}
+	if mode == ProbeRaw {
+		cfg.Flags |= bpfConfigFlagCFG_RAW_TP
 	}
 
 	spec, err := loadBpf()
@@ -147,13 +173,17 @@ func Open(opts Options) (*Tracer, error) {
 	}
 
 	keep := map[string]bool{}
-	if mode == ProbeTracepoint {
+	switch mode {
+	case ProbeTracepoint:
 		for _, p := range []string{bpfProgEnterIoctl, bpfProgEnterOpenat, bpfProgEnterMmap, bpfProgEnterClose, bpfProgExitSyscall} {
 			keep[p] = true
 		}
-	} else {
+	case ProbeRaw:
 		keep[bpfProgRawEnter] = true
 		keep[bpfProgRawExit] = true
+	case ProbeKprobe:
+		keep[bpfProgKprobeIoctl] = true
+		keep[bpfProgKretprobeIoctl] = true
 	}
 	funcSpec := spec.Copy()
 	for name := range spec.Programs {
@@ -162,7 +192,7 @@ func Open(opts Options) (*Tracer, error) {
 		}
 	}
 
-	t := &Tracer{Mode: mode, funcID: map[uint32]string{}, done: make(chan struct{})}
+	t := &Tracer{Mode: mode, IoctlFuncsAbsent: absent, funcID: map[uint32]string{}, done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -182,7 +212,8 @@ func Open(opts Options) (*Tracer, error) {
 		}
 	}
 
-	if mode == ProbeTracepoint {
+	switch mode {
+	case ProbeTracepoint:
 		attach := []struct{ prog, event string }{
 			{bpfProgEnterIoctl, "sys_enter_ioctl"},
 			{bpfProgEnterOpenat, "sys_enter_openat"},
@@ -200,7 +231,7 @@ func Open(opts Options) (*Tracer, error) {
 			}
 			t.links = append(t.links, l)
 		}
-	} else {
+	case ProbeRaw:
 		for _, a := range []struct{ prog, tp string }{{bpfProgRawEnter, "sys_enter"}, {bpfProgRawExit, "sys_exit"}} {
 			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.tp, Program: t.coll.Programs[a.prog]})
 			if err != nil {
@@ -208,11 +239,19 @@ func Open(opts Options) (*Tracer, error) {
 			}
 			t.links = append(t.links, l)
 		}
+	default:
+		if err := t.attachIoctlFuncs(funcSpec, mode, ioctlFuncs); err != nil {
+			return nil, err
+		}
 	}
 
 	var targets []funcTarget
 	if !opts.NoFuncs {
-		targets = append(targets, funcTargets...)
+		for _, ft := range funcTargets {
+			if !slices.Contains(ioctlFuncs, ft.Name) { // timed by the ioctl events already
+				targets = append(targets, ft)
+			}
+		}
 	}
 	for _, name := range opts.ExtraFuncs {
 		targets = append(targets, funcTarget{Name: name, Module: "?", Arg: bpfFuncArgFARG_NONE})
@@ -241,19 +280,8 @@ func Open(opts Options) (*Tracer, error) {
 // BTF for (its module is not loaded) is listed in NoFuncs; one that fails
 // otherwise in FuncErrs: neither stops the tracer.
 func (t *Tracer) attachFunc(base *ebpf.CollectionSpec, id uint32, ft funcTarget) {
-	spec := base.Copy()
-	for name := range spec.Programs {
-		if name != bpfProgFuncEnter && name != bpfProgFuncExit {
-			delete(spec.Programs, name)
-		}
-	}
-	spec.Programs[bpfProgFuncEnter].AttachTo = ft.Name
-	spec.Programs[bpfProgFuncExit].AttachTo = ft.Name
-	repl := map[string]*ebpf.Map{}
-	for name, m := range t.coll.Maps {
-		repl[name] = m
-	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+	progs := [2]string{bpfProgFuncEnter, bpfProgFuncExit}
+	coll, err := t.loadTracingPair(base, progs, ft.Name)
 	if err != nil {
 		switch {
 		case errors.Is(err, btf.ErrNotFound) || errors.Is(err, ebpf.ErrNotSupported):
@@ -265,27 +293,53 @@ func (t *Tracer) attachFunc(base *ebpf.CollectionSpec, id uint32, ft funcTarget)
 		}
 		return
 	}
-	cookie := uint64(id) | uint64(ft.Arg)<<16
-	var links []link.Link
-	for _, p := range []struct {
-		name string
-		at   ebpf.AttachType
-	}{{bpfProgFuncEnter, ebpf.AttachTraceFEntry}, {bpfProgFuncExit, ebpf.AttachTraceFExit}} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[p.name], AttachType: p.at, Cookie: cookie})
-		if err != nil {
-			for _, l := range links {
-				l.Close()
-			}
-			coll.Close()
-			t.FuncErrs = append(t.FuncErrs, fmt.Sprintf("%s: attach: %v", ft.Name, err))
-			return
-		}
-		links = append(links, l)
+	links, err := attachTracingPair(coll, progs, uint64(id)|uint64(ft.Arg)<<16)
+	if err != nil {
+		coll.Close()
+		t.FuncErrs = append(t.FuncErrs, fmt.Sprintf("%s: attach: %v", ft.Name, err))
+		return
 	}
 	t.links = append(t.links, links...)
 	t.fcolls = append(t.fcolls, coll)
 	t.Funcs = append(t.Funcs, ft.Name)
 	t.funcID[id] = ft.Name
+}
+
+// loadTracingPair loads a copy of an fentry and an fexit program (progs,
+// in that order) for the kernel function fn, sharing the maps of the main
+// collection. The loader finds fn's BTF in vmlinux or a loaded module.
+func (t *Tracer) loadTracingPair(base *ebpf.CollectionSpec, progs [2]string, fn string) (*ebpf.Collection, error) {
+	spec := base.Copy()
+	for name := range spec.Programs {
+		if name != progs[0] && name != progs[1] {
+			delete(spec.Programs, name)
+		}
+	}
+	for _, p := range progs {
+		spec.Programs[p].AttachTo = fn
+	}
+	repl := map[string]*ebpf.Map{}
+	for name, m := range t.coll.Maps {
+		repl[name] = m
+	}
+	return ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+}
+
+// attachTracingPair attaches the fentry and fexit programs progs of coll
+// with the cookie; on failure nothing stays attached.
+func attachTracingPair(coll *ebpf.Collection, progs [2]string, cookie uint64) ([]link.Link, error) {
+	var links []link.Link
+	for i, at := range []ebpf.AttachType{ebpf.AttachTraceFEntry, ebpf.AttachTraceFExit} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[progs[i]], AttachType: at, Cookie: cookie})
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			return nil, err
+		}
+		links = append(links, l)
+	}
+	return links, nil
 }
 
 // buildConfig turns the options into the BPF config value.
@@ -338,15 +392,15 @@ func deviceNumber(path string) (uint32, error) {
 	return unix.Major(st.Rdev)<<20 | unix.Minor(st.Rdev), nil
 }
 
-// rawConfig fills what the raw tracepoint programs need: the syscall
-// numbers and where struct pt_regs keeps the argument registers, from the
-// kernel's BTF.
-func rawConfig(cfg *bpfConfig) error {
+// regsConfig fills what the raw tracepoint, kprobe and fentry programs
+// need: the syscall numbers and where struct pt_regs keeps the system
+// call's number and arguments, a function's first three arguments and its
+// return value, from the kernel's BTF.
+func regsConfig(cfg *bpfConfig) error {
 	cfg.NrIoctl = unix.SYS_IOCTL
 	cfg.NrOpenat = unix.SYS_OPENAT
 	cfg.NrMmap = unix.SYS_MMAP
 	cfg.NrClose = unix.SYS_CLOSE
-	cfg.Flags |= bpfConfigFlagCFG_RAW_TP
 	kernel, err := btf.LoadKernelSpec()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNoBTF, err)
@@ -380,21 +434,27 @@ func rawConfig(cfg *bpfConfig) error {
 		name  string
 		index int
 	}
-	var args [6]reg
+	// The system call's arguments and number, then a function call's
+	// first three arguments and its return value.
+	var want [6 + 1 + 3 + 1]reg
 	switch runtime.GOARCH {
 	case "amd64":
-		args = [6]reg{{"di", 0}, {"si", 0}, {"dx", 0}, {"r10", 0}, {"r8", 0}, {"r9", 0}}
+		want = [...]reg{{"di", 0}, {"si", 0}, {"dx", 0}, {"r10", 0}, {"r8", 0}, {"r9", 0}, {"orig_ax", 0},
+			{"di", 0}, {"si", 0}, {"dx", 0}, {"ax", 0}}
 	case "arm64":
-		args = [6]reg{{"orig_x0", 0}, {"regs", 1}, {"regs", 2}, {"regs", 3}, {"regs", 4}, {"regs", 5}}
+		want = [...]reg{{"orig_x0", 0}, {"regs", 1}, {"regs", 2}, {"regs", 3}, {"regs", 4}, {"regs", 5}, {"syscallno", 0},
+			{"regs", 0}, {"regs", 1}, {"regs", 2}, {"regs", 0}}
 	default:
-		return fmt.Errorf("-probe raw: no register map for %s", runtime.GOARCH)
+		return fmt.Errorf("no register map for %s: use -probe tracepoint", runtime.GOARCH)
 	}
-	for i, a := range args {
-		o, err := off(a.name, a.index)
+	dst := []*uint32{&cfg.RegOff[0], &cfg.RegOff[1], &cfg.RegOff[2], &cfg.RegOff[3], &cfg.RegOff[4], &cfg.RegOff[5], &cfg.NrRegOff,
+		&cfg.FuncRegOff[0], &cfg.FuncRegOff[1], &cfg.FuncRegOff[2], &cfg.RetRegOff}
+	for i, r := range want {
+		o, err := off(r.name, r.index)
 		if err != nil {
 			return err
 		}
-		cfg.RegOff[i] = o
+		*dst[i] = o
 	}
 	return nil
 }
@@ -559,6 +619,12 @@ func (t *Tracer) Counters() (Counters, error) {
 func (t *Tracer) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "probes: %s", t.Mode)
+	if len(t.IoctlFuncs) > 0 {
+		fmt.Fprintf(&b, " on %s", strings.Join(t.IoctlFuncs, ", "))
+	}
+	if len(t.IoctlFuncsAbsent) > 0 {
+		fmt.Fprintf(&b, " (not in this kernel: %s)", strings.Join(t.IoctlFuncsAbsent, ", "))
+	}
 	if len(t.Funcs) > 0 {
 		fmt.Fprintf(&b, "; fentry/fexit: %s", strings.Join(t.Funcs, ", "))
 	}
