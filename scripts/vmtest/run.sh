@@ -11,6 +11,8 @@
 #                                         another -test.run filter for the packages named
 #   GAUDI_VMTEST_BENCH=off scripts/vmtest/run.sh
 #                                         no benchmarks (the table's bench column is ignored)
+#   GAUDI_VMTEST_ENV='GODEBUG=x=1 FOO=2' scripts/vmtest/run.sh ./ib
+#                                         extra environment for the test binaries in the guest
 #   make vmtest                           the same as the first form; CI runs it from make test
 #
 # Adding a package: one line in PACKAGES below (directory, -test.run filter,
@@ -242,7 +244,11 @@ mkdir -p "$G"
 
 step "build test binaries"
 GUEST_SCRIPT=$G/guest.sh
-cat >"$GUEST_SCRIPT" <<'EOF'
+for e in ${GAUDI_VMTEST_ENV:-}; do
+	[[ $e == [A-Za-z_]*=* ]] || die "GAUDI_VMTEST_ENV: $e is not NAME=value"
+	printf 'export %q\n' "$e" >>"$GUEST_SCRIPT"
+done
+cat >>"$GUEST_SCRIPT" <<'EOF'
 # guest.sh: written by scripts/vmtest/run.sh; runs in the guest as root.
 export GAUDI_VMTEST=1
 failed=0
@@ -293,7 +299,7 @@ for i in "${!SEL_PKG[@]}"; do
 
 		t=\$(now)
 		echo "=== $dir: -test.bench '${SEL_BENCH[$i]}'"
-		(cd /guest/$name && ./$name.test -test.run '^\$' -test.bench '${SEL_BENCH[$i]}' -test.benchmem -test.timeout 300s)
+		(cd /guest/$name && ./$name.test -test.run '^\$' -test.bench '${SEL_BENCH[$i]}' -test.benchmem -test.cpu 1,\$(nproc) -test.timeout 300s)
 		result "$dir benchmarks" \$? "\$t"
 		EOF
 	fi
@@ -347,7 +353,7 @@ step ""
 echo
 say "results (console: $W/console.log)"
 grep '^VMTEST_RESULT ' "$LOG" | sed 's/^VMTEST_RESULT /  /' >&2 || true
-grep -E '^(Benchmark[^ ]*RegMR|ibv_reg_mr\+ibv_dereg_mr)' "$LOG" | sed 's/^/  bench: /' >&2 || true
+grep -E '^(Benchmark|ibv_reg_mr\+ibv_dereg_mr)' "$LOG" | sed 's/^/  bench: /' >&2 || true
 say "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "total %.1f s", b-a}')"
 rc=0
 if [ "$QRC" = 124 ]; then
