@@ -1,6 +1,7 @@
 package ib
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -64,29 +65,44 @@ func (c *nlConn) do(op string, typ, flags uint16, attrs []nlAttr) ([]nlMsg, erro
 		if err != nil {
 			return nil, os.NewSyscallError("recvfrom", err)
 		}
-		msgs, err := parseNetlink(buf[:n])
+		// The messages keep referring to their datagram; the buffer is
+		// reused for the next one.
+		msgs, err := parseNetlink(bytes.Clone(buf[:n]))
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range msgs {
-			if m.seq != seq {
-				continue // a stale answer
-			}
-			switch m.typ {
-			case unix.NLMSG_ERROR:
-				if m.errno != 0 {
-					return nil, &NetlinkError{Op: op, Errno: m.errno}
-				}
-				return out, nil
-			case unix.NLMSG_DONE:
-				return out, nil
-			}
-			out = append(out, m)
-			if !dump {
-				return out, nil
-			}
+		var done bool
+		out, done, err = collectReplies(op, out, msgs, seq, dump)
+		if err != nil || done {
+			return out, err
 		}
 	}
+}
+
+// collectReplies adds the messages of one datagram that answer request
+// seq to out. It reports done at NLMSG_DONE, at an acknowledgement, and
+// after the single answer of a request that is not a dump; an
+// NLMSG_ERROR with an error becomes a *NetlinkError keeping the errno.
+func collectReplies(op string, out, msgs []nlMsg, seq uint32, dump bool) ([]nlMsg, bool, error) {
+	for _, m := range msgs {
+		if m.seq != seq {
+			continue // a stale answer
+		}
+		switch m.typ {
+		case unix.NLMSG_ERROR:
+			if m.errno != 0 {
+				return nil, true, &NetlinkError{Op: op, Errno: m.errno}
+			}
+			return out, true, nil
+		case unix.NLMSG_DONE:
+			return out, true, nil
+		}
+		out = append(out, m)
+		if !dump {
+			return out, true, nil
+		}
+	}
+	return out, false, nil
 }
 
 // NetlinkDevices asks RDMA netlink for every device (NLDEV_CMD_GET dump)
