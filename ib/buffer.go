@@ -19,12 +19,6 @@ type RegisteredBuffer struct {
 	closed bool
 }
 
-// dmabufExporter is the part of memory.Buffer RegisterBuffer needs; tests
-// substitute a fake.
-type dmabufExporter interface {
-	Export(offset, size uint64, opts memory.ExportOptions) (*memory.DMABuf, error)
-}
-
 // RegisterBuffer exports length bytes of b starting at off as a dma-buf
 // (memory.Buffer.Export: off and length in whole host pages) and registers
 // the dma-buf in pd with the NIC's view of the range at its device virtual
@@ -35,10 +29,6 @@ func RegisterBuffer(pd *PD, b *memory.Buffer, off, length uint64, access Access)
 	if b == nil {
 		return nil, errors.New("register device buffer: nil buffer")
 	}
-	return registerExport(pd, b, off, length, access)
-}
-
-func registerExport(pd *PD, b dmabufExporter, off, length uint64, access Access) (*RegisteredBuffer, error) {
 	d, err := b.Export(off, length, memory.ExportOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("register device buffer: %w", err)

@@ -1,0 +1,54 @@
+// Package ib registers host memory and Gaudi device memory with RDMA NICs
+// through the kernel's uverbs interface directly: no libibverbs, no cgo.
+//
+// # Discovery
+//
+// Devices lists the RDMA devices from sysfs (/sys/class/infiniband and
+// /sys/class/infiniband_verbs) and asks RDMA netlink for the driver id
+// every uverbs request must carry; SysFS reads a tree under another root
+// (fixtures). SysFS.Distance and NICsFor classify the PCIe path from a NIC
+// to a Gaudi (same switch, same root port, same NUMA node, other), so a
+// program can pick the closest NIC.
+//
+// # Verbs
+//
+// Open opens /dev/infiniband/uverbsN and creates a user context
+// (GET_CONTEXT); Context.QueryDevice, QueryPort and GIDTable query it;
+// Context.AllocPD allocates a protection domain; PD.RegMR registers host
+// memory and PD.RegDMABufMR a range of a dma-buf, such as the one
+// memory.Buffer.Export makes of device memory (RegisterBuffer does both);
+// Context.ProbeDMABuf finds out whether the NIC can register dma-bufs at
+// all, the way UCX and NCCL do.
+//
+// Requests are uverbs ioctls (RDMA_VERBS_IOCTL with a header and an
+// attribute array, the layout of include/uapi/rdma/rdma_user_ioctl_cmds.h);
+// commands that only exist in the older write() form (ALLOC_PD, REG_MR,
+// QUERY_DEVICE) go through the INVOKE_WRITE method. On kernels without
+// the ioctl interface a Context uses write(2) throughout. DecodeIoctl
+// decodes a request for tracers and tests.
+//
+// # Lifetimes
+//
+// Every object has an owner and an idempotent Close: an MR belongs to its
+// PD, a PD to its Context. PD.Close deregisters the regions left in it;
+// Context.Close releases everything still open on it and the file (the
+// kernel destroys the objects of a uverbs file when it is closed). A
+// RegisteredBuffer owns its MR and its dma-buf. Context, PD, MR and
+// RegisteredBuffer are safe for concurrent use.
+//
+// # Errors
+//
+// Failed requests return an *Error that keeps the errno, so
+// errors.Is(err, unix.EINVAL) works, and matches the sentinels callers
+// branch on: ErrDMABufNotSupported when a NIC refuses a dma-buf
+// registration (EOPNOTSUPP), ErrBadDriverID when the first request on a
+// file is refused with EINVAL (what a wrong driver id gets), ErrClosed,
+// ErrNotSupported. Bad input yields errors, never panics.
+//
+// # Testing
+//
+// Tests named TestKernel* run against the kernel's real RDMA stack
+// (Soft-RoCE, rdma_rxe, with udmabuf for real dma-bufs) when a uverbs
+// device exists, and skip otherwise; with GAUDI_VMTEST=1, as in the VM
+// harness (scripts/vmtest), they fail instead of skipping.
+package ib
