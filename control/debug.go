@@ -106,8 +106,8 @@ func ConfigureFunnel(d *device.Device, component uint32, enable bool) error {
 // BMON configures a bus monitor: two masked address windows, two address
 // ranges, and the bandwidth window settings.
 type BMON struct {
-	StartAddr0, AddrMask0 uint64
-	StartAddr1, AddrMask1 uint64
+	StartAddr0, AddrMask0   uint64
+	StartAddr1, AddrMask1   uint64
 	BWWindow, WindowCapture uint32
 	ID                      uint32
 	Control                 uint32
