@@ -80,7 +80,8 @@ type csCtx struct {
 
 	restoreMu sync.Mutex // restore_phase_mutex
 
-	sig encapsMgr // reservations of encapsulated signals (encaps.go)
+	sig     encapsMgr  // reservations of encapsulated signals (encaps.go)
+	tsRegMu sync.Mutex // ts_reg_lock: one timestamp registration at a time
 
 	// completions is closed whenever a CS of the context completes, for
 	// multi-CS waits; it is made only when a wait asks for it (nil

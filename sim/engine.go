@@ -610,7 +610,7 @@ func (x *execEnv) write32(addr uint64, val uint32) error {
 	}
 	if blk, _ := hw.sm.block(addr); blk != nil {
 		for _, p := range hw.sm.write(addr, val) {
-			if err := x.write32(p.addr, p.val); err != nil {
+			if err := x.deliver(p); err != nil {
 				// The sync manager's write faulted; the stream that set
 				// the SOB goes on.
 				var pf *pageFault
@@ -622,6 +622,10 @@ func (x *execEnv) write32(addr uint64, val uint32) error {
 		return nil
 	}
 	off := addr - hw.cfgBase
+	if hw.prof.dramVirtual && off == msixDoorbell {
+		hw.sm.raise(val) // interrupt.go
+		return nil
+	}
 	fence0 := uint64(gaudiQMFence0)
 	if hw.prof.dramVirtual {
 		fence0 = gaudi2QMFence0

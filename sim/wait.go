@@ -30,7 +30,8 @@ import (
 // the same stream masters, the simulator on any completion of the
 // context, then polls again. Interrupt waits: Gaudi has no user
 // interrupts (EPERM); on Gaudi2 the interrupt id is checked as the driver
-// does, and the wait itself is not simulated yet (EINVAL).
+// does (a disabled decoder's, or an id outside the decoders, the user
+// range and the two common ids, is EINVAL), then interrupt.go waits.
 
 // hlCSOutcomeHistoryLen is HL_CS_OUTCOME_HISTORY_LEN.
 const hlCSOutcomeHistoryLen = 256
@@ -438,7 +439,5 @@ func (c *csCtx) waitInterrupt(a *hl.WaitCSArgs) error {
 	default:
 		return unix.EINVAL
 	}
-	// User interrupt waits are not simulated yet: nothing raises the
-	// interrupts they wait for.
-	return unix.EINVAL
+	return c.interruptWait(a, id) // interrupt.go
 }
