@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/ib"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"golang.org/x/sys/unix"
 )
 
 // inventory is everything hlinfo reports.
 type inventory struct {
-	Source  string   `json:"source"` // "hardware" or "simulator"
-	Devices []report `json:"devices"`
+	Source  string      `json:"source"` // "hardware" or "simulator"
+	Devices []report    `json:"devices"`
+	NICs    []nicReport `json:"rdma_devices"`
 }
 
 // report describes one device.
@@ -55,9 +57,33 @@ func collect(choice string, verbose bool) (*inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", err)
 	}
+	var inv *inventory
 	if strings.HasPrefix(choice, "sim") || len(nodes) == 0 {
-		return collectSim(verbose)
+		inv, err = collectSim(verbose)
+	} else {
+		inv, err = collectHardware(nodes, verbose)
 	}
+	if err != nil {
+		return nil, err
+	}
+	inv.NICs = []nicReport{}
+	s, nics, err := listNICs()
+	if err != nil {
+		return nil, fmt.Errorf("list rdma devices: %w", err)
+	}
+	collectNICs(inv, s, nics)
+	return inv, nil
+}
+
+// listNICs lists the RDMA devices and the sysfs they were read from;
+// tests replace it with a fixture.
+var listNICs = func() (ib.SysFS, []ib.Device, error) {
+	nics, err := ib.Devices()
+	return ib.SysFS{}, nics, err
+}
+
+// collectHardware reports the habanalabs devices sysfs lists.
+func collectHardware(nodes []device.Node, verbose bool) (*inventory, error) {
 	inv := &inventory{Source: "hardware"}
 	for _, nd := range nodes {
 		r := report{Index: nd.Index, PCIAddress: nd.PCIAddress, NUMANode: nd.NUMANode, Node: nd.Path, ControlNode: nd.ControlPath,

@@ -1,6 +1,8 @@
 // Command hlinfo lists the Gaudi devices of this machine: index, PCI
 // address, ASIC, module id, DRAM, status, the ioctl encoding the kernel
-// speaks, dma-buf export support and the device nodes. With no Gaudi
+// speaks, dma-buf export support and the device nodes, then the RDMA NICs
+// with their driver, uverbs node and PCIe distance to each Gaudi (same
+// switch, same root port, same NUMA node, other). With no Gaudi
 // present, or with GAUDI_DEVICE=sim, it lists the simulator's devices in the
 // same shape.
 //

@@ -24,6 +24,9 @@ func writeText(w io.Writer, inv *inventory, verbose bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeNICs(w, inv); err != nil {
+		return err
+	}
 	if !verbose {
 		return nil
 	}
