@@ -242,7 +242,7 @@ trap 'rm -rf "$RUN"' EXIT
 G=$RUN/root/guest
 mkdir -p "$G"
 
-step "build test binaries"
+step "build test binaries (and C benchmark)"
 GUEST_SCRIPT=$G/guest.sh
 for e in ${GAUDI_VMTEST_ENV:-}; do
 	[[ $e == [A-Za-z_]*=* ]] || die "GAUDI_VMTEST_ENV: $e is not NAME=value"
@@ -278,6 +278,31 @@ result "rxe0 + uverbs0 + udmabuf" $? "$t"
 EOF
 
 BUILD_FAILED=0
+# The libibverbs figure to compare the ib package's REG_MR benchmark with:
+# it runs right before and right after that benchmark, so both see the
+# same load on the host.
+CBENCH=
+if [[ " ${SEL_PKG[*]:-} " == *" ./ib "* ]] && [ "${GAUDI_VMTEST_BENCH:-}" != off ]; then
+	if gcc -static -O2 -DRDMA_STATIC_PROVIDERS=rxe -o "$G/regmr_bench" "$HERE/regmr_bench.c" \
+		-Wl,--start-group -lrxe-rdmav34 -libverbs -lnl-route-3 -lnl-3 -Wl,--end-group -lpthread \
+		2> >(grep -vE 'statically linked applications|: in function' >&2); then
+		CBENCH="/guest/regmr_bench $BENCH_ROUNDS rxe0"
+	else
+		say "building regmr_bench.c (static libibverbs with the rxe provider) failed"
+		BUILD_FAILED=1
+	fi
+fi
+cbench() { # the guest lines that run the C benchmark, when built
+	[ -n "$CBENCH" ] || return 0
+	cat <<-EOF
+
+	t=\$(now)
+	echo "=== libibverbs: ibv_reg_mr + ibv_dereg_mr of 1 MiB on rxe0 ($1)"
+	$CBENCH
+	result "libibverbs benchmark ($1)" \$? "\$t"
+	EOF
+}
+
 for i in "${!SEL_PKG[@]}"; do
 	dir=${SEL_PKG[$i]} name=$(basename "${SEL_PKG[$i]}")
 	mkdir -p "$G/$name"
@@ -286,7 +311,7 @@ for i in "${!SEL_PKG[@]}"; do
 		BUILD_FAILED=1
 		continue
 	fi
-	[ -d "$dir/testdata" ] && cp -a "$dir/testdata" "$G/$name/"
+	if [ -d "$dir/testdata" ]; then cp -a "$dir/testdata" "$G/$name/"; fi
 	cat >>"$GUEST_SCRIPT" <<-EOF
 
 	t=\$(now)
@@ -295,6 +320,7 @@ for i in "${!SEL_PKG[@]}"; do
 	result "$dir tests" \$? "\$t"
 	EOF
 	if [ "${SEL_BENCH[$i]}" != - ]; then
+		if [ "$dir" = ./ib ]; then cbench before >>"$GUEST_SCRIPT"; fi
 		cat >>"$GUEST_SCRIPT" <<-EOF
 
 		t=\$(now)
@@ -302,27 +328,9 @@ for i in "${!SEL_PKG[@]}"; do
 		(cd /guest/$name && ./$name.test -test.run '^\$' -test.bench '${SEL_BENCH[$i]}' -test.benchmem -test.cpu 1,\$(nproc) -test.timeout 300s)
 		result "$dir benchmarks" \$? "\$t"
 		EOF
+		if [ "$dir" = ./ib ]; then cbench after >>"$GUEST_SCRIPT"; fi
 	fi
 done
-
-# The libibverbs figure to compare the ib package's REG_MR benchmark with.
-if [[ " ${SEL_PKG[*]:-} " == *" ./ib "* ]] && [ "${GAUDI_VMTEST_BENCH:-}" != off ]; then
-	step "build C benchmark"
-	if ! gcc -static -O2 -DRDMA_STATIC_PROVIDERS=rxe -o "$G/regmr_bench" "$HERE/regmr_bench.c" \
-		-Wl,--start-group -lrxe-rdmav34 -libverbs -lnl-route-3 -lnl-3 -Wl,--end-group -lpthread \
-		2> >(grep -vE 'statically linked applications|: in function' >&2); then
-		say "building regmr_bench.c (static libibverbs with the rxe provider) failed"
-		BUILD_FAILED=1
-	else
-		cat >>"$GUEST_SCRIPT" <<-EOF
-
-		t=\$(now)
-		echo "=== libibverbs: ibv_reg_mr + ibv_dereg_mr of 1 MiB on rxe0"
-		/guest/regmr_bench $BENCH_ROUNDS rxe0
-		result "libibverbs benchmark" \$? "\$t"
-		EOF
-	fi
-fi
 echo 'exit $failed' >>"$GUEST_SCRIPT"
 
 step "initramfs"
