@@ -125,3 +125,33 @@ func (p *profile) mapBlock(addr uint64) (handle uint64, size uint32, err error) 
 	}
 	return (uint64(id) | mmapTypeBlock) << 12, size, nil
 }
+
+// mmapBlock is hl_hw_block_mmap with the ASIC's hw_block_mmap checks: the
+// page offset holds the block id, and only a whole block maps (the length
+// rounded up to pages must be the block's size). The driver marks the
+// mapping VM_DONTCOPY and VM_DONTDUMP (with VM_IO and VM_PFNMAP, which
+// have no equivalent for ordinary memory); the simulator's zeroed memory
+// gets the same two through madvise, so a forked child does not inherit
+// it and core dumps leave it out.
+func (f *File) mmapBlock(off uint64, length int, prot, flags int) ([]byte, error) {
+	p := &f.dev.prof
+	if !p.dramVirtual {
+		return nil, unix.EPERM // gaudi_block_mmap
+	}
+	id := (off >> 12) & mmapValueMask
+	size := uint64(length+pageSize-1) &^ (pageSize - 1)
+	if id >= uint64(len(gaudi2UserBlocks)) || size != uint64(gaudi2UserBlocks[id].size) {
+		return nil, unix.EINVAL
+	}
+	mem, err := unix.Mmap(-1, 0, length, prot, flags|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, err
+	}
+	for _, advice := range []int{unix.MADV_DONTFORK, unix.MADV_DONTDUMP} {
+		if err := unix.Madvise(mem, advice); err != nil {
+			unix.Munmap(mem)
+			return nil, err
+		}
+	}
+	return mem, nil
+}

@@ -167,20 +167,6 @@ func (f *File) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 	return mem, nil
 }
 
-// mmapBlock is hl_hw_block_mmap with the ASIC's hw_block_mmap checks.
-func (f *File) mmapBlock(off uint64, length int, prot, flags int) ([]byte, error) {
-	p := &f.dev.prof
-	if !p.dramVirtual {
-		return nil, unix.EPERM // gaudi_block_mmap
-	}
-	id := (off >> 12) & mmapValueMask
-	size := uint64(length+pageSize-1) &^ (pageSize - 1)
-	if id >= uint64(len(gaudi2UserBlocks)) || size != uint64(gaudi2UserBlocks[id].size) {
-		return nil, unix.EINVAL
-	}
-	return unix.Mmap(-1, 0, length, prot, flags|unix.MAP_ANONYMOUS)
-}
-
 // Munmap removes a mapping Mmap returned, through any handle of the file,
 // also after Close. Memory Mmap did not return gives EINVAL.
 func (f *File) Munmap(b []byte) error {
