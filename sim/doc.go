@@ -102,5 +102,17 @@
 // whose firmware refuses those packets. HW_IDLE and ENGINE_STATUS report
 // the engines idle even while they run submissions.
 //
+// # Device control and debug
+//
+// The control CS types follow the driver (cs_control.go): on Gaudi2,
+// ENGINE_CORE_COMMAND and ENGINES_COMMAND halt and run the ARC cores and
+// stall and resume the TPC, MME and EDMA engines, and the device keeps that
+// state until its engines are reset (Device.EngineCoreHalted,
+// Device.EngineStalled); the simulated queues run on regardless. Gaudi
+// answers EPERM. FLUSH_PCI_HBW_WRITES succeeds on both. The DEBUG ioctl
+// (debug.go) keeps the device's single debug mode, ended with the context
+// that entered it, and checks and records the CoreSight configuration
+// (Device.DebugOps); there is no trace hardware behind it.
+//
 // A Device is safe for concurrent use, and so are the files it opens.
 package sim
