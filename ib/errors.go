@@ -112,6 +112,7 @@ const (
 	opQueryDevice   = "QUERY_DEVICE"
 	opQueryPort     = "QUERY_PORT"
 	opQueryGIDTable = "QUERY_GID_TABLE"
+	opQueryGIDEntry = "QUERY_GID_ENTRY"
 	opAllocPD       = "ALLOC_PD"
 	opDeallocPD     = "DEALLOC_PD"
 	opRegMR         = "REG_MR"

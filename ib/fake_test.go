@@ -132,6 +132,19 @@ func (k *fakeKernel) ioctl(b []byte) error {
 		fakeGID(o[gidEntrySize:], 1, [16]byte{10: 0xff, 11: 0xff, 10, 77, 0, 1})
 		le.PutUint64(n, 2)
 		return nil
+	case "DEVICE.QUERY_GID_ENTRY":
+		port, _ := get(uint16(rdma.UVERBS_ATTR_QUERY_GID_ENTRY_PORT))
+		idx, _ := get(uint16(rdma.UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX))
+		fl, ok := get(uint16(rdma.UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS))
+		o := out(uint16(rdma.UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY))
+		if port.Len != 8 || idx.Len != 8 || !ok || fl.Len != 4 || len(o) != gidEntrySize || port.Data != 1 {
+			return unix.EINVAL
+		}
+		if idx.Data != 0 {
+			return unix.ENODATA
+		}
+		fakeGID(o, 0, [16]byte{0xfe, 0x80, 15: 1})
+		return nil
 	case "DEVICE.INVOKE_WRITE":
 		cmd, ok := get(uint16(rdma.UVERBS_ATTR_WRITE_CMD))
 		if !ok || cmd.Len != 8 {

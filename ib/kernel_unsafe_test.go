@@ -187,6 +187,15 @@ func TestKernelVerbs(t *testing.T) {
 			t.Errorf("gid entry %+v", g)
 		}
 	}
+	if len(gids) > 0 {
+		e, err := ctx.GIDEntry(1, gids[0].Index)
+		if err != nil || e != gids[0] {
+			t.Errorf("GIDEntry(1, %d) = %+v, %v; the table says %+v", gids[0].Index, e, err, gids[0])
+		}
+	}
+	if _, err := ctx.GIDEntry(1, 1000); err == nil {
+		t.Errorf("GIDEntry of an empty slot succeeded")
+	}
 	if len(dev.Ports) == 1 && len(gids) != len(dev.Ports[0].GIDs) {
 		t.Errorf("ioctl GID table has %d entries, sysfs %d", len(gids), len(dev.Ports[0].GIDs))
 	}

@@ -309,3 +309,24 @@ func decodeGIDEntries(b []byte, n uint64) []GIDEntry {
 	}
 	return out
 }
+
+// GIDEntry returns entry index of port's GID table
+// (QUERY_GID_ENTRY). An empty entry is an error (the kernel answers
+// ENODATA or EINVAL).
+func (c *Context) GIDEntry(port, index uint32) (GIDEntry, error) {
+	if err := c.use(opQueryGIDEntry); err != nil {
+		return GIDEntry{}, err
+	}
+	if c.legacy {
+		return GIDEntry{}, &Error{Op: opQueryGIDEntry, Device: c.dev.Name, Errno: unix.EOPNOTSUPP}
+	}
+	r := request{obj: uint16(rdma.UVERBS_OBJECT_DEVICE), method: uint16(rdma.UVERBS_METHOD_QUERY_GID_ENTRY)}
+	r.inline(uint16(rdma.UVERBS_ATTR_QUERY_GID_ENTRY_PORT), 8, uint64(port))
+	r.inline(uint16(rdma.UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX), 8, uint64(index))
+	r.inline(uint16(rdma.UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS), 4, 0)
+	r.ptrOut(uint16(rdma.UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY), gidEntrySize)
+	if err := c.ioctl(opQueryGIDEntry, &r); err != nil {
+		return GIDEntry{}, err
+	}
+	return decodeGIDEntries(r.out(3), 1)[0], nil
+}

@@ -147,11 +147,6 @@ func (r *request) data(i int) uint64 {
 	return binary.LittleEndian.Uint64(r.buf[hdrSize+attrSize*i+8:])
 }
 
-// flags returns attribute i's flags after the call.
-func (r *request) flags(i int) uint16 {
-	return binary.LittleEndian.Uint16(r.buf[hdrSize+attrSize*i+4:])
-}
-
 // out returns the payload of pointer attribute i.
 func (r *request) out(i int) []byte {
 	a := &r.attrs[i]

@@ -63,6 +63,17 @@ func TestFakeVerbs(t *testing.T) {
 					t.Errorf("GIDTable (-want +got), err %v:\n%s", err, d)
 				}
 			}
+			ge, err := c.GIDEntry(1, 0)
+			if legacy {
+				if !errors.Is(err, ErrNotSupported) {
+					t.Errorf("GIDEntry on a write()-only context: %v", err)
+				}
+			} else if err != nil || ge.GID != netip.MustParseAddr("fe80::1") || ge.Port != 1 {
+				t.Errorf("GIDEntry(1, 0) = %+v, %v", ge, err)
+			}
+			if _, err := c.GIDEntry(1, 5); !legacy && !errors.Is(err, unix.ENODATA) {
+				t.Errorf("GIDEntry of an empty slot: %v", err)
+			}
 			pd, err := c.AllocPD()
 			if err != nil {
 				t.Fatal(err)
