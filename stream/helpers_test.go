@@ -286,3 +286,7 @@ func (r *rig) monitorFence(t *testing.T, queue uint32, u userSync, mon uint16, v
 		}
 	})
 }
+
+func linDMA(src, dst uint64, n uint32) packet.LinDMA {
+	return packet.LinDMA{Src: src, Dst: dst, Size: n}
+}

@@ -238,3 +238,52 @@ func TestSignalWaitRules(t *testing.T) {
 		})
 	}
 }
+
+// TestCSDrop is test_cs_drop: CSs of 256 DMA jobs on the down queue,
+// each followed by a signal there and a wait for it on the up queue, fill
+// the queue faster than it drains; the driver refuses some with EAGAIN
+// (which Submit retries) and counts them as queue-full drops.
+func TestCSDrop(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) {
+			r := newRig(t, a)
+			src, err := r.mem.AllocHost(64<<10, memory.HostOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			sram := r.dev.HWIPInfo().SRAMBase + 0x1000
+			dmaCB := r.build(t, func(b *packetBuilder) { b.LinDMA(linDMA(src.VA(), sram, 64<<10)) })
+			c := r.newCB(t, dmaCB)
+			chunks := make([]stream.Chunk, 256)
+			for i := range chunks {
+				chunks[i] = r.chunk(c, r.down(), len(dmaCB))
+			}
+			before, err := r.dev.CSCounters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seq uint64
+			for i := 0; i < 64; i++ {
+				if seq, err = r.s.Submit(chunks); err != nil {
+					t.Fatal(err)
+				}
+				sig, _, err := r.s.Signal(r.down())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.s.WaitForSignal(r.up(), sig); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.wait(t, seq)
+			after, err := r.dev.CSCounters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.QueueFull.Context == before.QueueFull.Context {
+				t.Errorf("no queue-full drop counted: %+v", after.QueueFull)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/stream"
+	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
 // sramRoundTrip copies n bytes of SRAM at addr back to a new host buffer.
@@ -98,5 +100,77 @@ func TestSMMonitorSetSRAM(t *testing.T) {
 	})))
 	if got := binary.LittleEndian.Uint32(r.sramBack(t, sram, 4)); got != 0xFEEDDEAF {
 		t.Errorf("SRAM holds %#x, want the monitor's payload 0xfeeddeaf", got)
+	}
+}
+
+// smEngine is hl-thunk's test_sm: an engine queue's command buffer (in
+// SRAM, run by the engine's QMAN) signals a SOB that the up DMA queue
+// fences on before copying SRAM to the host; both are jobs of one CS.
+func smEngine(t *testing.T, a sim.ASIC, engineQueue func(sim.ASIC) uint32) {
+	r := newRig(t, a)
+	u := r.firstSOB(t)
+	hw := r.dev.HWIPInfo()
+	data, engineCB := hw.SRAMBase+0x1000, hw.SRAMBase+0x2000
+	src, err := r.mem.AllocHost(4096, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := r.mem.AllocHost(4096, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	copy(src.Bytes(), []byte{1, 2, 3, 4})
+	signal := r.build(t, func(b *packet.Builder) { r.sobWrite(t, b, u.sob, 1, true, false) })
+	copy(src.Bytes()[64:], signal)
+	// Data and the engine's CB go to SRAM; the SOB starts at 0.
+	r.wait(t, r.run(t, r.down(), r.build(t, func(b *packet.Builder) {
+		b.LinDMA(packet.LinDMA{Header: packet.Header{MsgBarrier: true}, Src: src.VA(), Dst: data, Size: 4})
+		b.LinDMA(packet.LinDMA{Header: packet.Header{MsgBarrier: true}, Src: src.VA() + 64, Dst: engineCB, Size: uint32(len(signal))})
+		r.sobWrite(t, b, u.sob, 0, false, false)
+	})))
+	ext := r.monitorFence(t, r.up(), u, u.mon, 1, func(b *packet.Builder) {
+		b.LinDMA(packet.LinDMA{Src: data, Dst: dst.VA(), Size: 4})
+	})
+	c := r.newCB(t, ext)
+	seq, err := r.s.Submit([]stream.Chunk{
+		r.chunk(c, r.up(), len(ext)),
+		{Queue: engineQueue(a), CB: engineCB, Size: uint32(len(signal)), UserCB: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, seq)
+	if !bytes.Equal(dst.Bytes()[:4], src.Bytes()[:4]) {
+		t.Errorf("host got % x, want % x", dst.Bytes()[:4], src.Bytes()[:4])
+	}
+}
+
+// TestSMTPC is test_sm_tpc: TPC 0's queue signals.
+func TestSMTPC(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) {
+			smEngine(t, a, func(a sim.ASIC) uint32 {
+				if a == sim.Gaudi {
+					return uint32(hl.GAUDI_QUEUE_ID_TPC_0_0)
+				}
+				return uint32(hl.GAUDI2_QUEUE_ID_DCORE0_TPC_0_0)
+			})
+		})
+	}
+}
+
+// TestSMMME is test_sm_mme: MME 0's queue signals.
+func TestSMMME(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) {
+			smEngine(t, a, func(a sim.ASIC) uint32 {
+				if a == sim.Gaudi {
+					return uint32(hl.GAUDI_QUEUE_ID_MME_0_0)
+				}
+				return uint32(hl.GAUDI2_QUEUE_ID_DCORE0_MME_0_0)
+			})
+		})
 	}
 }
