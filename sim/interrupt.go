@@ -129,7 +129,7 @@ func (w *irqWait) wake() {
 }
 
 // abortIRQ is hl_release_pending_user_interrupts, on a reset: every wait
-// ends with EIO.
+// ends with EIO and every timestamp registration is dropped.
 func (sm *syncMgr) abortIRQ() {
 	s := &sm.irq
 	s.mu.Lock()
@@ -139,6 +139,31 @@ func (sm *syncMgr) abortIRQ() {
 			w.err = unix.EIO
 			w.wake()
 		}
+	}
+	for id, list := range s.regs {
+		for _, r := range list {
+			r.release()
+		}
+		delete(s.regs, id)
+	}
+}
+
+// dropTSRegs drops the context's timestamp registrations when its file is
+// released, before its command buffers go.
+func (c *csCtx) dropTSRegs() {
+	s := &c.hw.sm.irq
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, list := range s.regs {
+		kept := list[:0]
+		for _, r := range list {
+			if r.c == c {
+				r.release()
+				continue
+			}
+			kept = append(kept, r)
+		}
+		s.regs[id] = kept
 	}
 }
 

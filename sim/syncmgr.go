@@ -127,7 +127,6 @@ func newSyncMgr(p *profile) *syncMgr {
 // reset clears every SOB and monitor, as the hard reset's re-init does.
 func (s *syncMgr) reset() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, b := range s.blocks {
 		b.sobs = make([]uint32, s.lay.sobs)
 		b.mons = make([]monitor, s.lay.mons)
@@ -135,6 +134,7 @@ func (s *syncMgr) reset() {
 		b.cqs = [smCQs]smCQ{}
 	}
 	s.resetStreamsLocked()
+	s.mu.Unlock()
 	s.abortIRQ()
 }
 

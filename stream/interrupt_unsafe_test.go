@@ -355,3 +355,47 @@ func monotonic() int64 {
 func ctxWith(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
+
+// TestInterruptWaitsOnReset checks hl_release_pending_user_interrupts: a
+// reset ends a pending kernel CQ wait with EIO and drops timestamp
+// registrations, and a registration of a closed file is dropped with it.
+func TestInterruptWaitsOnReset(t *testing.T) {
+	r := newIRQRig(t, 2)
+	buf, err := r.s.AllocTimestamps(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Close()
+	irq := uint32(r.irq)
+	if err := r.s.RegisterTimestamp(irq, r.cq.handle, 1, 100, buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.s.WaitKernelCQ(ctxT(t), irq, r.cq.handle, 0, 100)
+		done <- err
+	}()
+	time.Sleep(30 * time.Millisecond)
+	r.sys.Device(0).Reset()
+	if err := <-done; !errors.Is(err, unix.EIO) {
+		t.Fatalf("wait across a reset: %v, want EIO", err)
+	}
+	// The registration is gone: the counter reaching the target writes
+	// nothing.
+	r.wait(t, r.run(t, r.down(), r.cqConfig(t, r.u, r.cqs+1, r.irq, 1, 101, r.cq.va+8)))
+	time.Sleep(20 * time.Millisecond)
+	if v := buf.At(0); v != 0 {
+		t.Errorf("dropped registration wrote %v", v)
+	}
+	// A file closing with a registration pending: another file's
+	// interrupt must not touch its buffers.
+	if err := r.s.RegisterTimestamp(irq, r.cq.handle, 0, 1000, buf, 1); err != nil {
+		t.Fatal(err)
+	}
+	buf.Close()
+	r.close()
+	r.open(t)
+	r.wait(t, r.run(t, r.down(), r.build(t, func(b *packet.Builder) {
+		b.MsgLong(packet.MsgLong{Addr: g2CFG + g2MSIXDoorbel, Value: irq})
+	})))
+}
