@@ -51,7 +51,7 @@ HOST_BINS="/usr/sbin/ip /usr/bin/rdma"
 # Rounds of the C benchmark (libibverbs ibv_reg_mr + ibv_dereg_mr of 1 MiB).
 BENCH_ROUNDS=2000
 
-W=${GAUDI_VMTEST_CACHE:-$HOME/.cache/gaudi-go/vm}
+W=${GAUDI_VMTEST_CACHE:-${HOME:-/root}/.cache/gaudi-go/vm}
 TMO=${GAUDI_VMTEST_TIMEOUT:-900}
 SELF=$(readlink -f "$0")
 HERE=$(dirname "$SELF")
@@ -134,14 +134,23 @@ K=$W/kernel-$KVER
 BB=$W/busybox/bin/busybox
 download() { # download PKG: the .deb into $W/debs
 	local opt=()
-	[ "$(id -u)" = 0 ] && opt=(-o APT::Sandbox::User=root)
+	if [ "$(id -u)" = 0 ]; then opt=(-o APT::Sandbox::User=root); fi
 	mkdir -p "$W/debs"
-	(cd "$W/debs" && rm -f "$1"_*.deb && apt-get download -q "${opt[@]}" "$1" >/dev/null) ||
-		die "apt-get download $1 failed"
+	(cd "$W/debs" && rm -f "$1"_*.deb && apt-get download -q "${opt[@]}" "$1" >/dev/null)
 }
 if [ ! -e "$K/.done" ]; then
 	say "fetching $KPKG"
-	download "$KPKG"
+	if ! download "$KPKG" && [ -z "${GAUDI_VMTEST_KERNEL:-}" ] && [ -z "$APT_UPDATED" ]; then
+		# Stale package lists: the security archive keeps only the newest build.
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		KPKG=$(newest_kernel)
+		KVER=${KPKG#linux-image-}
+		KVER=${KVER%-unsigned}
+		K=$W/kernel-$KVER
+		say "fetching $KPKG after apt-get update"
+		download "$KPKG" || die "apt-get download $KPKG failed"
+	fi
+	[ -e "$W/debs/${KPKG}"_*.deb ] || die "apt-get download $KPKG failed"
 	rm -rf "$K" "$W"/kernel-*
 	mkdir -p "$K"
 	dpkg-deb --fsys-tarfile "$W/debs/${KPKG}"_*.deb |
@@ -150,7 +159,7 @@ if [ ! -e "$K/.done" ]; then
 	touch "$K/.done"
 fi
 if [ ! -x "$BB" ]; then
-	download busybox-static
+	download busybox-static || die "apt-get download busybox-static failed"
 	rm -rf "$W/busybox"
 	mkdir -p "$W/busybox"
 	dpkg-deb -x "$W/debs"/busybox-static_*.deb "$W/busybox"
