@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"github.com/google/go-cmp/cmp"
@@ -77,5 +78,28 @@ func TestDebugSession(t *testing.T) {
 	}
 	if d.Sim().DebugMode() {
 		t.Error("still in debug mode")
+	}
+}
+
+// TestCloseWithoutReleasingDebug is hl-thunk's
+// test_close_without_releasing_debug: a process that leaves debug mode on
+// and closes the device does not keep the next owner out of it.
+func TestCloseWithoutReleasingDebug(t *testing.T) {
+	cfg := sim.Default(sim.Gaudi2, 1)
+	cfg.LockDir = t.TempDir()
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 2 {
+		d, err := device.OpenSim(s.Device(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := control.SetDebugMode(d, true); err != nil {
+			t.Fatalf("open %d: enable debug mode: %v", i, err)
+		}
+		d.Close()
 	}
 }
