@@ -40,7 +40,9 @@ type Context struct {
 
 // Open opens the device's uverbs node and creates a user context on it,
 // carrying dev.DriverID in every request. Use a Device from Devices (or
-// DeviceByName); OpenName does both.
+// DeviceByName); OpenName does both. When dev.DriverIDSource is empty
+// (nothing told the driver id), Open asks the kernel for it first: only
+// the right id passes the kernel's header check.
 //
 // GET_CONTEXT is issued as an ioctl; on kernels without the uverbs ioctl
 // (ENOTTY) or without that method (EPROTONOSUPPORT, EOPNOTSUPP) Open falls
@@ -75,8 +77,21 @@ func OpenName(name string) (*Context, error) {
 	return Open(dev)
 }
 
-// newContext issues GET_CONTEXT on f.
+// newContext issues GET_CONTEXT on f. A device whose driver id nothing
+// told (DriverIDSource "") gets it from the kernel first (probeDriverID).
 func newContext(dev Device, f verbsFile) (*Context, error) {
+	if dev.DriverIDSource == "" {
+		id, err := probeDriverID(f)
+		switch {
+		case err == nil:
+			dev.DriverID, dev.DriverIDSource = id, "probe"
+		case !errors.Is(err, errNoIoctl):
+			if e, ok := err.(*Error); ok {
+				e.Device = dev.Name
+			}
+			return nil, err
+		}
+	}
 	c := &Context{
 		dev:      dev,
 		driverID: dev.DriverID,

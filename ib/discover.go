@@ -43,7 +43,8 @@ type Device struct {
 	// DriverID is the id every uverbs request must carry, and
 	// DriverIDSource says where it came from: "netlink" (the kernel's
 	// own answer), "driver" (the PCI driver's name), "name" (the device
-	// name's prefix) or "" when unknown.
+	// name's prefix), "probe" (asked from the uverbs file by Open) or ""
+	// when unknown (Open then probes).
 	DriverID       DriverID
 	DriverIDSource string
 	// Driver is the parent's kernel driver, such as "mlx5_core", or ""

@@ -108,6 +108,7 @@ func (e *Error) Is(target error) bool {
 // Request names used in errors.
 const (
 	opOpen          = "OPEN"
+	opProbeDriverID = "PROBE_DRIVER_ID"
 	opGetContext    = "GET_CONTEXT"
 	opQueryDevice   = "QUERY_DEVICE"
 	opQueryPort     = "QUERY_PORT"

@@ -360,5 +360,5 @@ func fakeGID(o []byte, idx uint32, gid [16]byte) {
 
 // fakeContext opens a Context on a fake kernel for an rxe-like device.
 func fakeContext(k *fakeKernel, id DriverID) (*Context, error) {
-	return newContext(Device{Name: "fake0", DriverID: id, UverbsPath: "/dev/infiniband/uverbs9"}, k)
+	return newContext(Device{Name: "fake0", DriverID: id, DriverIDSource: "test", UverbsPath: "/dev/infiniband/uverbs9"}, k)
 }

@@ -364,6 +364,24 @@ func TestKernelWrongDriverID(t *testing.T) {
 	}
 }
 
+// TestKernelProbeDriverID opens the device with no driver id known: Open
+// must find it by asking the kernel.
+func TestKernelProbeDriverID(t *testing.T) {
+	dev := kernelDevice(t)
+	dev.DriverID, dev.DriverIDSource = DriverUnknown, ""
+	ctx, err := Open(dev)
+	if err != nil {
+		t.Fatalf("Open without a driver id: %v", err)
+	}
+	defer ctx.Close()
+	if ctx.DriverID() != DriverRXE || ctx.Device().DriverIDSource != "probe" {
+		t.Errorf("probed driver id %v from %q, want rxe from probe", ctx.DriverID(), ctx.Device().DriverIDSource)
+	}
+	if _, err := ctx.QueryPort(1); err != nil {
+		t.Errorf("QueryPort with the probed id: %v", err)
+	}
+}
+
 func TestKernelUnknownDevice(t *testing.T) {
 	kernelDevice(t)
 	if _, err := OpenName("nosuchdev9"); !errors.Is(err, ErrNoDevice) {

@@ -472,3 +472,37 @@ func TestDriverIDForName(t *testing.T) {
 		t.Errorf("DriverID.String: %v %v %v", DriverRXE, DriverID(200), DriverUnknown)
 	}
 }
+
+func TestProbeDriverID(t *testing.T) {
+	for _, id := range []DriverID{DriverRXE, DriverMLX5, DriverSIW, DriverID(12)} {
+		k := newFakeKernel(id)
+		k.eintr = 1
+		c, err := newContext(Device{Name: "fake0", UverbsPath: "/dev/infiniband/uverbs9"}, k)
+		if err != nil {
+			t.Errorf("%v: open without a driver id: %v", id, err)
+			continue
+		}
+		if c.DriverID() != id || c.Device().DriverIDSource != "probe" {
+			t.Errorf("probed driver id %v from %q, want %v from probe", c.DriverID(), c.Device().DriverIDSource, id)
+		}
+		c.Close()
+	}
+	// An id the probe does not know: a clear error, not a panic.
+	k := newFakeKernel(DriverID(77))
+	if _, err := newContext(Device{Name: "fake0"}, k); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("unknown driver: %v, want EINVAL", err)
+	}
+	// A kernel without the ioctl: the id does not matter, write() is used.
+	k = newFakeKernel(DriverRXE)
+	k.noIoctl = true
+	c, err := newContext(Device{Name: "fake0"}, k)
+	if err != nil || !c.Legacy() {
+		t.Errorf("no ioctl: %v, legacy %v", err, err == nil && c.Legacy())
+	}
+	// Another failure stops the probe.
+	k = newFakeKernel(DriverRXE)
+	k.fail["DEVICE.INVOKE_WRITE"] = unix.EIO
+	if _, err := newContext(Device{Name: "fake0"}, k); !errors.Is(err, unix.EIO) {
+		t.Errorf("EIO during the probe: %v", err)
+	}
+}
