@@ -137,11 +137,5 @@ func (s SysFS) Count(a ASIC) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, nd := range nodes {
-		if a == AnyASIC || ASICFromPCI(uint32(nd.DeviceID), nd.Revision) == a {
-			n++
-		}
-	}
-	return n, nil
+	return len(matchASIC(nodes, a)), nil
 }

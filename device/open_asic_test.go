@@ -1,0 +1,54 @@
+package device
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMatchASIC(t *testing.T) {
+	nodes := []Node{
+		{Index: 0, DeviceID: PCIDeviceGaudi2, Revision: 1},
+		{Index: 1, DeviceID: PCIDeviceGaudi, Revision: 1},
+		{Index: 2, DeviceID: PCIDeviceGaudi2, Revision: 2},
+		{Index: 3, DeviceID: PCIDeviceGaudi2, Revision: 1},
+	}
+	indexes := func(ns []Node) []int {
+		var out []int
+		for _, n := range ns {
+			out = append(out, n.Index)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		a    ASIC
+		want []int
+	}{
+		{AnyASIC, []int{0, 1, 2, 3}},
+		{Gaudi2, []int{0, 3}},
+		{Gaudi2B, []int{2}},
+		{Gaudi, []int{1}},
+		{Gaudi3, nil},
+	} {
+		if diff := cmp.Diff(tc.want, indexes(matchASIC(nodes, tc.a))); diff != "" {
+			t.Errorf("%v (-want +got):\n%s", tc.a, diff)
+		}
+	}
+}
+
+func TestOpenASICNoDevice(t *testing.T) {
+	n, err := Count(Gaudi3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 0 {
+		t.Skip("this host has a Gaudi3; hardware runs cover OpenASIC")
+	}
+	if d, err := OpenASIC(Gaudi3); !errors.Is(err, ErrNoDevice) {
+		if d != nil {
+			d.Close()
+		}
+		t.Fatalf("OpenASIC(Gaudi3) = %v, want ErrNoDevice", err)
+	}
+}
