@@ -25,7 +25,10 @@ type rig struct {
 	f    packet.Format
 }
 
-func newRig(t *testing.T, asic sim.ASIC) *rig {
+func newRig(t *testing.T, asic sim.ASIC) *rig { return newRigB(t, asic) }
+
+// newRigB opens a rig for a test or a benchmark.
+func newRigB(t testing.TB, asic sim.ASIC) *rig {
 	t.Helper()
 	cfg := sim.Default(asic, 1)
 	cfg.LockDir = t.TempDir()
@@ -43,7 +46,7 @@ func newRig(t *testing.T, asic sim.ASIC) *rig {
 }
 
 // open opens the device (again).
-func (r *rig) open(t *testing.T) {
+func (r *rig) open(t testing.TB) {
 	t.Helper()
 	d, err := device.OpenSim(r.sys.Device(0))
 	if err != nil {

@@ -168,7 +168,9 @@ type Chunk struct {
 type Part uint8
 
 const (
+	// StagedFirst marks the first part (HL_CS_FLAGS_STAGED_SUBMISSION_FIRST).
 	StagedFirst Part = 1 << iota
+	// StagedLast marks the last part (HL_CS_FLAGS_STAGED_SUBMISSION_LAST).
 	StagedLast
 )
 
