@@ -68,8 +68,8 @@ static long (*bpf_ringbuf_output)(void *ringbuf, void *data, u64 size, u64 flags
 static u64 (*bpf_ringbuf_query)(void *ringbuf, u64 flags) = (void *)134;
 static void *(*bpf_task_storage_get)(void *map, void *task, void *value, u64 flags) = (void *)156;
 static void *(*bpf_get_current_task_btf)(void) = (void *)158;
-static void *(*bpf_task_pt_regs)(void *task) = (void *)175;
 static u64 (*bpf_get_attach_cookie)(void *ctx) = (void *)174;
+static void *(*bpf_task_pt_regs)(void *task) = (void *)175;
 static long (*bpf_get_func_arg)(void *ctx, u32 n, u64 *value) = (void *)183;
 static long (*bpf_get_func_ret)(void *ctx, u64 *value) = (void *)184;
 
@@ -648,8 +648,9 @@ static __always_inline u32 fd_rdev(u32 fd)
 }
 
 // read_reg reads the register saved at byte offset off of a struct
-// pt_regs. The mask keeps the offset in a range the verifier accepts; the
-// largest struct pt_regs (arm64) is smaller.
+// pt_regs. The mask keeps the offset in a range the verifier accepts (the
+// largest struct pt_regs, arm64's, is smaller); Go checks that the
+// offsets it sets are 8-byte aligned and inside it.
 static __always_inline u64 read_reg(const void *regs, u32 off)
 {
 	u64 v = 0;

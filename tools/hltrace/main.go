@@ -46,8 +46,12 @@
 // functions of the same shape, long f(struct file *, unsigned int cmd,
 // unsigned long arg), such as ib_uverbs_ioctl. The return value and
 // duration are then the driver function's, and there are no openat, mmap
-// or close events. Auto never chooses these modes: they see nothing until
-// the driver's module is loaded.
+// or close events. kretprobe keeps a limited number of calls in flight
+// (the kernel's default, at least two per CPU); many threads blocked in
+// WAIT_CS at once can exceed it, and the calls beyond it are not
+// reported, so fentry is the better choice where the kernel allows it.
+// Auto never chooses these modes: they see nothing until the driver's
+// module is loaded.
 //
 // # Filters
 //

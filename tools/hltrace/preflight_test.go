@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // fakeSystem lays out a /proc status, a BTF file and a tracefs tree in a
@@ -141,5 +144,34 @@ func TestBuildConfig(t *testing.T) {
 	}
 	if m := requestCalls(); len(m) != 12+6 {
 		t.Errorf("%d traced requests, want 12 habanalabs, uverbs and 5 dma-buf", len(m))
+	}
+}
+
+// TestRegsConfig reads struct pt_regs from the running kernel's BTF and
+// checks the offsets against the x86-64 layout.
+func TestRegsConfig(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("the expected offsets are x86-64's, not %s's", runtime.GOARCH)
+	}
+	if _, err := os.Stat(hostSystem.btf); err != nil {
+		t.Skipf("no kernel BTF: %v", err)
+	}
+	var cfg bpfConfig
+	if err := regsConfig(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	type offs struct {
+		Syscall    [6]uint32
+		Nr         uint32
+		Func       [3]uint32
+		Ret        uint32
+		NrIoctl    uint32
+		ConfigFlag bpfConfigFlag
+	}
+	got := offs{cfg.RegOff, cfg.NrRegOff, cfg.FuncRegOff, cfg.RetRegOff, cfg.NrIoctl, cfg.Flags}
+	// di, si, dx, r10, r8, r9; orig_ax; di, si, dx; ax.
+	want := offs{[6]uint32{112, 104, 96, 56, 72, 64}, 120, [3]uint32{112, 104, 96}, 80, 16, 0}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("offsets (-want +got):\n%s", d)
 	}
 }

@@ -454,6 +454,9 @@ func regsConfig(cfg *bpfConfig) error {
 		if err != nil {
 			return err
 		}
+		if o%8 != 0 || o > 0x3f8 { // what read_reg in hltrace.bpf.c can reach
+			return fmt.Errorf("kernel BTF: struct pt_regs member %s at offset %d, out of reach", r.name, o)
+		}
 		*dst[i] = o
 	}
 	return nil
