@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +47,10 @@ func TestExamples(t *testing.T) {
 		}
 	}
 	bin := t.TempDir()
-	gocmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to build the examples: %v", err)
+	}
 	build := exec.Command(gocmd, "build", "-o", bin+string(filepath.Separator), "./...")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/...: %v\n%s", err, out)
