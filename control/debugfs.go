@@ -35,8 +35,8 @@ type DebugFS struct {
 	saved   string   // clk_gate's value at open
 }
 
-// debugFSRoot is where debugfs is mounted; tests replace it.
-var debugFSRoot = "/sys/kernel/debug"
+// debugFSRoot is where debugfs is mounted.
+const debugFSRoot = "/sys/kernel/debug"
 
 // OpenDebugFS opens the debugfs directory of the device d is open on. The
 // directory is accel/<PCI address> on 6.12 kernels (the DRM device's
@@ -55,21 +55,39 @@ func OpenDebugFS(d *device.Device) (*DebugFS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("debugfs of %s: %w", d.Path(), err)
 	}
-	dirs := []string{
-		filepath.Join(debugFSRoot, "accel", addr),
-		filepath.Join(debugFSRoot, "accel", strconv.Itoa(n.Index)),
+	dir, err := findDebugFSDir(debugFSDirs(debugFSRoot, n))
+	if err != nil {
+		return nil, fmt.Errorf("debugfs of %s: %w", d.Path(), err)
 	}
+	return OpenDebugFSDir(dir)
+}
+
+// debugFSDirs lists where the driver may have put node n's debugfs files
+// below root, newest kernels first.
+func debugFSDirs(root string, n device.Node) []string {
+	index := strconv.Itoa(n.Index)
 	if n.Layout == device.LayoutLegacy {
-		dirs = []string{filepath.Join(debugFSRoot, "habanalabs", "hl"+strconv.Itoa(n.Index))}
+		return []string{filepath.Join(root, "habanalabs", "hl"+index)}
 	}
+	var dirs []string
+	if n.PCIAddress != "" {
+		dirs = append(dirs, filepath.Join(root, "accel", n.PCIAddress))
+	}
+	return append(dirs, filepath.Join(root, "accel", index))
+}
+
+// findDebugFSDir returns the first of dirs that holds a data32 file.
+func findDebugFSDir(dirs []string) (string, error) {
 	for _, dir := range dirs {
-		if _, err := os.Stat(filepath.Join(dir, "data32")); err == nil {
-			return OpenDebugFSDir(dir)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("debugfs of %s: %w", d.Path(), err)
+		_, err := os.Stat(filepath.Join(dir, "data32"))
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
 		}
 	}
-	return nil, fmt.Errorf("debugfs of %s: no directory among %s: %w", d.Path(), strings.Join(dirs, ", "), ErrNotSupported)
+	return "", fmt.Errorf("no debugfs directory among %s: %w", strings.Join(dirs, ", "), ErrNotSupported)
 }
 
 // OpenDebugFSDir opens the driver's debugfs files in dir. Like hl-thunk it
