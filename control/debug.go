@@ -144,8 +144,9 @@ const SPMUMaxEvents = 6
 
 // SPMU configures a system performance monitor unit.
 type SPMU struct {
-	// EventTypes are the events to count, at most SPMUMaxEvents (the
-	// driver answers EINVAL for more).
+	// EventTypes are the events to count, at most SPMUMaxEvents, and on
+	// first-generation Gaudi at least three (the driver answers EINVAL
+	// otherwise).
 	EventTypes    []uint64
 	PMTRC         uint32 // trace control register value
 	TraceCtrlHost uint32
@@ -177,7 +178,8 @@ type SPMUCounters struct {
 }
 
 // DisableSPMU stops the performance monitor with index component and
-// reads its counters for events event types (0 to SPMUMaxEvents).
+// reads its counters for events event types (0 to SPMUMaxEvents; at least
+// 1 on first-generation Gaudi, whose driver wants room for three values).
 func DisableSPMU(d *device.Device, component uint32, events int) (SPMUCounters, error) {
 	if events < 0 || events > SPMUMaxEvents {
 		return SPMUCounters{}, fmt.Errorf("spmu: %d events, at most %d", events, SPMUMaxEvents)

@@ -19,8 +19,8 @@ import (
 // parameter struct, copied in (EFAULT), and checked as the ASIC code
 // checks it: the component index against the ASIC's table (EINVAL), a
 // missing input when enabling (EINVAL), an ETR buffer of size 0 or outside
-// the device's address ranges (EINVAL), more than six SPMU event types
-// (EINVAL). The simulator has no trace hardware: it records each accepted
+// the device's address ranges (EINVAL), the SPMU event counts (see
+// checkSPMU). The simulator has no trace hardware: it records each accepted
 // operation (Device.DebugOps), answers the ETR write pointer with the start
 // of the trace buffer (an empty trace) and SPMU counters with zeros. Every
 // component index in the ASIC's table is taken as present; the driver
@@ -196,19 +196,39 @@ func (d *Device) configure(op, reg uint32, enable bool, input, output []byte) (r
 			return false, unix.EINVAL
 		}
 	case hl.HL_DEBUG_OP_SPMU:
-		if enable {
-			if input == nil {
-				return false, unix.EINVAL
-			}
-			if binary.LittleEndian.Uint32(input[80:]) > spmuMaxCounters { // event_types_num
-				return false, unix.EINVAL
-			}
-		} else if n := len(output) / 8; n > 2 && n-2 > spmuMaxCounters {
-			return false, unix.EINVAL
+		if err := d.checkSPMU(enable, input, output); err != nil {
+			return false, err
 		}
 		// Disabled counters read as zero: output stays zero-filled.
 	}
 	return true, nil
+}
+
+// checkSPMU is the ASIC's config_spmu checks. Enabling takes at most six
+// event types, and on Gaudi at least three. Disabling reads the counters
+// into the output, two u64 more than the events (overflow bits and cycle
+// count): Gaudi insists on an output of at least three u64, Gaudi2 reads
+// only into an output of more than two; more than six events is EINVAL.
+func (d *Device) checkSPMU(enable bool, input, output []byte) error {
+	gaudi := !d.prof.dramVirtual
+	if enable {
+		if input == nil {
+			return unix.EINVAL
+		}
+		n := binary.LittleEndian.Uint32(input[80:]) // event_types_num
+		if n > spmuMaxCounters || gaudi && n < 3 {
+			return unix.EINVAL
+		}
+		return nil
+	}
+	n := len(output) / 8
+	if gaudi && (output == nil || n < 3) {
+		return unix.EINVAL
+	}
+	if n > 2 && n-2 > spmuMaxCounters {
+		return unix.EINVAL
+	}
+	return nil
 }
 
 // configureETR is the ASIC's config_etr.

@@ -126,36 +126,50 @@ func TestDebugCoresightRules(t *testing.T) {
 				in     []byte
 				out    int
 				want   error
+				gaudi  error // Gaudi's answer where it differs
+				differ bool  // gaudi applies
+				quiet  bool  // accepted without a change, so not recorded
 			}{
-				{"stm last", hl.HL_DEBUG_OP_STM, regs.stm - 1, false, nil, 0, nil},
-				{"stm past table", hl.HL_DEBUG_OP_STM, regs.stm, false, nil, 0, unix.EINVAL},
-				{"stm enable without input", hl.HL_DEBUG_OP_STM, 0, true, nil, 0, unix.EINVAL},
-				{"stm enable", hl.HL_DEBUG_OP_STM, 0, true, make([]byte, 24), 0, nil},
-				{"etf past table", hl.HL_DEBUG_OP_ETF, regs.etf, true, make([]byte, 24), 0, unix.EINVAL},
-				{"funnel", hl.HL_DEBUG_OP_FUNNEL, regs.funnel - 1, true, nil, 0, nil},
-				{"funnel past table", hl.HL_DEBUG_OP_FUNNEL, regs.funnel, true, nil, 0, unix.EINVAL},
-				{"bmon past table", hl.HL_DEBUG_OP_BMON, regs.bmon, false, nil, 0, unix.EINVAL},
-				{"bmon enable", hl.HL_DEBUG_OP_BMON, 1, true, make([]byte, 200), 0, nil},
-				{"spmu 7 events", hl.HL_DEBUG_OP_SPMU, 0, true, spmu(7), 0, unix.EINVAL},
-				{"spmu 6 events", hl.HL_DEBUG_OP_SPMU, regs.spmu - 1, true, spmu(6), 0, nil},
-				{"spmu read 6", hl.HL_DEBUG_OP_SPMU, 0, false, nil, 8 * 8, nil},
-				{"spmu read 7", hl.HL_DEBUG_OP_SPMU, 0, false, nil, 9 * 8, unix.EINVAL},
-				{"spmu past table", hl.HL_DEBUG_OP_SPMU, regs.spmu, false, nil, 0, unix.EINVAL},
-				{"etr size 0", hl.HL_DEBUG_OP_ETR, 0, true, etr(host, 0), 0, unix.EINVAL},
-				{"etr no input", hl.HL_DEBUG_OP_ETR, 0, true, nil, 0, unix.EINVAL},
-				{"etr outside", hl.HL_DEBUG_OP_ETR, 0, true, etr(1<<12, 4096), 0, unix.EINVAL},
-				{"etr wraps", hl.HL_DEBUG_OP_ETR, 0, true, etr(host, ^uint64(0)), 0, unix.EINVAL},
-				{"etr enable", hl.HL_DEBUG_OP_ETR, 0, true, etr(host, 1<<20), 0, nil},
-				{"etr enabled again", hl.HL_DEBUG_OP_ETR, 0, true, nil, 0, nil},
-				{"timestamp", hl.HL_DEBUG_OP_TIMESTAMP, 1 << 30, true, nil, 0, nil},
+				{"stm last", hl.HL_DEBUG_OP_STM, regs.stm - 1, false, nil, 0, nil, nil, false, false},
+				{"stm past table", hl.HL_DEBUG_OP_STM, regs.stm, false, nil, 0, unix.EINVAL, nil, false, false},
+				{"stm enable without input", hl.HL_DEBUG_OP_STM, 0, true, nil, 0, unix.EINVAL, nil, false, false},
+				{"stm enable", hl.HL_DEBUG_OP_STM, 0, true, make([]byte, 24), 0, nil, nil, false, false},
+				{"etf past table", hl.HL_DEBUG_OP_ETF, regs.etf, true, make([]byte, 24), 0, unix.EINVAL, nil, false, false},
+				{"funnel", hl.HL_DEBUG_OP_FUNNEL, regs.funnel - 1, true, nil, 0, nil, nil, false, false},
+				{"funnel past table", hl.HL_DEBUG_OP_FUNNEL, regs.funnel, true, nil, 0, unix.EINVAL, nil, false, false},
+				{"bmon past table", hl.HL_DEBUG_OP_BMON, regs.bmon, false, nil, 0, unix.EINVAL, nil, false, false},
+				{"bmon enable", hl.HL_DEBUG_OP_BMON, 1, true, make([]byte, 200), 0, nil, nil, false, false},
+				{"spmu 7 events", hl.HL_DEBUG_OP_SPMU, 0, true, spmu(7), 0, unix.EINVAL, nil, false, false},
+				{"spmu 6 events", hl.HL_DEBUG_OP_SPMU, regs.spmu - 1, true, spmu(6), 0, nil, nil, false, false},
+				{"spmu read 6", hl.HL_DEBUG_OP_SPMU, 0, false, nil, 8 * 8, nil, nil, false, false},
+				{"spmu read 7", hl.HL_DEBUG_OP_SPMU, 0, false, nil, 9 * 8, unix.EINVAL, nil, false, false},
+				{"spmu past table", hl.HL_DEBUG_OP_SPMU, regs.spmu, false, nil, 0, unix.EINVAL, nil, false, false},
+				{"etr size 0", hl.HL_DEBUG_OP_ETR, 0, true, etr(host, 0), 0, unix.EINVAL, nil, false, false},
+				{"etr no input", hl.HL_DEBUG_OP_ETR, 0, true, nil, 0, unix.EINVAL, nil, false, false},
+				{"etr outside", hl.HL_DEBUG_OP_ETR, 0, true, etr(1<<12, 4096), 0, unix.EINVAL, nil, false, false},
+				{"etr wraps", hl.HL_DEBUG_OP_ETR, 0, true, etr(host, ^uint64(0)), 0, unix.EINVAL, nil, false, false},
+				{"etr enable", hl.HL_DEBUG_OP_ETR, 0, true, etr(host, 1<<20), 0, nil, nil, false, false},
+				{"etr enabled again", hl.HL_DEBUG_OP_ETR, 0, true, nil, 0, nil, nil, false, true},
+				{"timestamp", hl.HL_DEBUG_OP_TIMESTAMP, 1 << 30, true, nil, 0, nil, nil, false, false},
+				{"spmu 2 events", hl.HL_DEBUG_OP_SPMU, 0, true, spmu(2), 0, nil, unix.EINVAL, true, false},
+				{"spmu read without output", hl.HL_DEBUG_OP_SPMU, 0, false, nil, 0, nil, unix.EINVAL, true, false},
+				{"spmu read no events", hl.HL_DEBUG_OP_SPMU, 0, false, nil, 2 * 8, nil, unix.EINVAL, true, false},
 			}
+			var wantOps []string
 			for _, c := range cases {
 				var out []byte
 				if c.out > 0 {
 					out = make([]byte, c.out)
 				}
-				if err := debugCall(f, c.op, c.reg, c.enable, c.in, out); err != c.want {
-					t.Errorf("%s: %v, want %v", c.name, err, c.want)
+				want := c.want
+				if c.differ && asic == Gaudi {
+					want = c.gaudi
+				}
+				if err := debugCall(f, c.op, c.reg, c.enable, c.in, out); err != want {
+					t.Errorf("%s: %v, want %v", c.name, err, want)
+				}
+				if want == nil && !c.quiet {
+					wantOps = append(wantOps, hl.DebugOpNames[c.op])
 				}
 			}
 			// Disabling the ETR reports the write pointer: the buffer's
@@ -181,8 +195,10 @@ func TestDebugCoresightRules(t *testing.T) {
 			for _, op := range d.DebugOps() {
 				got = append(got, hl.DebugOpNames[op.Op])
 			}
-			want := []string{"STM", "STM", "FUNNEL", "BMON", "SPMU", "SPMU", "ETR", "TIMESTAMP", "ETR", "SPMU"}
-			if diff := cmp.Diff(want, got); diff != "" {
+			// The ETR disable and the SPMU read with a bad output pointer
+			// configured the hardware too.
+			wantOps = append(wantOps, "ETR", "SPMU")
+			if diff := cmp.Diff(wantOps, got); diff != "" {
 				t.Errorf("recorded ops (-want +got):\n%s", diff)
 			}
 			// The BMON input was cut to the size of its struct.
