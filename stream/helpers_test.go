@@ -227,20 +227,31 @@ func (r *rig) monRegs() (payH, data, arm, cfg uint16) {
 	return 0x2000, 0x4000, 0x6000, 0x8000
 }
 
-// fenceAddr is the CP_FENCE0_RDATA register of stream 0 of queue's QMAN.
+// fenceAddr is the CP_FENCE0_RDATA register of queue's stream of its QMAN
+// (the down, up, TPC 0 and MME 0 queues of the tests).
 func (r *rig) fenceAddr(queue uint32) uint64 {
+	cfg, fence0 := uint64(0x1000007FF8000000), uint64(0x290)
+	qms := map[uint32]uint64{
+		uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_0):       0x4C8A000,
+		uint32(hl.GAUDI2_QUEUE_ID_PDMA_1_0):       0x4C9A000,
+		uint32(hl.GAUDI2_QUEUE_ID_DCORE0_TPC_0_0): 0x400A000,
+		uint32(hl.GAUDI2_QUEUE_ID_DCORE0_MME_0_0): 0x40CA000,
+	}
 	if r.asic == sim.Gaudi {
-		qm := uint64(0x508000)
-		if queue >= 4 {
-			qm = 0x528000
+		cfg, fence0 = 0x7FFC000000, 0x308
+		qms = map[uint32]uint64{
+			uint32(hl.GAUDI_QUEUE_ID_DMA_0_0): 0x508000,
+			uint32(hl.GAUDI_QUEUE_ID_DMA_1_0): 0x528000,
+			uint32(hl.GAUDI_QUEUE_ID_TPC_0_0): 0xE08000,
+			uint32(hl.GAUDI_QUEUE_ID_MME_0_0): 0x168000, // MME_0_x run on the MME2 QMAN
 		}
-		return 0x7FFC000000 + qm + 0x308 + uint64(queue%4)*4
 	}
-	qm := uint64(0x4C8A000)
-	if queue >= 4 {
-		qm = 0x4C9A000
+	for first, qm := range qms {
+		if queue >= first && queue < first+4 {
+			return cfg + qm + fence0 + uint64(queue-first)*4
+		}
 	}
-	return 0x1000007FF8000000 + qm + 0x290 + uint64(queue%4)*4
+	panic("no QMAN for the queue")
 }
 
 // setSOB returns a CB that sets a user SOB.

@@ -221,6 +221,31 @@ func partFlags(p Part) uint32 {
 // submit issues a default CS; seq is the staged sequence number (or the
 // encapsulated signals handle id, which shares its place).
 func (s *Streams) submit(op string, chunks []Chunk, flags uint32, seq uint64, opts []Option) (uint64, error) {
+	arr := csChunks(chunks)
+	a := new(hl.CSArgs)
+	in := a.In()
+	if len(arr) > 0 {
+		in.SetChunksExecute(uint64(uintptr(unsafe.Pointer(&arr[0]))))
+	}
+	in.NumChunksExecute = uint32(len(arr))
+	in.SetSeq(seq)
+	in.CSFlags = flags
+	o := applyOptions(in, opts)
+	restore := csChunks(o.restore)
+	if len(restore) > 0 {
+		in.SetChunksRestore(uint64(uintptr(unsafe.Pointer(&restore[0]))))
+		in.NumChunksRestore = uint32(len(restore))
+		in.CSFlags |= hl.HL_CS_FLAGS_FORCE_RESTORE
+	}
+	out, err := s.issueCS(op, a, []any{arr, restore})
+	if err != nil {
+		return 0, err
+	}
+	return out.Seq(), nil
+}
+
+// csChunks converts chunks to the driver's layout, on the heap.
+func csChunks(chunks []Chunk) []hl.CSChunk {
 	arr := make([]hl.CSChunk, len(chunks))
 	for i, c := range chunks {
 		arr[i].QueueIndex = c.Queue
@@ -230,18 +255,5 @@ func (s *Streams) submit(op string, chunks []Chunk, flags uint32, seq uint64, op
 			arr[i].CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
 		}
 	}
-	a := new(hl.CSArgs)
-	in := a.In()
-	if len(arr) > 0 {
-		in.SetChunksExecute(uint64(uintptr(unsafe.Pointer(&arr[0]))))
-	}
-	in.NumChunksExecute = uint32(len(arr))
-	in.SetSeq(seq)
-	in.CSFlags = flags
-	applyOptions(in, opts)
-	out, err := s.issueCS(op, a, arr)
-	if err != nil {
-		return 0, err
-	}
-	return out.Seq(), nil
+	return arr
 }

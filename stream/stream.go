@@ -51,6 +51,7 @@ type options struct {
 	timeout   time.Duration
 	timestamp bool
 	skipReset bool
+	restore   []Chunk
 }
 
 // WithTimeout replaces the driver's default CS timeout (its TDR) for the
@@ -69,8 +70,16 @@ func WithTimestamp() Option { return func(o *options) { o.timestamp = true } }
 // without resetting the device (HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT).
 func WithSkipResetOnTimeout() Option { return func(o *options) { o.skipReset = true } }
 
-// flags applies opts to the CS arguments.
-func applyOptions(in *hl.CSIn, opts []Option) {
+// WithRestore gives a submission restore chunks, which the driver runs
+// first, as a submission of their own that it waits for
+// (HL_CS_FLAGS_FORCE_RESTORE with chunks_restore; hl-thunk's restore
+// array). Only Submit and SubmitStaged use it.
+func WithRestore(chunks ...Chunk) Option {
+	return func(o *options) { o.restore = append(o.restore, chunks...) }
+}
+
+// applyOptions applies opts to the CS arguments and returns them.
+func applyOptions(in *hl.CSIn, opts []Option) options {
 	var o options
 	o.timeout = -1
 	for _, f := range opts {
@@ -86,6 +95,7 @@ func applyOptions(in *hl.CSIn, opts []Option) {
 		in.CSFlags |= hl.HL_CS_FLAGS_CUSTOM_TIMEOUT
 		in.Timeout = uint32(min((o.timeout+time.Second-1)/time.Second, math.MaxUint32))
 	}
+	return o
 }
 
 // maxRetries bounds how often a submission the driver answers EAGAIN

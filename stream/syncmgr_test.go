@@ -174,3 +174,110 @@ func TestSMMME(t *testing.T) {
 		})
 	}
 }
+
+// pingpong is hl-thunk's test_sm_pingpong_upper_cp: the down DMA queue
+// copies host to SRAM and signals SOB0; the engine queue's CB fences on
+// SOB0 and signals SOB1; the up DMA queue fences on SOB1 and copies SRAM
+// to the host; the three are jobs of one CS. The engine's CB sits in SRAM
+// (copied there by the CS's restore chunk) or in host memory.
+func pingpong(t *testing.T, a sim.ASIC, engine uint32, cbInHost bool) {
+	r := newRig(t, a)
+	u := r.firstSOB(t)
+	s0, s1 := userSync{sob: u.sob, mon: u.mon}, userSync{sob: u.sob + 1, mon: u.mon + 1}
+	hw := r.dev.HWIPInfo()
+	data := hw.SRAMBase + 0x1000
+	src, err := r.mem.AllocHost(4096, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := r.mem.AllocHost(4096, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	copy(src.Bytes(), []byte{9, 8, 7, 6})
+	r.wait(t, r.run(t, r.down(), r.build(t, func(b *packet.Builder) {
+		r.sobWrite(t, b, s0.sob, 0, false, false)
+		r.sobWrite(t, b, s1.sob, 0, false, false)
+	})))
+	engineCB := r.monitorFence(t, engine, s0, s0.mon, 1, func(b *packet.Builder) { r.sobWrite(t, b, s1.sob, 1, true, false) })
+	host, err := r.mem.AllocHost(4096, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	copy(host.Bytes(), engineCB)
+	engineAddr := host.VA()
+	var opts []stream.Option
+	if !cbInHost {
+		engineAddr = hw.SRAMBase + 0x2000
+		restore := r.build(t, func(b *packet.Builder) {
+			b.LinDMA(packet.LinDMA{Src: host.VA(), Dst: engineAddr, Size: uint32(len(engineCB))})
+		})
+		rc := r.newCB(t, restore)
+		opts = append(opts, stream.WithRestore(r.chunk(rc, r.down(), len(restore))))
+	}
+	down := r.build(t, func(b *packet.Builder) {
+		b.LinDMA(packet.LinDMA{Src: src.VA(), Dst: data, Size: 4})
+		r.sobWrite(t, b, s0.sob, 1, true, false)
+	})
+	up := r.monitorFence(t, r.up(), s1, s1.mon, 1, func(b *packet.Builder) {
+		b.LinDMA(packet.LinDMA{Src: data, Dst: dst.VA(), Size: 4})
+	})
+	dc, uc := r.newCB(t, down), r.newCB(t, up)
+	seq, err := r.s.Submit([]stream.Chunk{
+		r.chunk(dc, r.down(), len(down)),
+		{Queue: engine, CB: engineAddr, Size: uint32(len(engineCB)), UserCB: true},
+		r.chunk(uc, r.up(), len(up)),
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, seq)
+	if !bytes.Equal(dst.Bytes()[:4], src.Bytes()[:4]) {
+		t.Errorf("host got % x, want % x", dst.Bytes()[:4], src.Bytes()[:4])
+	}
+}
+
+func tpcQueue(a sim.ASIC) uint32 {
+	if a == sim.Gaudi {
+		return uint32(hl.GAUDI_QUEUE_ID_TPC_0_0)
+	}
+	return uint32(hl.GAUDI2_QUEUE_ID_DCORE0_TPC_0_0)
+}
+
+func mmeQueue(a sim.ASIC) uint32 {
+	if a == sim.Gaudi {
+		return uint32(hl.GAUDI_QUEUE_ID_MME_0_0)
+	}
+	return uint32(hl.GAUDI2_QUEUE_ID_DCORE0_MME_0_0)
+}
+
+// TestSMPingpongTPCUpperCPFromSRAM is test_sm_pingpong_tpc_upper_cp_from_sram.
+func TestSMPingpongTPCUpperCPFromSRAM(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) { pingpong(t, a, tpcQueue(a), false) })
+	}
+}
+
+// TestSMPingpongMMEUpperCPFromSRAM is test_sm_pingpong_mme_upper_cp_from_sram.
+func TestSMPingpongMMEUpperCPFromSRAM(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) { pingpong(t, a, mmeQueue(a), false) })
+	}
+}
+
+// TestSMPingpongTPCUpperCPFromHost is test_sm_pingpong_tpc_upper_cp_from_host.
+func TestSMPingpongTPCUpperCPFromHost(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) { pingpong(t, a, tpcQueue(a), true) })
+	}
+}
+
+// TestSMPingpongMMEUpperCPFromHost is test_sm_pingpong_mme_upper_cp_from_host.
+func TestSMPingpongMMEUpperCPFromHost(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) { pingpong(t, a, mmeQueue(a), true) })
+	}
+}
