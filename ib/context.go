@@ -206,32 +206,43 @@ func (c *Context) write(op string, w *writeCmd) error {
 
 // invokeWrite runs legacy command cmd: through the INVOKE_WRITE ioctl
 // method on current kernels, through write(2) on legacy ones. core is the
-// core request including its leading response field where it has one;
-// the returned slice is the core response followed by the driver output.
-func (c *Context) invokeWrite(op string, cmd rdma.UverbsWriteCmds, core []byte, respLen int, drvIn []byte, drvOutLen int) ([]byte, error) {
+// core request including its leading response field where it has one. It
+// returns the core response (respLen bytes) and the driver's output
+// (drvOutLen bytes).
+func (c *Context) invokeWrite(op string, cmd rdma.UverbsWriteCmds, core []byte, respLen int, drvIn []byte, drvOutLen int) (resp, drvOut []byte, err error) {
 	if c.legacy {
 		w := newWriteCmd(uint32(cmd), core, pad4(drvIn), respLen, round4(drvOutLen))
 		if err := c.write(op, w); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return w.resp(), nil
+		all := w.resp()
+		return all[:respLen], all[respLen : respLen+drvOutLen], nil
 	}
 	r := request{obj: uint16(rdma.UVERBS_OBJECT_DEVICE), method: uint16(rdma.UVERBS_METHOD_INVOKE_WRITE)}
 	r.inline(uint16(rdma.UVERBS_ATTR_WRITE_CMD), 8, uint64(cmd))
 	r.ptrIn(uint16(rdma.UVERBS_ATTR_CORE_IN), core)
-	outAt := -1
+	outAt, drvAt := -1, -1
 	if respLen > 0 {
 		outAt = r.n
 		r.ptrOut(uint16(rdma.UVERBS_ATTR_CORE_OUT), respLen)
 	}
-	c.addUHW(&r, drvIn, drvOutLen)
+	if len(drvIn) > 0 {
+		r.ptrIn(rdma.UVERBS_ATTR_UHW_IN, drvIn)
+	}
+	if drvOutLen > 0 {
+		drvAt = r.n
+		r.ptrOut(rdma.UVERBS_ATTR_UHW_OUT, drvOutLen)
+	}
 	if err := c.ioctl(op, &r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if outAt < 0 {
-		return nil, nil
+	if outAt >= 0 {
+		resp = r.out(outAt)
 	}
-	return r.out(outAt), nil
+	if drvAt >= 0 {
+		drvOut = r.out(drvAt)
+	}
+	return resp, drvOut, nil
 }
 
 // pad4 rounds b up to whole 4-byte words for the write() path.

@@ -78,7 +78,7 @@ func (pd *PD) RegMR(addr uintptr, length, iova uint64, access Access) (*MR, erro
 	le.PutUint64(core[24:], iova)
 	le.PutUint32(core[32:], pd.handle)
 	le.PutUint32(core[36:], uint32(access))
-	resp, err := c.invokeWrite(opRegMR, rdma.IB_USER_VERBS_CMD_REG_MR, core, 12, c.drv.regMRIn, c.drv.regMROutLen)
+	resp, _, err := c.invokeWrite(opRegMR, rdma.IB_USER_VERBS_CMD_REG_MR, core, 12, c.drv.regMRIn, c.drv.regMROutLen)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (mr *MR) dereg() error {
 	c := mr.pd.c
 	if c.legacy {
 		core := binary.LittleEndian.AppendUint32(nil, mr.handle)
-		_, err := c.invokeWrite(opDeregMR, rdma.IB_USER_VERBS_CMD_DEREG_MR, core, 0, nil, 0)
+		_, _, err := c.invokeWrite(opDeregMR, rdma.IB_USER_VERBS_CMD_DEREG_MR, core, 0, nil, 0)
 		return err
 	}
 	r := request{obj: uint16(rdma.UVERBS_OBJECT_MR), method: uint16(rdma.UVERBS_METHOD_MR_DESTROY)}

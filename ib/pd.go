@@ -28,7 +28,7 @@ func (c *Context) AllocPD() (*PD, error) {
 		return nil, err
 	}
 	core := make([]byte, 8) // response
-	resp, err := c.invokeWrite(opAllocPD, rdma.IB_USER_VERBS_CMD_ALLOC_PD, core, 4, nil, c.drv.allocPDOutLen)
+	resp, _, err := c.invokeWrite(opAllocPD, rdma.IB_USER_VERBS_CMD_ALLOC_PD, core, 4, nil, c.drv.allocPDOutLen)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (pd *PD) Close() error {
 	var err error
 	if c.legacy {
 		core := binary.LittleEndian.AppendUint32(nil, pd.handle)
-		_, err = c.invokeWrite(opDeallocPD, rdma.IB_USER_VERBS_CMD_DEALLOC_PD, core, 0, nil, 0)
+		_, _, err = c.invokeWrite(opDeallocPD, rdma.IB_USER_VERBS_CMD_DEALLOC_PD, core, 0, nil, 0)
 	} else {
 		r := request{obj: uint16(rdma.UVERBS_OBJECT_PD), method: uint16(rdma.UVERBS_METHOD_PD_DESTROY)}
 		r.idr(uint16(rdma.UVERBS_ATTR_DESTROY_PD_HANDLE), pd.handle)

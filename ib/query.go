@@ -46,7 +46,7 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 		return DeviceAttr{}, err
 	}
 	core := make([]byte, 8) // response
-	resp, err := c.invokeWrite(opQueryDevice, rdma.IB_USER_VERBS_CMD_QUERY_DEVICE, core, queryDeviceRespSize, nil, 0)
+	resp, _, err := c.invokeWrite(opQueryDevice, rdma.IB_USER_VERBS_CMD_QUERY_DEVICE, core, queryDeviceRespSize, nil, 0)
 	if err != nil {
 		return DeviceAttr{}, err
 	}
@@ -172,7 +172,7 @@ func (c *Context) QueryPort(port uint8) (PortAttr, error) {
 	if c.legacy {
 		core := make([]byte, 16) // response, port_num, reserved[7]
 		core[8] = port
-		resp, err := c.invokeWrite(opQueryPort, rdma.IB_USER_VERBS_CMD_QUERY_PORT, core, queryPortRespSize, nil, 0)
+		resp, _, err := c.invokeWrite(opQueryPort, rdma.IB_USER_VERBS_CMD_QUERY_PORT, core, queryPortRespSize, nil, 0)
 		if err != nil {
 			return PortAttr{}, err
 		}
