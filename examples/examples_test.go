@@ -18,6 +18,7 @@ var wants = map[string][]string{
 	"dma":    {"verified: 67108864 bytes identical after host -> device -> device -> host"},
 	"alloc":  {"after Close:"},
 	"export": {"export closed, buffer freed"},
+	"signal": {"verified: 16777216 bytes ordered across two queues by one signal/wait pair"},
 	"ipc": {
 		"importer: all 4194304 bytes match the pattern",
 		"exporter: closed the dma-buf, which revoked the export (0 exports left)",
