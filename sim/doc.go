@@ -52,6 +52,14 @@
 // engine.go, cs.go and wait.go tell the details and what is not
 // simulated.
 //
+// The sync stream CS types follow the driver too: signal and wait CSs with
+// the queues' reserved SOBs and monitors and the SOB switch at the 15-bit
+// limit (signal.go), staged submissions (staged.go), reservations of
+// encapsulated signals (encaps.go), multi-CS waits (wait.go), and Gaudi2's
+// user interrupts, kernel CQ and user-address waits and timestamp
+// registrations, raised through the sync managers' completion queues and
+// the MSI-X doorbell (interrupt.go, syncmgr.go).
+//
 // # Rules it keeps
 //
 //   - One compute context per device, across goroutines and processes: the
