@@ -21,7 +21,7 @@ var abiTable = &abicheck.Table{
 	IncludeDirs: []string{"include/uapi"},
 	Includes: []string{
 		"rdma/rdma_user_ioctl_cmds.h", "rdma/ib_user_ioctl_cmds.h", "rdma/ib_user_ioctl_verbs.h", "rdma/ib_user_verbs.h",
-		"rdma/mlx5-abi.h", "rdma/irdma-abi.h", "rdma/siw-abi.h",
+		"rdma/mlx5-abi.h", "rdma/irdma-abi.h", "rdma/siw-abi.h", "rdma/rdma_user_rxe.h",
 	},
 }
 
@@ -82,7 +82,9 @@ p->total_num_bfregs = 1; p->lib_caps = MLX5_LIB_CAP_4K_UAR | MLX5_LIB_CAP_DYN_UA
 p->start = 0x7f0000001000ULL; p->length = 0x100000; p->hca_va = 0x7f0000001000ULL; p->pd_handle = 5;
 p->access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_WRITE;`},
 	}
+	snippets = append(snippets, rdmaWriteSnippets...)
 	c := abicheck.Bytes(t, abiTable, snippets)
+	checkRDMAWrite(t, c)
 
 	var r request
 	r = request{obj: uint16(rdma.UVERBS_OBJECT_MR), method: uint16(rdma.UVERBS_METHOD_REG_DMABUF_MR)}
@@ -184,4 +186,45 @@ type recordingVerbs struct {
 func (r *recordingVerbs) write(b []byte, n int) error {
 	r.onWrite(b, n)
 	return r.verbsFile.write(b, n)
+}
+
+// The layouts TestKernelRDMAWrite writes by hand, filled by gcc the same
+// way: the rxe send WQE with one sge and the three MODIFY_QP requests.
+var rdmaWriteSnippets = []abicheck.Snippet{
+	{Name: "rxe_write_wqe", Type: "struct rxe_send_wqe", Extra: 16, Code: `
+p->wr.wr_id = 0xabc; p->wr.opcode = 0; p->wr.send_flags = 2;
+p->wr.wr.rdma.remote_addr = 0x7f0000200000ULL; p->wr.wr.rdma.rkey = 0x355;
+p->iova = 0x7f0000200000ULL; p->dma.length = 8192; p->dma.resid = 8192; p->dma.num_sge = 1;
+p->dma.sge[0].addr = 0x7f0000100000ULL; p->dma.sge[0].length = 8192; p->dma.sge[0].lkey = 0x344;`},
+	{Name: "modify_init", Type: "struct ib_uverbs_modify_qp", Code: `
+p->qp_state = 1; p->port_num = 1; p->qp_access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_WRITE;`},
+	{Name: "modify_rtr", Type: "struct ib_uverbs_modify_qp", Code: `
+p->qp_state = 2; for (int i = 0; i < 16; i++) p->dest.dgid[i] = i + 1; p->dest.sgid_index = 1; p->dest.hop_limit = 1;
+p->dest.is_global = 1; p->dest.port_num = 1; p->path_mtu = 3; p->dest_qp_num = 18; p->max_dest_rd_atomic = 1; p->min_rnr_timer = 12;`},
+	{Name: "modify_rts", Type: "struct ib_uverbs_modify_qp", Code: `
+p->qp_state = 3; p->timeout = 14; p->retry_cnt = 7; p->rnr_retry = 7; p->max_rd_atomic = 1;`},
+}
+
+func checkRDMAWrite(t *testing.T, c map[string][]byte) {
+	t.Helper()
+	wqe := make([]byte, 208+16)
+	fillWriteWQE(wqe, 0xabc, 0x7f0000200000, 0x355, 0x7f0000100000, 8192, 0x344)
+	if d := cmp.Diff(c["rxe_write_wqe"], wqe); d != "" {
+		t.Errorf("rxe send WQE differs from C (-C +Go):\n%s", d)
+	}
+	var gid [16]byte
+	for i := range gid {
+		gid[i] = byte(i + 1)
+	}
+	for name, fill := range map[string]func([]byte) uint32{
+		"modify_init": modifyToInit,
+		"modify_rtr":  func(m []byte) uint32 { return modifyToRTR(m, gid, 1, 18) },
+		"modify_rts":  modifyToRTS,
+	} {
+		m := make([]byte, 112)
+		fill(m)
+		if d := cmp.Diff(c[name], m); d != "" {
+			t.Errorf("%s differs from C (-C +Go):\n%s", name, d)
+		}
+	}
 }

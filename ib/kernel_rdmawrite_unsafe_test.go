@@ -128,14 +128,6 @@ func TestKernelRDMAWrite(t *testing.T) {
 	// dest_qp_num@84, access@88, pkey_index@92, qp_state@96, path_mtu@98,
 	// max_rd_atomic@101, max_dest_rd_atomic@102, min_rnr_timer@103,
 	// port_num@104, timeout@105, retry_cnt@106, rnr_retry@107}.
-	const (
-		maskState, maskAccess, maskPKey, maskPort = 1 << 0, 1 << 3, 1 << 4, 1 << 5
-		maskAV, maskMTU, maskTimeout, maskRetry   = 1 << 7, 1 << 8, 1 << 9, 1 << 10
-		maskRNRRetry, maskRQPSN, maskMaxRdAtomic  = 1 << 11, 1 << 12, 1 << 13
-		maskMinRNR, maskSQPSN, maskMaxDestRd      = 1 << 15, 1 << 16, 1 << 17
-		maskDestQPN                               = 1 << 20
-		stateInit, stateRTR, stateRTS             = 1, 2, 3
-	)
 	modify := func(q qp, fill func(m []byte) uint32) {
 		m := make([]byte, 112)
 		le.PutUint32(m[64:], q.handle)
@@ -146,33 +138,9 @@ func TestKernelRDMAWrite(t *testing.T) {
 	}
 	for _, pair := range [][2]qp{{a, b}, {b, a}} {
 		q, peer := pair[0], pair[1]
-		modify(q, func(m []byte) uint32 {
-			m[96] = stateInit
-			m[104] = 1
-			le.PutUint32(m[88:], uint32(AccessLocalWrite|AccessRemoteWrite))
-			return maskState | maskPKey | maskPort | maskAccess
-		})
-		modify(q, func(m []byte) uint32 {
-			m[96] = stateRTR
-			copy(m[0:16], gid[:])
-			m[24] = byte(gidIndex)
-			m[25] = 1
-			m[30] = 1
-			m[31] = 1
-			m[98] = 3 // IB_MTU_1024
-			le.PutUint32(m[84:], peer.qpn)
-			m[102] = 1
-			m[103] = 12
-			return maskState | maskAV | maskMTU | maskDestQPN | maskRQPSN | maskMaxDestRd | maskMinRNR
-		})
-		modify(q, func(m []byte) uint32 {
-			m[96] = stateRTS
-			m[105] = 14
-			m[106] = 7
-			m[107] = 7
-			m[101] = 1
-			return maskState | maskTimeout | maskRetry | maskRNRRetry | maskSQPSN | maskMaxRdAtomic
-		})
+		modify(q, modifyToInit)
+		modify(q, func(m []byte) uint32 { return modifyToRTR(m, gid, uint8(gidIndex), peer.qpn) })
+		modify(q, modifyToRTS)
 	}
 
 	// One signaled RDMA WRITE of src into dst, as a struct rxe_send_wqe in
@@ -180,19 +148,7 @@ func TestKernelRDMAWrite(t *testing.T) {
 	// send_flags@16 (IB_SEND_SIGNALED = 2), rdma.remote_addr@24,
 	// rdma.rkey@32}, iova@152, dma {length@184, resid@188, num_sge@196,
 	// sge[0]@208 {addr, length, lkey}}.
-	wqe := a.sq.producerSlot()
-	clear(wqe)
-	le.PutUint64(wqe[0:], 0xabc)
-	le.PutUint32(wqe[16:], 2)
-	le.PutUint64(wqe[24:], dmr.IOVA())
-	le.PutUint32(wqe[32:], dmr.RKey())
-	le.PutUint64(wqe[152:], dmr.IOVA())
-	le.PutUint32(wqe[184:], n)
-	le.PutUint32(wqe[188:], n)
-	le.PutUint32(wqe[196:], 1)
-	le.PutUint64(wqe[208:], smr.IOVA())
-	le.PutUint32(wqe[216:], n)
-	le.PutUint32(wqe[220:], smr.LKey())
+	fillWriteWQE(a.sq.producerSlot(), 0xabc, dmr.IOVA(), dmr.RKey(), smr.IOVA(), n, smr.LKey())
 	a.sq.produce()
 	// POST_SEND with no work requests only kicks rxe's send task:
 	// ib_uverbs_post_send {response, qp_handle@8, wr_count@12,
@@ -320,3 +276,67 @@ func (q *rxeQueue) consume() []byte {
 	return e
 }
 
+// Masks (enum ib_qp_attr_mask) and states (enum ib_qp_state) of
+// include/rdma/ib_verbs.h, the values libibverbs' IBV_QP_* share.
+const (
+	maskState, maskAccess, maskPKey, maskPort = 1 << 0, 1 << 3, 1 << 4, 1 << 5
+	maskAV, maskMTU, maskTimeout, maskRetry   = 1 << 7, 1 << 8, 1 << 9, 1 << 10
+	maskRNRRetry, maskRQPSN, maskMaxRdAtomic  = 1 << 11, 1 << 12, 1 << 13
+	maskMinRNR, maskSQPSN, maskMaxDestRd      = 1 << 15, 1 << 16, 1 << 17
+	maskDestQPN                               = 1 << 20
+	stateInit, stateRTR, stateRTS             = 1, 2, 3
+)
+
+// modifyToInit fills a struct ib_uverbs_modify_qp for RESET -> INIT.
+func modifyToInit(m []byte) uint32 {
+	m[96] = stateInit
+	m[104] = 1
+	binary.LittleEndian.PutUint32(m[88:], uint32(AccessLocalWrite|AccessRemoteWrite))
+	return maskState | maskPKey | maskPort | maskAccess
+}
+
+// modifyToRTR fills INIT -> RTR towards the peer QP qpn at gid.
+func modifyToRTR(m []byte, gid [16]byte, gidIndex uint8, qpn uint32) uint32 {
+	m[96] = stateRTR
+	copy(m[0:16], gid[:])
+	m[24] = gidIndex
+	m[25] = 1 // hop_limit
+	m[30] = 1 // is_global
+	m[31] = 1 // port_num
+	m[98] = 3 // path_mtu IB_MTU_1024
+	binary.LittleEndian.PutUint32(m[84:], qpn)
+	m[102] = 1  // max_dest_rd_atomic
+	m[103] = 12 // min_rnr_timer
+	return maskState | maskAV | maskMTU | maskDestQPN | maskRQPSN | maskMaxDestRd | maskMinRNR
+}
+
+// modifyToRTS fills RTR -> RTS.
+func modifyToRTS(m []byte) uint32 {
+	m[96] = stateRTS
+	m[105] = 14 // timeout
+	m[106] = 7  // retry_cnt
+	m[107] = 7  // rnr_retry
+	m[101] = 1  // max_rd_atomic
+	return maskState | maskTimeout | maskRetry | maskRNRRetry | maskSQPSN | maskMaxRdAtomic
+}
+
+// fillWriteWQE fills a struct rxe_send_wqe with one sge for a signaled
+// RDMA WRITE of n bytes from (addr, lkey) to (remote, rkey): wr {wr_id@0,
+// opcode@12 (IB_WR_RDMA_WRITE = 0), send_flags@16 (IB_SEND_SIGNALED = 2),
+// rdma.remote_addr@24, rdma.rkey@32}, iova@152, dma {length@184,
+// resid@188, num_sge@196, sge[0]@208 {addr, length, lkey}}.
+func fillWriteWQE(w []byte, id, remote uint64, rkey uint32, addr uint64, n, lkey uint32) {
+	le := binary.LittleEndian
+	clear(w)
+	le.PutUint64(w[0:], id)
+	le.PutUint32(w[16:], 2)
+	le.PutUint64(w[24:], remote)
+	le.PutUint32(w[32:], rkey)
+	le.PutUint64(w[152:], remote)
+	le.PutUint32(w[184:], n)
+	le.PutUint32(w[188:], n)
+	le.PutUint32(w[196:], 1)
+	le.PutUint64(w[208:], addr)
+	le.PutUint32(w[216:], n)
+	le.PutUint32(w[220:], lkey)
+}

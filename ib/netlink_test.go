@@ -54,7 +54,7 @@ func (a *nlAttrs) put(typ rdma.RDMANldevAttr, v []byte) {
 func (a *nlAttrs) u32(typ rdma.RDMANldevAttr, v uint32) {
 	a.put(typ, binary.LittleEndian.AppendUint32(nil, v))
 }
-func (a *nlAttrs) u8(typ rdma.RDMANldevAttr, v uint8) { a.put(typ, []byte{v}) }
+func (a *nlAttrs) u8(typ rdma.RDMANldevAttr, v uint8)   { a.put(typ, []byte{v}) }
 func (a *nlAttrs) str(typ rdma.RDMANldevAttr, s string) { a.put(typ, append([]byte(s), 0)) }
 func (a *nlAttrs) u64(typ rdma.RDMANldevAttr, v uint64) {
 	if (len(a.w.b)+nlaHdrLen)%8 != 0 {
