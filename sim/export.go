@@ -87,6 +87,9 @@ func (m *sparseMem) export(runs []dramRun, flags int) (int, *segment, error) {
 			return -1, nil, err
 		}
 		seg.pinned = true
+		if len(seg.bufs) >= maxBufs {
+			seg.bufs = openFiles(seg.bufs)
+		}
 		seg.bufs = append(seg.bufs, fileID{st.Dev, st.Ino})
 	} else if fd, err = reopen(seg, flags); err != nil {
 		return -1, nil, err
@@ -288,6 +291,40 @@ func (m *sparseMem) live(s *segment) bool {
 		}
 	}
 	return false
+}
+
+// maxBufs is how many dma-bufs of one segment are remembered before
+// those no longer open are forgotten.
+const maxBufs = 32
+
+// openFiles returns the files of ids that a descriptor or a mapping of
+// this process still refers to (all of them when /proc cannot be read).
+func openFiles(ids []fileID) []fileID {
+	seen := map[fileID]bool{}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return ids
+	}
+	for _, e := range ents {
+		var st unix.Stat_t
+		if n, err := strconv.Atoi(e.Name()); err == nil && unix.Fstat(n, &st) == nil {
+			seen[fileID{st.Dev, st.Ino}] = true
+		}
+	}
+	vmas, err := readMaps()
+	if err != nil {
+		return ids
+	}
+	for _, v := range vmas {
+		seen[fileID{v.dev, v.inode}] = true
+	}
+	kept := ids[:0]
+	for _, id := range ids {
+		if seen[id] {
+			kept = append(kept, id)
+		}
+	}
+	return kept
 }
 
 // isFile reports whether descriptor fd refers to the segment's memfd or

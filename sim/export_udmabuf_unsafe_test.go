@@ -221,6 +221,44 @@ func TestUdmabufExport(t *testing.T) {
 	}
 }
 
+// TestUdmabufExportMany exports the same range more often than the
+// simulator remembers dma-bufs of one range: the open ones keep the
+// export alive, the closed ones are forgotten.
+func TestUdmabufExportMany(t *testing.T) {
+	needUdmabuf(t)
+	_, d, f := openCompute(t, Gaudi)
+	x := gaudiTarget(t, d, f)
+	var open []int
+	for i := range 3 * maxBufs {
+		fd, err := memExport(f, x.addr, x.size, x.offset, exportFlags)
+		if err != nil {
+			t.Fatalf("export %d: %v", i, err)
+		}
+		if i%maxBufs == 0 {
+			open = append(open, fd)
+		} else {
+			unix.Close(fd)
+		}
+	}
+	d.dram.mu.RLock()
+	seg := d.dram.pieces[0].seg
+	n := len(seg.bufs)
+	d.dram.mu.RUnlock()
+	if n > maxBufs || n < len(open) {
+		t.Errorf("%d dma-bufs remembered with %d open, want at most %d", n, len(open), maxBufs)
+	}
+	// Each open one alone keeps the range exported.
+	for i, fd := range open {
+		if !d.dram.segmentLive(seg) {
+			t.Errorf("export not live with %d of its dma-bufs open", len(open)-i)
+		}
+		unix.Close(fd)
+	}
+	if d.dram.segmentLive(seg) {
+		t.Errorf("export live with all its dma-bufs closed")
+	}
+}
+
 // TestUdmabufExportFallback checks that without /dev/udmabuf an export is
 // a file of the memfd, and that ExportKindOf says so.
 func TestUdmabufExportFallback(t *testing.T) {
