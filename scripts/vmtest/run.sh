@@ -19,7 +19,11 @@
 # -test.bench filter or -). The binary runs in the guest as root from a copy
 # of the package directory's testdata/, with GAUDI_VMTEST=1 in its
 # environment: a test must fail, not skip, when that is set and the kernel
-# feature it needs is missing.
+# feature it needs is missing. Benchmarks run with -test.benchmem and
+# -test.cpu 1,N (N = guest CPUs). For ./ib, regmr_bench.c (libibverbs'
+# ibv_reg_mr + ibv_dereg_mr of 1 MiB, linked statically with the rxe
+# provider) runs right before and right after its benchmark, so the two
+# figures are taken under the same load; all figures end the output.
 #
 # The guest has: /dev/infiniband/uverbs0 (rxe0, port 1 ACTIVE, GIDs of
 # 10.77.0.1 on netdev rxe_dummy), /dev/udmabuf, tracefs at
