@@ -11,24 +11,24 @@ import (
 // IoctlHeader is the decoded header of a uverbs ioctl (struct
 // ib_uverbs_ioctl_hdr).
 type IoctlHeader struct {
-	Length    uint16
-	Object    uint16
-	Method    uint16
-	NumAttrs  uint16
-	Reserved1 uint64
-	DriverID  DriverID
-	Reserved2 uint32
+	Length    uint16   // header plus attributes, in bytes
+	Object    uint16   // UVERBS_OBJECT_*
+	Method    uint16   // the object's UVERBS_METHOD_*
+	NumAttrs  uint16   // attributes that follow
+	Reserved1 uint64   // must be 0
+	DriverID  DriverID // must be the device's
+	Reserved2 uint32   // must be 0
 }
 
 // Attr is one decoded uverbs attribute (struct ib_uverbs_attr). Data is
 // an inline value, a user address, an object handle or a descriptor,
 // depending on the method's declaration of the attribute.
 type Attr struct {
-	ID       uint16
-	Len      uint16
-	Flags    uint16
-	AttrData uint16
-	Data     uint64
+	ID       uint16 // the method's attribute id; 0x1000 and up belong to the driver
+	Len      uint16 // bytes of a pointer attribute; 0 for handles and descriptors
+	Flags    uint16 // UVERBS_ATTR_F_MANDATORY, UVERBS_ATTR_F_VALID_OUTPUT
+	AttrData uint16 // enum element for ENUM_IN, else reserved (0)
+	Data     uint64 // value, address, handle or descriptor
 }
 
 // String returns the attribute as "id=2 len=8 flags=M data=0x1000".

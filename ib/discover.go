@@ -84,8 +84,8 @@ type Port struct {
 
 // GID is one non-empty entry of a port's GID table.
 type GID struct {
-	Index int
-	GID   netip.Addr
+	Index int        // slot in the port's table
+	GID   netip.Addr // the 16 GID bytes as an IPv6 address
 	// Type is "IB/RoCE v1", "RoCE v2" or "" when sysfs did not say.
 	Type string
 }

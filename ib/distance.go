@@ -98,8 +98,8 @@ func (s SysFS) Distance(nic, gaudi string) (Distance, error) {
 
 // NICDistance is a NIC with its distance to one Gaudi.
 type NICDistance struct {
-	NIC      Device
-	Distance Distance
+	NIC      Device   // the NIC
+	Distance Distance // its distance to the Gaudi
 }
 
 // NICsFor orders nics by their distance to the Gaudi at PCI address

@@ -19,12 +19,12 @@ import (
 // NLDEV_CMD_GET answer, and for GET_CHARDEV of type "uverbs" its user
 // verbs node and driver id. It is plain data.
 type NetlinkDevice struct {
-	Index     uint32
-	Name      string
+	Index     uint32 // the kernel's device index
+	Name      string // such as "rxe0"
 	NodeGUID  uint64 // in host order
 	Ports     uint32 // the highest port number
-	FWVersion string
-	NodeType  uint8
+	FWVersion string // "" when the driver reports none
+	NodeType  uint8  // RDMA_NODE_*: 1 CA, 4 RNIC...
 	Protocol  string // "ib", "roce", "iw" or "opa" on kernels that say
 	// Chardev is the uverbs node's name ("uverbs0"); HasChardev says
 	// whether GET_CHARDEV answered, and ChardevABI is its ABI version.

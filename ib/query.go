@@ -10,7 +10,9 @@ import (
 )
 
 // DeviceAttr is what QUERY_DEVICE reports (struct
-// ib_uverbs_query_device_resp), in Go names. It is plain data.
+// ib_uverbs_query_device_resp): each field is the kernel's field of the
+// same meaning (max_mr_size, vendor_id, phys_port_cnt...) in Go spelling.
+// It is plain data.
 type DeviceAttr struct {
 	FWVersion    uint64
 	NodeGUID     uint64 // as the kernel stores it: big-endian bytes in memory
@@ -136,7 +138,8 @@ func (l LinkLayer) String() string {
 }
 
 // PortAttr is what QUERY_PORT reports (struct ib_uverbs_query_port_resp
-// and its extension), in Go names. It is plain data.
+// and its extension): each field is the kernel's field of the same meaning
+// (state, gid_tbl_len, link_layer...) in Go spelling. It is plain data.
 type PortAttr struct {
 	State         PortState
 	MaxMTU        uint8 // enum ib_mtu: 1 = 256 bytes ... 5 = 4096 bytes
@@ -244,10 +247,10 @@ func (t GIDType) String() string {
 // ib_uverbs_gid_entry). It is plain data.
 type GIDEntry struct {
 	GID           netip.Addr // the 16 GID bytes as an IPv6 address
-	Index         uint32
-	Port          uint32
-	Type          GIDType
-	NetdevIfindex uint32 // 0 on InfiniBand
+	Index         uint32     // slot in the port's table
+	Port          uint32     // port number, from 1
+	Type          GIDType    // IB, RoCE v1 or RoCE v2
+	NetdevIfindex uint32     // the netdev the GID belongs to; 0 on InfiniBand
 }
 
 const gidEntrySize = 32
