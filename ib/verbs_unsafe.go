@@ -14,13 +14,29 @@ import (
 // kernel reads) and the uverbs system calls themselves.
 //
 // Addresses are only ever taken of slices made by request.encode or
-// newWriteCmd with a size known at run time, which the compiler always
-// puts on the heap, where objects do not move; the callers keep the slice
-// alive with runtime.KeepAlive across the system call.
+// newWriteCmd (and of mmap'd memory the caller registers). addrOf makes
+// the slice escape, so it lives on the heap, where objects do not move,
+// and the system call wrappers keep it alive with runtime.KeepAlive.
 
 // addrOf returns the address of b[off] as the kernel sees it.
 func addrOf(b []byte, off int) uint64 {
-	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(off))
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	forceEscape(p)
+	return uint64(uintptr(p) + uintptr(off))
+}
+
+// escapeSink is never written; the store in forceEscape is enough for the
+// compiler to allocate what reaches it on the heap.
+var escapeSink struct {
+	enabled bool
+	p       unsafe.Pointer
+}
+
+// forceEscape makes p escape at the cost of a load.
+func forceEscape(p unsafe.Pointer) {
+	if escapeSink.enabled {
+		escapeSink.p = p
+	}
 }
 
 // payloadAt returns the n bytes of b at address addr, or nil when the
