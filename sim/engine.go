@@ -45,7 +45,8 @@ import (
 //     stream s); other CFG addresses, and unprogrammed bases, are recorded
 //     as a RAZWI and dropped. Other addresses are memory.
 //   - FENCE waits until the stream's fence counter ID reaches Target, then
-//     subtracts Dec. WAIT adds Inc to fence counter ID (its cycle count is
+//     subtracts Dec (inside a CP_DMA command buffer, the counter of the
+//     QMAN's lower CP, which CP_FENCEn_RDATA_4 writes reach: cmdq.go). WAIT adds Inc to fence counter ID (its cycle count is
 //     not waited).
 //   - NOP, ARB_POINT, REPEAT, WREG_32, WREG_BULK, LOAD_AND_EXE, CB_LIST,
 //     and Gaudi2's WREG_64_* and WRITE_ARC_STREAM are accepted without
@@ -157,6 +158,7 @@ func newHW(d *Device) *hwState {
 	for i := range hw.link {
 		hw.link[i].bw = d.cfg.PCIeBandwidth
 	}
+	hw.linkCmdqs()
 	return hw
 }
 
@@ -191,6 +193,8 @@ type hwQueue struct {
 	halted   atomic.Bool
 
 	schedN int // jobs of the CS being scheduled (hwState.schedule, hw.mu)
+
+	cmdq *cmdqState // the QMAN's lower CP, shared by its streams (cmdq.go)
 
 	// Used by the stream's goroutine only: its execution environment, the
 	// fetch windows of its command buffers (one per CP_DMA nesting level)
@@ -331,6 +335,9 @@ func (hw *hwState) halt() {
 		q.clearJobsLocked()
 		q.cond.Broadcast()
 		q.mu.Unlock()
+		if q.cmdq != nil {
+			q.cmdq.wake()
+		}
 	}
 	for hw.workers > 0 {
 		hw.idle.Wait()
@@ -353,6 +360,9 @@ func (hw *hwState) restart() {
 	for _, q := range hw.queues {
 		q.mu.Lock()
 		q.fence = [4]uint32{}
+		if q.cmdq != nil {
+			q.cmdq.clear()
+		}
 		q.stopped = false
 		q.halted.Store(false)
 		q.mu.Unlock()
@@ -571,6 +581,9 @@ func (x *execEnv) exec(p packet.Packet, depth int) (stop bool, err error) {
 		}
 		return false, x.write32(base+uint64(p.Offset), val)
 	case packet.Fence:
+		if depth > 0 && x.q.cmdq != nil {
+			return false, x.q.cmdq.wait(x.q, p.ID, p.Target, p.Dec) // inside CP_DMA: the lower CP
+		}
 		return false, x.q.fenceWait(p.ID, p.Target, p.Dec)
 	case packet.Wait:
 		x.q.fenceAdd(p.ID, uint32(p.Inc))
@@ -636,6 +649,8 @@ func (x *execEnv) write32(addr uint64, val uint32) error {
 			id, cp := rel/qmFenceStride, rel%qmFenceStride/4
 			if cp < 4 && s[cp] >= 0 {
 				hw.queues[s[cp]].fenceAdd(uint8(id), val)
+			} else if cp == 4 && s[0] >= 0 && hw.queues[s[0]].cmdq != nil {
+				hw.queues[s[0]].cmdq.add(uint8(id), val) // CP_FENCEn_RDATA_4: the lower CP
 			}
 			return nil
 		}

@@ -281,3 +281,108 @@ func TestSMPingpongMMEUpperCPFromHost(t *testing.T) {
 		t.Run(a.String(), func(t *testing.T) { pingpong(t, a, mmeQueue(a), true) })
 	}
 }
+
+// pingpongCommon is hl-thunk's test_sm_pingpong_common_cp: as pingpong,
+// but the engine's upper CP only hands a common CB to the lower CP
+// (CP_DMA), which fences on SOB0 at the lower CP's fence register
+// (cmdq_fence) and then signals SOB1.
+func pingpongCommon(t *testing.T, a sim.ASIC, engine uint32, inHost bool) {
+	r := newRig(t, a)
+	u := r.firstSOB(t)
+	s0, s1 := userSync{sob: u.sob, mon: u.mon}, userSync{sob: u.sob + 1, mon: u.mon + 1}
+	hw := r.dev.HWIPInfo()
+	data := hw.SRAMBase + 0x1000
+	bufs := make([][]byte, 0, 4)
+	alloc := func() (uint64, []byte) {
+		h, err := r.mem.AllocHost(4096, memory.HostOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		bufs = append(bufs, h.Bytes())
+		return h.VA(), h.Bytes()
+	}
+	srcVA, src := alloc()
+	dstVA, dst := alloc()
+	copy(src, []byte{4, 3, 2, 1})
+	r.wait(t, r.run(t, r.down(), r.build(t, func(b *packet.Builder) {
+		r.sobWrite(t, b, s0.sob, 0, false, false)
+		r.sobWrite(t, b, s1.sob, 0, false, false)
+	})))
+	common := r.build(t, func(b *packet.Builder) {
+		r.monitor(t, b, s0.sob, s0.mon, 1, r.fenceAddr(engine)+4*4, 1) // engine is stream 0: CP_FENCE0_RDATA_4
+		b.Fence(packet.Fence{Header: packet.Header{MsgBarrier: true, RegBarrier: r.asic == sim.Gaudi}, ID: 0, Target: 1, Dec: 1})
+		b.Nop(packet.Nop{})
+		r.sobWrite(t, b, s1.sob, 1, true, false)
+	})
+	commonVA, commonMem := alloc()
+	copy(commonMem, common)
+	commonAddr := commonVA
+	if !inHost {
+		commonAddr = hw.SRAMBase + 0x3000
+	}
+	upper := r.build(t, func(b *packet.Builder) {
+		b.CPDMA(packet.CPDMA{Src: commonAddr, Size: uint32(len(common))})
+	})
+	upperVA, upperMem := alloc()
+	copy(upperMem, upper)
+	upperAddr := upperVA
+	var opts []stream.Option
+	if !inHost {
+		upperAddr = hw.SRAMBase + 0x2000
+		restore := r.build(t, func(b *packet.Builder) {
+			b.LinDMA(packet.LinDMA{Src: upperVA, Dst: upperAddr, Size: uint32(len(upper))})
+			b.LinDMA(packet.LinDMA{Src: commonVA, Dst: commonAddr, Size: uint32(len(common))})
+		})
+		rc := r.newCB(t, restore)
+		opts = append(opts, stream.WithRestore(r.chunk(rc, r.down(), len(restore))))
+	}
+	down := r.build(t, func(b *packet.Builder) {
+		b.LinDMA(packet.LinDMA{Src: srcVA, Dst: data, Size: 4})
+		r.sobWrite(t, b, s0.sob, 1, true, false)
+	})
+	up := r.monitorFence(t, r.up(), s1, s1.mon, 1, func(b *packet.Builder) {
+		b.LinDMA(packet.LinDMA{Src: data, Dst: dstVA, Size: 4})
+	})
+	dc, uc := r.newCB(t, down), r.newCB(t, up)
+	seq, err := r.s.Submit([]stream.Chunk{
+		r.chunk(dc, r.down(), len(down)),
+		{Queue: engine, CB: upperAddr, Size: uint32(len(upper)), UserCB: true},
+		r.chunk(uc, r.up(), len(up)),
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, seq)
+	if !bytes.Equal(dst[:4], src[:4]) {
+		t.Errorf("host got % x, want % x", dst[:4], src[:4])
+	}
+}
+
+// TestSMPingpongTPCCommonCPFromSRAM is test_sm_pingpong_tpc_common_cp_from_sram.
+func TestSMPingpongTPCCommonCPFromSRAM(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) { pingpongCommon(t, a, tpcQueue(a), false) })
+	}
+}
+
+// TestSMPingpongMMECommonCPFromSRAM is test_sm_pingpong_mme_common_cp_from_sram.
+func TestSMPingpongMMECommonCPFromSRAM(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) { pingpongCommon(t, a, mmeQueue(a), false) })
+	}
+}
+
+// TestSMPingpongTPCCommonCPFromHost is test_sm_pingpong_tpc_common_cp_from_host.
+func TestSMPingpongTPCCommonCPFromHost(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) { pingpongCommon(t, a, tpcQueue(a), true) })
+	}
+}
+
+// TestSMPingpongMMECommonCPFromHost is test_sm_pingpong_mme_common_cp_from_host.
+func TestSMPingpongMMECommonCPFromHost(t *testing.T) {
+	for _, a := range asics() {
+		t.Run(a.String(), func(t *testing.T) { pingpongCommon(t, a, mmeQueue(a), true) })
+	}
+}
