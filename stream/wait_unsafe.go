@@ -115,9 +115,15 @@ func (s *Streams) multi(ctx context.Context, seqs []uint64, timeout uint64) (Mul
 	return r, nil
 }
 
-// AnyInterrupt is the interrupt id that matches every user completion
-// queue interrupt (HL_COMMON_USER_CQ_INTERRUPT_ID).
-const AnyInterrupt = 0xFFF
+// Interrupt ids that match a class of interrupts rather than one.
+const (
+	// AnyInterrupt matches every user completion queue interrupt
+	// (HL_WAIT_CS_FLAGS_ANY_CQ_INTERRUPT).
+	AnyInterrupt = hl.HL_WAIT_CS_FLAGS_ANY_CQ_INTERRUPT >> 20
+	// AnyDecoderInterrupt matches every decoder interrupt
+	// (HL_WAIT_CS_FLAGS_ANY_DEC_INTERRUPT).
+	AnyDecoderInterrupt = hl.HL_WAIT_CS_FLAGS_ANY_DEC_INTERRUPT >> 20
+)
 
 // WaitInterrupt waits, within ctx, until user interrupt id (or
 // AnyInterrupt) has fired with *counter at least target, and returns when
