@@ -25,8 +25,10 @@ import (
 //
 // Checks, in order: count >= HL_MAX_SOB_VAL, a queue index out of range
 // or a queue without sync streams are EINVAL. Reservations a context
-// leaves behind are dropped with it; the reset's release of unclaimed
-// reservations (release_reserved_encaps_signals) is not simulated.
+// leaves behind give their SOB references back when its file is released
+// (hl_encaps_sig_mgr_fini); a hard reset drops the reservations no
+// submission claimed (release_reserved_encaps_signals), and restarts the
+// streams.
 
 // encapsHandle is struct hl_cs_encaps_sig_handle. Guarded by
 // encapsMgr.mu.
@@ -54,6 +56,7 @@ func (c *csCtx) reserveSignals(q, count uint32) (id, sobAddr, next uint32, err e
 	}
 	m := &c.sig
 	h := &encapsHandle{q: q, count: count, csSeq: math.MaxUint64, refs: 1}
+	c.hw.sm.track(c)
 	m.mu.Lock()
 	if m.handles == nil {
 		m.handles = map[uint32]*encapsHandle{}
@@ -166,4 +169,57 @@ func (c *csCtx) putEncapsIf(h *encapsHandle) {
 	if h != nil {
 		c.putEncaps(h, false)
 	}
+}
+
+// track records a context that holds reservations, for a reset.
+func (sm *syncMgr) track(c *csCtx) {
+	sm.mu.Lock()
+	if sm.sigCtxs == nil {
+		sm.sigCtxs = map[*csCtx]struct{}{}
+	}
+	sm.sigCtxs[c] = struct{}{}
+	sm.mu.Unlock()
+}
+
+// dropUnclaimed is release_reserved_encaps_signals, after a reset
+// restarted the streams: every reservation no submission claimed goes.
+func (sm *syncMgr) dropUnclaimed() {
+	sm.mu.Lock()
+	ctxs := make([]*csCtx, 0, len(sm.sigCtxs))
+	for c := range sm.sigCtxs {
+		ctxs = append(ctxs, c)
+	}
+	sm.mu.Unlock()
+	for _, c := range ctxs {
+		m := &c.sig
+		m.mu.Lock()
+		for id, h := range m.handles {
+			if h.csSeq == math.MaxUint64 {
+				delete(m.handles, id)
+			}
+		}
+		m.mu.Unlock()
+	}
+}
+
+// releaseEncaps is hl_encaps_sig_mgr_fini, when the context's file is
+// released: the reservations left give their SOB references back.
+func (c *csCtx) releaseEncaps() {
+	m := &c.sig
+	m.mu.Lock()
+	left := make([]*encapsHandle, 0, len(m.handles))
+	for id, h := range m.handles {
+		left = append(left, h)
+		delete(m.handles, id)
+	}
+	m.mu.Unlock()
+	sm := c.hw.sm
+	sm.mu.Lock()
+	for _, h := range left {
+		if h.sob != nil {
+			sm.putSOBLocked(h.sob)
+		}
+	}
+	delete(sm.sigCtxs, c)
+	sm.mu.Unlock()
 }

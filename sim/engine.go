@@ -1001,6 +1001,6 @@ func (d *Device) closeSubmissions(f *File) {
 		hw.resetMu.Unlock()
 		hw.stopTDR()
 	}
-	c.dropTSRegs() // interrupt.go: before the CQ buffers go
+	c.releaseSyncState() // interrupt.go: before the CQ buffers go
 	c.cbFini()
 }

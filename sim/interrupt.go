@@ -148,8 +148,15 @@ func (sm *syncMgr) abortIRQ() {
 	}
 }
 
-// dropTSRegs drops the context's timestamp registrations when its file is
-// released, before its command buffers go.
+// releaseSyncState drops the context's timestamp registrations (before
+// its command buffers go) and its reservations of encapsulated signals
+// when its file is released.
+func (c *csCtx) releaseSyncState() {
+	c.dropTSRegs()
+	c.releaseEncaps()
+}
+
+// dropTSRegs drops the context's timestamp registrations.
 func (c *csCtx) dropTSRegs() {
 	s := &c.hw.sm.irq
 	s.mu.Lock()

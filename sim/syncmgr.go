@@ -97,8 +97,10 @@ type syncMgr struct {
 	lay    smLayout
 	blocks []*smBlock
 
-	// streams are the queues' sync stream states (signal.go), by queue.
+	// streams are the queues' sync stream states (signal.go), by queue;
+	// sigCtxs the contexts that reserved encapsulated signals (encaps.go).
 	streams map[uint32]*syncStream
+	sigCtxs map[*csCtx]struct{}
 
 	irq irqState // user interrupts (interrupt.go), its own lock
 }
@@ -135,6 +137,7 @@ func (s *syncMgr) reset() {
 	}
 	s.resetStreamsLocked()
 	s.mu.Unlock()
+	s.dropUnclaimed()
 	s.abortIRQ()
 }
 

@@ -338,3 +338,38 @@ func TestStagedRules(t *testing.T) {
 		t.Errorf("Gaudi2 staged: %v, want ErrNotSupported", err)
 	}
 }
+
+// TestReserveAcrossResetAndClose checks release_reserved_encaps_signals
+// (a hard reset drops unclaimed reservations and restarts the streams)
+// and hl_encaps_sig_mgr_fini (a closed file's reservations give their
+// SOBs back, so a new context's stream can switch SOBs).
+func TestReserveAcrossResetAndClose(t *testing.T) {
+	r := newRig(t, sim.Gaudi)
+	res, err := r.s.Reserve(0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sys.Device(0).Reset()
+	if err := r.s.Unreserve(res.ID); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("unreserve after a reset: %v, want EINVAL", err)
+	}
+	res, err = r.s.Reserve(0, 5)
+	if err != nil || res.ID != 1 || res.Next != 6 {
+		t.Errorf("reserve after a reset = %+v, %v; want ID 1, next 6", res, err)
+	}
+	// Fill the stream's first SOB with a reservation the file never gives
+	// back, then close the file.
+	if _, err := r.s.Reserve(0, 30000); err != nil {
+		t.Fatal(err)
+	}
+	r.close()
+	r.open(t)
+	// A switch to the other SOB and back needs the first SOB free again:
+	// the closed file's reservations must have given it back.
+	if _, err := r.s.Reserve(0, 32000); err != nil {
+		t.Fatalf("first switch after the close: %v", err)
+	}
+	if _, err := r.s.Reserve(0, 32000); err != nil {
+		t.Fatalf("switch back after the close: %v", err)
+	}
+}
