@@ -46,6 +46,7 @@ PACKAGES='
 ./ib             ^TestKernel           RegMR1MiB
 ./sim            ^TestUdmabufExport    -
 ./tools/hltrace  ^TestVM               -
+./examples/rdma  ^TestKernel           -
 '
 
 # Kernel modules loaded in the guest (their dependencies come along).
