@@ -23,5 +23,8 @@
 // Gaudi2, user interrupts on Gaudi) also match ErrNotSupported.
 //
 // Blocking waits take a context.Context and are issued in slices, so
-// cancelling the context ends them promptly.
+// cancelling the context ends them promptly. A submission the driver
+// refuses for the moment (EAGAIN: a queue is full, or too many submissions
+// are in flight) is issued again after a pause growing from 10 µs to
+// 10 ms, at most 1000 times, as hl-thunk retries it.
 package stream

@@ -64,7 +64,8 @@ const MaxMulti = hl.HL_WAIT_MULTI_CS_LIST_MAX_LEN
 
 // MultiResult is what a multi-CS wait reports: bit i of Completed is set
 // when seqs[i] completed (or is gone); Count is how many; Timestamp is the
-// completion time the driver reports, when it has one.
+// completion time the driver reports, when it has one, and Gone is set
+// when it has none (the driver's GONE flag for multi-CS waits).
 type MultiResult struct {
 	Completed uint32
 	Count     int
