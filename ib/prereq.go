@@ -69,3 +69,7 @@ func (s SysFS) glob(pattern string) []string {
 	}
 	return out
 }
+
+// GaudiPrereqs reports what the live system shows of the prerequisites
+// for NICs to reach Gaudi memory; see SysFS.PeerPrereqs.
+func GaudiPrereqs() (PeerPrereqs, error) { return SysFS{}.PeerPrereqs() }

@@ -276,3 +276,19 @@ func TestMergeNetlink(t *testing.T) {
 		t.Errorf("a netlink-only device was added")
 	}
 }
+
+func TestGaudiPrereqsLive(t *testing.T) {
+	// Whatever this machine has, the live report must agree with sysfs.
+	p, err := GaudiPrereqs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, statErr := os.Stat("/sys/module/habanalabs")
+	if p.Habanalabs != (statErr == nil) {
+		t.Errorf("habanalabs loaded %v, /sys/module/habanalabs: %v", p.Habanalabs, statErr)
+	}
+	m, _ := filepath.Glob("/dev/infiniband/uverbs[0-9]*")
+	if len(p.UverbsNodes) != len(m) {
+		t.Errorf("uverbs nodes %v, glob %v", p.UverbsNodes, m)
+	}
+}
