@@ -54,7 +54,7 @@
 // ibv_reg_mr/ibv_dereg_mr (scripts/vmtest/run.sh ./ib). Under QEMU TCG on
 // a shared 2-vCPU host the figures vary two- to three-fold between boots:
 // Go 0.31-0.89 ms, libibverbs 0.16-0.87 ms. Interleaved in one boot, Go
-// took about 1.5-2x libibverbs' time; most of that is the Go runtime
+// took about 1.5-2x libibverbs' time; a large part of that is the Go runtime
 // handing the processor off during the long system call (issuing the same
 // ioctl with RawSyscall was 30% faster in the same boot), which the
 // package accepts so that a long registration never blocks the
