@@ -51,7 +51,9 @@ func probeDriverID(f verbsFile) (DriverID, error) {
 		}
 		return DriverUnknown, &Error{Op: opProbeDriverID, Errno: errnoOf(err)}
 	}
-	return DriverUnknown, &Error{Op: opProbeDriverID, Errno: unix.EINVAL}
+	// No id passed the header check: the device's driver is one this
+	// package does not know.
+	return DriverUnknown, &Error{Op: opProbeDriverID, Errno: unix.EINVAL, firstCall: true}
 }
 
 // errnoOf returns err's errno, or EIO for anything else.

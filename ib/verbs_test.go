@@ -489,8 +489,8 @@ func TestProbeDriverID(t *testing.T) {
 	}
 	// An id the probe does not know: a clear error, not a panic.
 	k := newFakeKernel(DriverID(77))
-	if _, err := newContext(Device{Name: "fake0"}, k); !errors.Is(err, unix.EINVAL) {
-		t.Errorf("unknown driver: %v, want EINVAL", err)
+	if _, err := newContext(Device{Name: "fake0"}, k); !errors.Is(err, unix.EINVAL) || !errors.Is(err, ErrBadDriverID) {
+		t.Errorf("unknown driver: %v, want EINVAL matching ErrBadDriverID", err)
 	}
 	// A kernel without the ioctl: the id does not matter, write() is used.
 	k = newFakeKernel(DriverRXE)
