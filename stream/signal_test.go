@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/memory"
@@ -153,12 +154,16 @@ func TestSignalWait(t *testing.T) {
 			}
 			// Release the gate: set the user SOB from a third queue (the
 			// up queue waits behind the wait CS).
+			released := time.Duration(monotonic())
 			r.run(t, r.down()+1, r.setSOB(t, first.sob, 1))
 			cw := r.wait(t, w)
 			cs := r.wait(t, sig)
 			r.wait(t, gate)
-			if cs.Timestamp == 0 || cw.Timestamp == 0 || cw.Timestamp < cs.Timestamp {
-				t.Errorf("signal done at %v, wait at %v: want signal first, both stamped", cs.Timestamp, cw.Timestamp)
+			// The wait needs the signal to have run, which needs the gate:
+			// both complete after the release. (The signal's completion
+			// report may come after the wait's.)
+			if cs.Timestamp < released || cw.Timestamp < released {
+				t.Errorf("signal done at %v, wait at %v, gate released at %v: want both after the release", cs.Timestamp, cw.Timestamp, released)
 			}
 			// Now the signal is done: another wait for it submits nothing.
 			w2, err := r.s.WaitForSignal(r.up(), sig)

@@ -2,9 +2,13 @@
 // host to device runs on one queue, a signal CS follows it there, a wait
 // CS for that signal blocks a second queue, and a copy device to host
 // queued behind the wait reads what the first copy wrote. It prints the
-// completion timestamps of the four submissions, which come in that
-// order, and verifies the bytes; on a real Gaudi when one is present, on
-// the simulator otherwise.
+// completion timestamps of the four submissions and checks the order the
+// pair guarantees: the copy in completes before the signal (one queue,
+// in order), the wait before the copy out (the other queue), and so the
+// copy in before the copy out. (The signal's completion may be reported
+// after the wait's: the wait needs the signal to have run, not its
+// completion to be reported.) Then it verifies the bytes; on a real Gaudi
+// when one is present, on the simulator otherwise.
 //
 //	go run ./examples/signal [-size bytes]
 package main
@@ -128,10 +132,12 @@ func run(size uint64) error {
 		{fmt.Sprintf("copy device to host (queue %d)", up), out.Timestamp()},
 	}
 	base := steps[0].at
-	for i, st := range steps {
+	for _, st := range steps {
 		fmt.Printf("%-40s completed at +%v\n", st.name, (st.at - base).Round(time.Microsecond))
-		if i > 0 && st.at < steps[i-1].at {
-			return fmt.Errorf("%s completed before %s", st.name, steps[i-1].name)
+	}
+	for _, o := range [][2]int{{0, 1}, {2, 3}, {0, 3}} {
+		if a, b := steps[o[0]], steps[o[1]]; b.at < a.at {
+			return fmt.Errorf("%s completed before %s", b.name, a.name)
 		}
 	}
 	if !bytes.Equal(src.Bytes(), dst.Bytes()) {
