@@ -3,11 +3,10 @@ package device
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gaudi-go/gaudi/internal/sysfsattr"
 )
 
 // SysFS reads device information from sysfs below an injectable root: "/"
@@ -40,48 +39,17 @@ func (e *AttrError) Error() string {
 // works for a missing file.
 func (e *AttrError) Unwrap() error { return e.Err }
 
-// maxAttrSize bounds one attribute read. The kernel serves at most a page
-// per text attribute; the bound only guards against odd fixture files.
-const maxAttrSize = 64 << 10
-
 // path joins elem under the root.
-func (s SysFS) path(elem ...string) string {
-	root := s.Root
-	if root == "" {
-		root = "/"
-	}
-	return filepath.Join(append([]string{root}, elem...)...)
-}
+func (s SysFS) path(elem ...string) string { return sysfsattr.Join(s.Root, elem...) }
 
 // readAttr returns the content of a sysfs text attribute without
 // surrounding white space.
-func readAttr(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxAttrSize))
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
-}
+func readAttr(path string) (string, error) { return sysfsattr.Read(path) }
 
 // linkBase returns the last element of a symbolic link's target, such as
 // the PCI address a "device" link points at or the driver name a "driver"
 // link points at.
-func linkBase(path string) (string, error) {
-	target, err := os.Readlink(path)
-	if err != nil {
-		return "", err
-	}
-	base := filepath.Base(target)
-	if base == "." || base == "/" || base == ".." {
-		return "", fmt.Errorf("link %s: unexpected target %q", path, target)
-	}
-	return base, nil
-}
+func linkBase(path string) (string, error) { return sysfsattr.LinkBase(path) }
 
 // readHex reads an attribute the kernel prints as "0x%x" (PCI vendor,
 // device and revision) into an unsigned number of the given bit size.
@@ -142,29 +110,5 @@ func parseIndex(name, prefix string) (int, bool) {
 }
 
 // isPCIAddress reports whether s has the form the kernel gives PCI
-// functions: "dddd:bb:ss.f" in lowercase hex, where the domain has at least
-// four digits (pci_name, and the driver's pci_addr attribute, print it with
-// "%04x", so VMD domains such as 10000 have five).
-func isPCIAddress(s string) bool {
-	domain, rest, ok := strings.Cut(s, ":")
-	if !ok || len(domain) < 4 || len(domain) > 8 || !isLowerHex(domain) {
-		return false
-	}
-	if len(rest) != len("00:00.0") || rest[2] != ':' || rest[5] != '.' {
-		return false
-	}
-	return isLowerHex(rest[0:2]) && isLowerHex(rest[3:5]) && rest[6] >= '0' && rest[6] <= '7'
-}
-
-// isLowerHex reports whether s is non-empty and all lowercase hex digits.
-func isLowerHex(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// functions ("dddd:bb:ss.f", lowercase hex).
+func isPCIAddress(s string) bool { return sysfsattr.IsPCIAddress(s) }

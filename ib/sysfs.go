@@ -1,11 +1,10 @@
 package ib
 
 import (
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gaudi-go/gaudi/internal/sysfsattr"
 )
 
 // SysFS reads RDMA device information below an injectable root: "/" on a
@@ -19,31 +18,11 @@ type SysFS struct {
 	Root string
 }
 
-// maxAttrSize bounds one attribute read; the kernel serves at most a page.
-const maxAttrSize = 64 << 10
-
 // path joins elem under the root.
-func (s SysFS) path(elem ...string) string {
-	root := s.Root
-	if root == "" {
-		root = "/"
-	}
-	return filepath.Join(append([]string{root}, elem...)...)
-}
+func (s SysFS) path(elem ...string) string { return sysfsattr.Join(s.Root, elem...) }
 
 // readAttr returns a text attribute without surrounding white space.
-func readAttr(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxAttrSize))
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
-}
+func readAttr(path string) (string, error) { return sysfsattr.Read(path) }
 
 // readInt reads a decimal attribute, or returns def when it is missing or
 // not a number.
@@ -59,42 +38,18 @@ func readInt(path string, def int) int {
 	return v
 }
 
-// linkBase returns the last element of a symbolic link's target.
+// linkBase returns the last element of a symbolic link's target, or ""
+// when there is no such link.
 func linkBase(path string) string {
-	t, err := os.Readlink(path)
+	b, err := sysfsattr.LinkBase(path)
 	if err != nil {
-		return ""
-	}
-	b := filepath.Base(t)
-	if b == "." || b == "/" || b == ".." {
 		return ""
 	}
 	return b
 }
 
-// isPCIAddress reports whether s looks like "dddd:bb:ss.f" in lowercase
-// hex (the domain has four or more digits).
-func isPCIAddress(s string) bool {
-	dom, rest, ok := strings.Cut(s, ":")
-	if !ok || len(dom) < 4 || len(dom) > 8 || !isHex(dom) {
-		return false
-	}
-	bus, rest, ok := strings.Cut(rest, ":")
-	if !ok || len(bus) != 2 || !isHex(bus) {
-		return false
-	}
-	slot, fn, ok := strings.Cut(rest, ".")
-	return ok && len(slot) == 2 && isHex(slot) && len(fn) == 1 && fn[0] >= '0' && fn[0] <= '7'
-}
-
-func isHex(s string) bool {
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return s != ""
-}
+// isPCIAddress reports whether s looks like "dddd:bb:ss.f" in lowercase hex.
+func isPCIAddress(s string) bool { return sysfsattr.IsPCIAddress(s) }
 
 // splitNumbered parses "4: ACTIVE" (the kernel's "%d: %s" attributes) into
 // its number and name; a value without the number gives -1.
