@@ -86,12 +86,16 @@
 // The simulator runs inside the calling process; ioctls are method calls, not
 // system calls, so tracers that watch syscalls (hltrace) do not see them.
 //
-// EXPORT_DMABUF_FD returns a memfd, not a dma-buf: a file of exactly the
-// exported bytes, whose pages are the device memory of the range (the
-// simulator maps them over its DRAM mapping), so the file and the device
-// stay coherent. Unlike a Gaudi dma-buf, which has no CPU access, it can
-// be read, written and mmapped; dma-buf ioctls (DMA_BUF_SET_NAME) answer
-// ENOTTY, and no device can import it. The driver's dma-buf holds the
+// EXPORT_DMABUF_FD hands out a file of exactly the exported bytes, whose
+// pages are the device memory of the range (the simulator maps them over
+// its DRAM mapping), so the file and the device stay coherent. Where the
+// host has /dev/udmabuf it is a real dma-buf made of those pages
+// (ExportUdmabuf: DMA_BUF_IOCTL_SYNC works, kernel importers such as an
+// RDMA NIC see the device memory); otherwise, or when udmabuf refuses the
+// range, it is the memfd itself (ExportMemfd: dma-buf ioctls such as
+// DMA_BUF_SET_NAME answer ENOTTY, and no device can import it).
+// ExportKindOf tells which. Unlike a Gaudi dma-buf, which has no CPU
+// access, both can be read (the memfd also written) and mmapped. The driver's dma-buf holds the
 // compute file until it is released; the simulator has no release
 // callback and counts an export as released once no descriptor and no
 // mapping of this process refer to it (it looks in /proc/self), so a
