@@ -95,7 +95,7 @@
 // range, it is the memfd itself (ExportMemfd: dma-buf ioctls such as
 // DMA_BUF_SET_NAME answer ENOTTY, and no device can import it).
 // ExportKindOf tells which. Unlike a Gaudi dma-buf, which has no CPU
-// access, both can be read (the memfd also written) and mmapped. The driver's dma-buf holds the
+// access, both can be mmapped for reading and writing. The driver's dma-buf holds the
 // compute file until it is released; the simulator has no release
 // callback and counts an export as released once no descriptor and no
 // mapping of this process refer to it (it looks in /proc/self), so a
