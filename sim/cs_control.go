@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sync"
+	"time"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -17,11 +18,13 @@ import (
 // The simulator records the state the commands leave (Device.EngineCoreHalted,
 // Device.EngineStalled) until the next hard reset or, on Gaudi2, the end of
 // the compute context, whose engine reset runs the cores and resumes the
-// engines again. Every ARC core is taken as enabled. A halted core or a
-// stalled engine does not stop the simulated queues: the simulator runs
-// the driver's legacy (non-ARC) mode, where the queue managers, not the ARC
-// cores, fetch the work, and it has no TPC or MME to stall; EDMA queues run
-// on regardless, which a stalled EDMA on hardware would not do.
+// engines again. Every ARC core is taken as enabled. A halted core does not
+// stop the simulated queues: the simulator runs the driver's legacy
+// (non-ARC) mode, where the queue managers, not the ARC cores, fetch the
+// work. A stalled EDMA engine does: its four queues start no further job
+// until it is resumed (or a reset halts them; a long stall meets the TDR
+// as on hardware). The simulator has no TPC or MME engines to stall; their
+// queues run on.
 
 // gaudi2CPUIDMax is CPU_ID_MAX (gaudi2_arc_common_packets.h): num_engine_cores.
 const gaudi2CPUIDMax = 69
@@ -186,4 +189,52 @@ func (d *Device) HBWFlushes() uint64 {
 	d.engines.mu.Lock()
 	defer d.engines.mu.Unlock()
 	return d.engines.flushes
+}
+
+// gaudi2EDMAQueues maps the first queue of each Gaudi2 EDMA queue manager
+// (four streams each) to the engine that executes it.
+var gaudi2EDMAQueues = [...]struct {
+	q0     hl.Gaudi2QueueID
+	engine hl.Gaudi2EngineID
+}{
+	{hl.GAUDI2_QUEUE_ID_DCORE0_EDMA_0_0, hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_0},
+	{hl.GAUDI2_QUEUE_ID_DCORE0_EDMA_1_0, hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_1},
+	{hl.GAUDI2_QUEUE_ID_DCORE1_EDMA_0_0, hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_0},
+	{hl.GAUDI2_QUEUE_ID_DCORE1_EDMA_1_0, hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_1},
+	{hl.GAUDI2_QUEUE_ID_DCORE2_EDMA_0_0, hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_0},
+	{hl.GAUDI2_QUEUE_ID_DCORE2_EDMA_1_0, hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_1},
+	{hl.GAUDI2_QUEUE_ID_DCORE3_EDMA_0_0, hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_0},
+	{hl.GAUDI2_QUEUE_ID_DCORE3_EDMA_1_0, hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_1},
+}
+
+// gaudi2EDMAEngine returns the EDMA engine id of Gaudi2 queue q, or -1
+// when an EDMA does not execute it.
+func gaudi2EDMAEngine(q int) int {
+	for _, e := range gaudi2EDMAQueues {
+		if q >= int(e.q0) && q < int(e.q0)+4 {
+			return int(e.engine)
+		}
+	}
+	return -1
+}
+
+// stallPoll is how often a queue of a stalled engine looks again.
+const stallPoll = 200 * time.Microsecond
+
+// waitEngine blocks while the engine that executes the queue is stalled,
+// as a stalled EDMA takes no more work. It reports false when the stream
+// halted (a reset) meanwhile. Stalls are rare and short, so it polls
+// rather than tie the queues to the engine state's lock.
+func (q *hwQueue) waitEngine() bool {
+	if q.engine < 0 {
+		return true
+	}
+	d := q.hw.d
+	for d.EngineStalled(uint32(q.engine)) {
+		if q.halted.Load() {
+			return false
+		}
+		time.Sleep(stallPoll)
+	}
+	return !q.halted.Load()
 }

@@ -142,7 +142,10 @@ func newHW(d *Device) *hwState {
 	hw.cfgBase, hw.cfgSize = d.prof.cfgSpace()
 	hw.sm = newSyncMgr(&d.prof)
 	for i := range hw.props {
-		q := &hwQueue{id: i, hw: hw, props: &hw.props[i]}
+		q := &hwQueue{id: i, hw: hw, props: &hw.props[i], engine: -1}
+		if d.prof.asic == Gaudi2 {
+			q.engine = gaudi2EDMAEngine(i)
+		}
 		q.cond = sync.NewCond(&q.mu)
 		q.x = execEnv{hw: hw, q: q}
 		hw.queues = append(hw.queues, q)
@@ -191,6 +194,7 @@ type hwQueue struct {
 	stopped  bool // an error stopped the stream until the next reset
 	inflight int  // queue entries in use (PQ slots)
 	halted   atomic.Bool
+	engine   int // the Gaudi2 EDMA engine id that executes this queue, -1 for none (cs_control.go)
 
 	schedN int // jobs of the CS being scheduled (hwState.schedule, hw.mu)
 
@@ -272,7 +276,10 @@ func (q *hwQueue) run() {
 		q.head++
 		q.mu.Unlock()
 
-		err := q.exec(j)
+		err := errHalted
+		if q.waitEngine() {
+			err = q.exec(j)
+		}
 		switch {
 		case err == nil:
 			j.cs.jobDone(j)

@@ -1,0 +1,90 @@
+package control_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+)
+
+// TestStalledEDMAHoldsCopies: a device-to-device copy (EDMA queues) does
+// not run while every EDMA engine is stalled, and completes, with the
+// right bytes, once they are resumed.
+func TestStalledEDMAHoldsCopies(t *testing.T) {
+	d := open(t, sim.Gaudi2)
+	m, err := memory.New(d, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	eng, err := dma.New(m, dma.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	const n = 1 << 20
+	host, err := m.AllocHost(n, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	for i := range host.Bytes() {
+		host.Bytes()[i] = byte(i*13 + 5)
+	}
+	src, err := m.Alloc(n, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := m.Alloc(n, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := eng.Copy(ctx, src.VA(), host.VA(), n); err != nil {
+		t.Fatal(err)
+	}
+
+	edmas := []uint32{
+		uint32(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_1),
+		uint32(hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_1),
+		uint32(hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_1),
+		uint32(hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_1),
+	}
+	if err := control.StallEngines(d, edmas...); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := eng.StartCopy(dst.VA(), src.VA(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.Done():
+		t.Fatalf("a copy on stalled EDMA engines completed: %v", tr.Err())
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := control.ResumeEngines(d, edmas...); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(ctx); err != nil {
+		t.Fatalf("copy after resume: %v", err)
+	}
+	for i := range host.Bytes() {
+		host.Bytes()[i] = 0
+	}
+	if err := eng.Copy(ctx, host.VA(), dst.VA(), n); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range host.Bytes() {
+		if want := byte(i*13 + 5); b != want {
+			t.Fatalf("byte %d after the resumed copy: %#x, want %#x", i, b, want)
+		}
+	}
+}
