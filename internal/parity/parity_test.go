@@ -309,7 +309,7 @@ var noneAllowed = map[string]bool{
 	"hlthunk_profiler_get_trace": true, "hlthunk_profiler_destroy": true,
 	"hlthunk_hash_create": true, "hlthunk_hash_destroy": true, "hlthunk_hash_lookup": true,
 	"hlthunk_hash_insert": true, "hlthunk_hash_delete": true, "hlthunk_hash_next": true,
-	"hlthunk_hash_first": true,
+	"hlthunk_hash_first":       true,
 	"hlthunk_deprecated_func1": true, "hlthunk_deprecated_func2": true, "hlthunk_deprecated_func3": true,
 	"hlthunk_malloc": true, "hlthunk_free": true,
 }
