@@ -15,52 +15,50 @@ import (
 //     pointer, copy nothing when nothing was captured, and otherwise need a
 //     buffer of the whole 16-byte struct (ENOMEM).
 
+// recorded returns, read under d.mu, a copy of one captured record as the
+// bytes the driver copies out, and whether it was captured.
+func recorded[T any](d *Device, rec func(e *errorInfo) (T, bool)) ([]byte, bool) {
+	d.mu.Lock()
+	r, ok := rec(&d.errs)
+	d.mu.Unlock()
+	return structBytes(&r), ok
+}
+
 // cs_timeout_info
 func (f *File) infoCSTimeoutEvent(a *hl.InfoArgs) error {
-	d := f.dev
-	d.mu.Lock()
-	r := d.errs.csTimeout
-	d.mu.Unlock()
-	return copyResult(a, structBytes(&r))
+	b, _ := recorded(f.dev, func(e *errorInfo) (hl.InfoCSTimeoutEvent, bool) { return e.csTimeout, true })
+	return copyResult(a, b)
 }
 
 // undefined_opcode_info
 func (f *File) infoUndefinedOpcodeEvent(a *hl.InfoArgs) error {
-	d := f.dev
-	d.mu.Lock()
-	r := d.errs.undefOpcode
-	d.mu.Unlock()
-	return copyResult(a, structBytes(&r))
+	b, _ := recorded(f.dev, func(e *errorInfo) (hl.InfoUndefinedOpcodeEvent, bool) { return e.undefOpcode, true })
+	return copyResult(a, b)
 }
 
 // razwi_info
 func (f *File) infoRazwiEvent(a *hl.InfoArgs) error {
-	if err := checkOut(a); err != nil {
-		return err
-	}
-	d := f.dev
-	d.mu.Lock()
-	r, ok := d.errs.razwi, d.errs.razwiAvailable
-	d.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	return copyResult(a, structBytes(&r))
+	b, ok := recorded(f.dev, func(e *errorInfo) (hl.InfoRazwiEvent, bool) { return e.razwi, e.razwiAvailable })
+	return copyIfRecorded(a, b, ok)
 }
 
 // page_fault_info
 func (f *File) infoPageFaultEvent(a *hl.InfoArgs) error {
+	b, ok := recorded(f.dev, func(e *errorInfo) (hl.PageFaultInfo, bool) { return e.pageFault, e.pageFaultAvailable })
+	return copyIfRecorded(a, b, ok)
+}
+
+// copyIfRecorded is the rule of RAZWI_EVENT and PAGE_FAULT_EVENT: a
+// pointer and a size are needed, nothing is copied when nothing was
+// captured, else min(return_size, struct) bytes.
+func copyIfRecorded(a *hl.InfoArgs, b []byte, available bool) error {
 	if err := checkOut(a); err != nil {
 		return err
 	}
-	d := f.dev
-	d.mu.Lock()
-	r, ok := d.errs.pageFault, d.errs.pageFaultAvailable
-	d.mu.Unlock()
-	if !ok {
+	if !available {
 		return nil
 	}
-	return copyResult(a, structBytes(&r))
+	return copyResult(a, b)
 }
 
 // user_mappings_info: only the pointer is checked. Once a page fault was
@@ -88,35 +86,26 @@ func (f *File) infoUserMappings(a *hl.InfoArgs) error {
 
 // hw_err_info
 func (f *File) infoHWErrEvent(a *hl.InfoArgs) error {
-	d := f.dev
-	d.mu.Lock()
-	r, ok := d.errs.hwErr, d.errs.hwErrAvailable
-	d.mu.Unlock()
-	return copyWhole(a, ok, structBytes(&r))
+	b, ok := recorded(f.dev, func(e *errorInfo) (hl.InfoHWErrEvent, bool) { return e.hwErr, e.hwErrAvailable })
+	return copyWhole(a, b, ok)
 }
 
 // fw_err_info
 func (f *File) infoFWErrEvent(a *hl.InfoArgs) error {
-	d := f.dev
-	d.mu.Lock()
-	r, ok := d.errs.fwErr, d.errs.fwErrAvailable
-	d.mu.Unlock()
-	return copyWhole(a, ok, structBytes(&r))
+	b, ok := recorded(f.dev, func(e *errorInfo) (hl.InfoFWErrEvent, bool) { return e.fwErr, e.fwErrAvailable })
+	return copyWhole(a, b, ok)
 }
 
 // engine_err_info
 func (f *File) infoEngineErrEvent(a *hl.InfoArgs) error {
-	d := f.dev
-	d.mu.Lock()
-	r, ok := d.errs.engineErr, d.errs.engineErrAvailable
-	d.mu.Unlock()
-	return copyWhole(a, ok, structBytes(&r))
+	b, ok := recorded(f.dev, func(e *errorInfo) (hl.InfoEngineErrEvent, bool) { return e.engineErr, e.engineErrAvailable })
+	return copyWhole(a, b, ok)
 }
 
 // copyWhole is the rule of the three *_ERR ops: EINVAL without a pointer,
 // nothing when nothing was captured (available false), ENOMEM when the
 // buffer cannot hold all of b, else all of b.
-func copyWhole(a *hl.InfoArgs, available bool, b []byte) error {
+func copyWhole(a *hl.InfoArgs, b []byte, available bool) error {
 	if a.ReturnPointer == 0 {
 		return unix.EINVAL
 	}
