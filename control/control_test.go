@@ -6,6 +6,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/control"
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"github.com/google/go-cmp/cmp"
@@ -13,22 +14,7 @@ import (
 )
 
 // open returns a compute device on a fresh simulated server of one asic.
-func open(t *testing.T, asic sim.ASIC) *device.Device {
-	t.Helper()
-	cfg := sim.Default(asic, 1)
-	cfg.LockDir = t.TempDir()
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	d, err := device.OpenSim(s.Device(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
-}
+func open(t *testing.T, asic sim.ASIC) *device.Device { return simtest.Device(t, asic) }
 
 func TestEngineCores(t *testing.T) {
 	d := open(t, sim.Gaudi2)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/control"
-	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -16,17 +16,9 @@ import (
 // not run while every EDMA engine is stalled, and completes, with the
 // right bytes, once they are resumed.
 func TestStalledEDMAHoldsCopies(t *testing.T) {
-	d := open(t, sim.Gaudi2)
-	m, err := memory.New(d, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	eng, err := dma.New(m, dma.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	d := simtest.Device(t, sim.Gaudi2)
+	m := simtest.Memory(t, d)
+	eng := simtest.DMA(t, m)
 	const n = 1 << 20
 	host, err := m.AllocHost(n, memory.HostOptions{})
 	if err != nil {

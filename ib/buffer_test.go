@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 )
@@ -16,29 +16,12 @@ import (
 // has /dev/udmabuf).
 func simBuffer(t *testing.T, size uint64) *memory.Buffer {
 	t.Helper()
-	cfg := sim.Default(sim.Gaudi2, 1)
-	cfg.LockDir = t.TempDir()
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := device.OpenSim(s.Device(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := memory.New(d, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := simtest.Memory(t, simtest.Device(t, sim.Gaudi2))
 	b, err := m.Alloc(size, memory.AllocOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		b.Close()
-		m.Close()
-		d.Close()
-	})
+	t.Cleanup(func() { b.Close() })
 	return b
 }
 

@@ -13,8 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gaudi-go/gaudi/device"
-	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 )
@@ -139,26 +138,9 @@ func TestWatchOtherUIDRefused(t *testing.T) {
 // closing the dma-buf revokes the export, the importer is told, and the
 // device buffer can then be freed.
 func TestRevokeOnDMABufClose(t *testing.T) {
-	sys, err := sim.New(sim.Config{Devices: sim.Default(sim.Gaudi2, 1).Devices, LockDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close()
-	d, err := device.OpenSim(sys.Device(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	m, err := memory.New(d, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	eng, err := dma.New(m, dma.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	d := simtest.Device(t, sim.Gaudi2)
+	m := simtest.Memory(t, d)
+	eng := simtest.DMA(t, m)
 	host, err := m.AllocHost(testSize, memory.HostOptions{})
 	if err != nil {
 		t.Fatal(err)
