@@ -160,3 +160,12 @@ func cString(b []byte) string {
 	}
 	return string(b)
 }
+
+// FromFile returns a compute Device over f, an open device file that the
+// Device now owns and closes: typically a File that records, traces or
+// injects faults around a kernel file or the simulator. It reads the
+// device's identity with INFO, as Open does; on error f is closed.
+// Simulated reports false for it, whatever f wraps.
+func FromFile(f ioctl.File) (*Device, error) {
+	return newDevice(f, f.Name(), false, nil)
+}

@@ -292,9 +292,9 @@ func TestBatchTimeout(t *testing.T) {
 	if err := b.Copy(buf.VA(), h.VA(), 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	var a hl.CSArgs
+	var a hl.CSChunksArgs
 	r.e.fillCS(&a, nil, b.timeout)
-	if in := a.In(); in.CSFlags&hl.HL_CS_FLAGS_CUSTOM_TIMEOUT == 0 || in.Timeout != 2 || in.CSFlags&hl.HL_CS_FLAGS_TIMESTAMP == 0 {
+	if in := &a; in.CSFlags&hl.HL_CS_FLAGS_CUSTOM_TIMEOUT == 0 || in.Timeout != 2 || in.CSFlags&hl.HL_CS_FLAGS_TIMESTAMP == 0 {
 		t.Errorf("CS flags %#x timeout %d, want CUSTOM_TIMEOUT|TIMESTAMP and 2 s", in.CSFlags, in.Timeout)
 	}
 	tr, err := b.Start()

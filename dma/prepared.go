@@ -18,8 +18,8 @@ import (
 type Prepared struct {
 	e      *Engine
 	mu     sync.Mutex
-	args   hl.CSArgs
-	saved  hl.CSArgs
+	args   hl.CSChunksArgs
+	saved  hl.CSChunksArgs
 	chunks []hl.CSChunk
 	wait   hl.WaitCSArgs
 	cbs    []*cmdBuf
@@ -78,7 +78,7 @@ func (p *Prepared) Run(ctx context.Context) error {
 	p.args = p.saved
 	var seq uint64
 	for try := 0; ; try++ {
-		err := e.io.CS(&p.args, p)
+		err := e.io.CSChunks(&p.args)
 		if err == nil {
 			seq = p.args.Out().Seq()
 			break

@@ -62,12 +62,13 @@ func TestTypedCallsDoNotAllocate(t *testing.T) {
 		info  hl.InfoArgs
 		cb    hl.CBArgs
 		cs    hl.CSArgs
+		csc   hl.CSChunksArgs
 		wait  hl.WaitCSArgs
 		mem   hl.MemArgs
 		debug hl.DebugArgs
 	)
 	out := make([]byte, 64)
-	chunks := make([]byte, 64)
+	chunks := make([]hl.CSChunk, 1)
 	ctx := context.Background()
 	calls := []struct {
 		name string
@@ -75,7 +76,11 @@ func TestTypedCallsDoNotAllocate(t *testing.T) {
 	}{
 		{"Info", func() error { return d.Info(hl.HL_INFO_DEVICE_STATUS, &info, out) }},
 		{"CB", func() error { return d.CB(&cb) }},
-		{"CS", func() error { return d.CS(&cs, chunks) }},
+		{"CS", func() error { return d.CS(&cs) }},
+		{"CSChunks", func() error {
+			csc.ChunksExecute, csc.NumChunksExecute = hl.SlicePointer(chunks), 1
+			return d.CSChunks(&csc)
+		}},
 		{"WaitCS", func() error { return d.WaitCS(ctx, &wait) }},
 		{"Memory", func() error { return d.Memory(&mem) }},
 		{"Debug", func() error { return d.Debug(&debug, out, out) }},

@@ -1,8 +1,6 @@
 package ioctl
 
 import (
-	"runtime"
-
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -18,35 +16,58 @@ func (d *Device) CB(args *hl.CBArgs) error {
 	return issue(d, req, nrCB, code, args)
 }
 
-// CS issues CS (command submission) with args and returns the driver's
-// answer in args.Out(). The chunk arrays args points at are addresses stored
-// as integers: pass them, or whatever holds them, in keep so that they stay
-// alive for the whole call, and allocate them on the heap or in mapped
-// memory, never in a variable the compiler may place on a goroutine stack.
-// A busy submission queue is reported as EAGAIN and is not retried here.
-func (d *Device) CS(args *hl.CSArgs, keep ...any) error {
+// CS issues a CS that passes no user memory: a signal reservation or its
+// release, a PCIe write flush, or a decoding test. The answer is in
+// args.Out(). Submissions of chunk arrays go through CSChunks, engine
+// commands through Engines and EngineCores. A busy submission queue is
+// reported as EAGAIN and is not retried here.
+func (d *Device) CS(args *hl.CSArgs) error {
 	code := args.In().CSFlags
 	req, err := d.request(nrCS, code)
 	if err != nil {
 		return err
 	}
-	err = issue(d, req, nrCS, code, args)
-	runtime.KeepAlive(keep)
-	return err
+	return issue(d, req, nrCS, code, args)
 }
 
-// Memory issues MEMORY with args; the sub-operation is args.In().Op. Memory
-// that args refers to by address is kept alive for the call when it is passed
-// in keep. A host buffer given to MAP stays pinned by the driver until UNMAP,
-// so it must outlive the mapping, not just the call: use memory from mmap,
-// which the garbage collector neither moves nor frees.
-func (d *Device) Memory(args *hl.MemArgs, keep ...any) error {
+// CSChunks issues CS for a submission of chunk arrays. The arrays are
+// reached through args' Pointer fields, so they stay alive and in place for
+// the whole call; the driver copies them before it returns. On success the
+// driver has written its answer over the arguments: read it with
+// args.Out(), and set the chunk Pointers again before reusing args. A busy
+// submission queue is reported as EAGAIN and is not retried here.
+func (d *Device) CSChunks(args *hl.CSChunksArgs) error {
+	code := args.CSFlags
+	req, err := d.request(nrCS, code)
+	if err != nil {
+		return err
+	}
+	return issue(d, req, nrCS, code, args)
+}
+
+// Memory issues MEMORY with args; the sub-operation is args.In().Op. It
+// serves every operation that passes no user memory; MAP of host memory
+// goes through MapHost.
+func (d *Device) Memory(args *hl.MemArgs) error {
 	code := args.In().Op
 	req, err := d.request(nrMemory, code)
 	if err != nil {
 		return err
 	}
-	err = issue(d, req, nrMemory, code, args)
-	runtime.KeepAlive(keep)
-	return err
+	return issue(d, req, nrMemory, code, args)
+}
+
+// MapHost issues MEMORY MAP for host memory (args.Op is HL_MEM_OP_MAP and
+// args.Flags has HL_MEM_USERPTR). The driver pins the pages args.HostVirtAddr
+// names and the device uses them until UNMAP, long after this call: the
+// memory must outlive the mapping, not just the call, so it is memory from
+// mmap or memory its owner keeps referenced until UNMAP returned. The answer
+// (the device address) is args.Out().DeviceVirtAddr().
+func (d *Device) MapHost(args *hl.MemMapHostArgs) error {
+	code := args.Op
+	req, err := d.request(nrMemory, code)
+	if err != nil {
+		return err
+	}
+	return issue(d, req, nrMemory, code, args)
 }

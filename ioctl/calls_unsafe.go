@@ -13,9 +13,9 @@ import (
 // args.Op, and points args.ReturnPointer and args.ReturnSize at out, which
 // receives the answer; a nil or empty out sends a null pointer and size 0.
 // Other fields, such as the union set with args.SetCtxID or
-// args.SetPeriodMs, are the caller's. out is kept alive for the call, and
-// must not live on a goroutine stack, which the call ensures by making out
-// escape to the heap.
+// args.SetPeriodMs, are the caller's. Because args holds out through a
+// Pointer, out is allocated where it cannot move and stays alive for the
+// call.
 func (d *Device) Info(op uint32, args *hl.InfoArgs, out []byte) error {
 	req, err := d.request(nrInfo, op)
 	if err != nil {
@@ -30,15 +30,13 @@ func (d *Device) info(req uint, op uint32, args *hl.InfoArgs, out []byte) error 
 		return &Error{Op: opNames[nrInfo], Sub: subName(nrInfo, op), Req: req, Errno: unix.EINVAL}
 	}
 	args.Op = op
-	args.ReturnPointer, args.ReturnSize = userBuffer(out)
-	err := issue(d, req, nrInfo, op, args)
-	runtime.KeepAlive(out)
-	return err
+	args.ReturnPointer, args.ReturnSize = hl.SlicePointer(out), uint32(len(out))
+	return issue(d, req, nrInfo, op, args)
 }
 
 // Debug issues DEBUG with args, pointing its input and output pointers and
 // sizes at in and out (nil or empty for none). The sub-operation is args.Op.
-// in and out are kept alive for the call and made to escape to the heap.
+// args holds in and out through Pointers for the call.
 func (d *Device) Debug(args *hl.DebugArgs, in, out []byte) error {
 	req, err := d.request(nrDebug, args.Op)
 	if err != nil {
@@ -47,39 +45,9 @@ func (d *Device) Debug(args *hl.DebugArgs, in, out []byte) error {
 	if uint64(len(in)) > math.MaxUint32 || uint64(len(out)) > math.MaxUint32 {
 		return &Error{Op: opNames[nrDebug], Sub: subName(nrDebug, args.Op), Req: req, Errno: unix.EINVAL}
 	}
-	args.InputPtr, args.InputSize = userBuffer(in)
-	args.OutputPtr, args.OutputSize = userBuffer(out)
-	err = issue(d, req, nrDebug, args.Op, args)
-	runtime.KeepAlive(in)
-	runtime.KeepAlive(out)
-	return err
-}
-
-// userBuffer returns the address and size the kernel should see for b.
-// Because the address is stored as an integer, the garbage collector and
-// the stack copier no longer know it refers to b; forceEscape makes sure b
-// is on the heap, where it does not move, and the caller keeps it alive.
-func userBuffer(b []byte) (uint64, uint32) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	forceEscape(p)
-	return uint64(uintptr(p)), uint32(len(b))
-}
-
-// escapeSink is never written. forceEscape's store into it is enough for the
-// compiler to allocate what p points to on the heap.
-var escapeSink struct {
-	enabled bool
-	p       unsafe.Pointer
-}
-
-// forceEscape makes p escape without any run-time cost but a load.
-func forceEscape(p unsafe.Pointer) {
-	if escapeSink.enabled {
-		escapeSink.p = p
-	}
+	args.InputPtr, args.InputSize = hl.SlicePointer(in), uint32(len(in))
+	args.OutputPtr, args.OutputSize = hl.SlicePointer(out), uint32(len(out))
+	return issue(d, req, nrDebug, args.Op, args)
 }
 
 // issue issues request req of ioctl nr with args until it is not interrupted.
@@ -111,8 +79,13 @@ func (d *Device) attempt(req uint, arg unsafe.Pointer) error {
 }
 
 // attemptWait issues one WAIT_CS; it keeps wait.go free of unsafe.
-func (d *Device) attemptWait(req uint, args *hl.WaitCSArgs) error {
+func attemptWait[T waitArgs](d *Device, req uint, args *T) error {
 	err := d.attempt(req, unsafe.Pointer(args))
 	runtime.KeepAlive(args)
 	return err
 }
+
+// waitView returns the integer view of a wait's arguments, through which
+// the wait loop reads the flags and the answer and sets the timeouts. Those
+// members are integers in every view; the user address is not touched.
+func waitView[T waitArgs](args *T) *hl.WaitCSArgs { return (*hl.WaitCSArgs)(unsafe.Pointer(args)) }

@@ -43,9 +43,11 @@
 // handed it to another open file. Mappings outlive Close and are released
 // with Munmap.
 //
-// Addresses inside ioctl arguments are integers the garbage collector does
-// not follow. The typed calls keep the arguments, and the buffers they point
-// at, alive until the system call returns; memory the driver keeps using
-// afterwards (a mapped host buffer, say) is the caller's to keep, and must
-// not be on a goroutine stack.
+// Addresses inside ioctl arguments are hl.Pointer values, which the garbage
+// collector sees: what they point at is allocated where it cannot move and
+// stays alive with the arguments, across every retry and wait slice. Calls
+// that pass user memory take the argument views that hold it (CSChunks,
+// WaitMultiCS, WaitInterrupt, MapHost, Info, Debug, Engines); memory the
+// driver keeps using after the call (a host buffer mapped with MapHost) is
+// the caller's to keep until UNMAP.
 package ioctl

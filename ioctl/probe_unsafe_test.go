@@ -43,7 +43,7 @@ func TestProbeChoosesEncoding(t *testing.T) {
 			f := fakefile.New(func(req uint, arg unsafe.Pointer) error {
 				seen = append(seen, req)
 				args := fakefile.Arg[hl.InfoArgs](arg)
-				if args.Op != hl.HL_INFO_HW_IP_INFO || args.ReturnSize == 0 || args.ReturnPointer == 0 {
+				if args.Op != hl.HL_INFO_HW_IP_INFO || args.ReturnSize == 0 || args.ReturnPointer.IsNil() {
 					t.Errorf("probe args = %+v, want HW_IP_INFO with a buffer", *args)
 				}
 				switch req {

@@ -53,44 +53,85 @@ const maxTimeoutUs = math.MaxInt64 / uint64(time.Microsecond)
 //   - an *Error matching unix.EINVAL: for example a sequence number that was
 //     never submitted.
 //
-// A multi-CS wait points args at an array of sequence numbers by address;
-// keep that array alive, and off the goroutine stack, until WaitCS returns.
+// WaitCS serves the waits that pass no user memory: one sequence number,
+// or an interrupt whose completion the driver reads from a kernel CQ
+// counter (HL_WAIT_CS_FLAGS_INTERRUPT_KERNEL_CQ). A multi-CS wait goes
+// through WaitMultiCS and a wait on a value in user memory through
+// WaitInterrupt; given here, they are refused with EINVAL before any call.
 func (d *Device) WaitCS(ctx context.Context, args *hl.WaitCSArgs) error {
-	in := args.In()
+	flags := args.In().Flags
+	userAddr := flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0 && flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT_KERNEL_CQ == 0
+	if flags&hl.HL_WAIT_CS_FLAGS_MULTI_CS != 0 || userAddr {
+		return &Error{Op: opNames[nrWaitCS], Sub: subName(nrWaitCS, flags), Errno: unix.EINVAL}
+	}
+	return waitCS(d, ctx, args)
+}
+
+// WaitMultiCS is WaitCS for a multi-CS wait (HL_WAIT_CS_FLAGS_MULTI_CS,
+// which it sets): args.Seqs points at the array of args.SeqArrLen sequence
+// numbers, which the driver reads on every attempt. The completion bitmap
+// is args.Out().CSCompletionMap.
+func (d *Device) WaitMultiCS(ctx context.Context, args *hl.WaitCSMultiArgs) error {
+	args.Flags |= hl.HL_WAIT_CS_FLAGS_MULTI_CS
+	return waitCS(d, ctx, args)
+}
+
+// WaitInterrupt is WaitCS for a user interrupt whose completion the
+// driver reads from user memory (HL_WAIT_CS_FLAGS_INTERRUPT, which it
+// sets): args.Addr points at the value the driver compares with
+// args.Target, and it is read for as long as the wait lasts.
+func (d *Device) WaitInterrupt(ctx context.Context, args *hl.WaitCSInterruptArgs) error {
+	args.Flags |= hl.HL_WAIT_CS_FLAGS_INTERRUPT
+	return waitCS(d, ctx, args)
+}
+
+// waitArgs are the Go types of a WAIT_CS argument.
+type waitArgs interface {
+	hl.WaitCSArgs | hl.WaitCSMultiArgs | hl.WaitCSInterruptArgs
+}
+
+// waitCS is the wait loop of WaitCS and its variants.
+func waitCS[T waitArgs](d *Device, ctx context.Context, args *T) error {
+	v := waitView(args)
+	in := v.In()
 	flags := in.Flags
 	req, err := d.request(nrWaitCS, flags)
 	if err != nil {
 		return err
 	}
-	saved := *in
+	saved := *args
 	interrupt := flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0
-	requested := waitTimeout(&saved, interrupt)
+	requested := waitTimeout(in, interrupt)
 
-	start := d.now()
 	unbounded := requested > maxTimeoutUs
 	var deadline time.Time
 	if !unbounded {
-		deadline = start.Add(time.Duration(requested) * time.Microsecond)
+		deadline = d.now().Add(time.Duration(requested) * time.Microsecond)
 	}
 	byCtx := false
 	if dl, ok := ctx.Deadline(); ok && (unbounded || dl.Before(deadline)) {
 		deadline, unbounded, byCtx = dl, false, true
 	}
 	single := flags&hl.HL_WAIT_CS_FLAGS_REGISTER_INTERRUPT != 0
+	// A wait nothing can cancel needs no slices, unless it is unbounded
+	// (Close must still get its turn) or bounded only by ctx's deadline,
+	// whose expiry the slices notice.
+	whole := ctx.Done() == nil && !unbounded
 
 	for {
 		if err := ctx.Err(); err != nil {
 			return waitCtxErr(flags, err)
 		}
-		*in = saved
+		*args = saved
 		last := single
 		if !single {
 			var t time.Duration
-			if unbounded {
+			switch {
+			case unbounded:
 				t = d.slice
-			} else {
+			default:
 				t = deadline.Sub(d.now())
-				if t <= d.slice {
+				if whole || t <= d.slice {
 					last = true
 				} else {
 					t = d.slice
@@ -99,14 +140,14 @@ func (d *Device) WaitCS(ctx context.Context, args *hl.WaitCSArgs) error {
 			setWaitTimeout(in, interrupt, ceilMicroseconds(t))
 		}
 
-		err := d.attemptWait(req, args)
+		err := attemptWait(d, req, args)
 		if err != nil {
 			if isEINTR(err) {
 				continue
 			}
 			return wrapErr(opNames[nrWaitCS], subName(nrWaitCS, flags), req, err)
 		}
-		switch args.Out().Status {
+		switch v.Out().Status {
 		case hl.HL_WAIT_CS_STATUS_BUSY:
 		case hl.HL_WAIT_CS_STATUS_TIMEDOUT:
 			return &Error{Op: opNames[nrWaitCS], Sub: subName(nrWaitCS, flags), Req: req, Errno: unix.ETIMEDOUT}

@@ -60,6 +60,12 @@ func (w *waitFake) ioctl(req uint, arg unsafe.Pointer) error {
 	return w.answer(n, args)
 }
 
+func (w *waitFake) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.attempts = nil
+}
+
 func (w *waitFake) seen() []waitAttempt {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -86,7 +92,7 @@ func newWaitDevice(t *testing.T, w *waitFake, slice time.Duration) (*Device, *fa
 	return d, clk
 }
 
-func waitArgs(seq, timeoutUs uint64) *hl.WaitCSArgs {
+func seqWaitArgs(seq, timeoutUs uint64) *hl.WaitCSArgs {
 	var args hl.WaitCSArgs
 	args.In().SetSeq(seq)
 	args.In().SetTimeoutUs(timeoutUs)
@@ -109,7 +115,7 @@ func TestWaitCSRemainingTime(t *testing.T) {
 	}}
 	d, c := newWaitDevice(t, w, time.Hour)
 	clk = c
-	if err := d.WaitCS(context.Background(), waitArgs(42, 1_000_000)); err != nil {
+	if err := d.WaitCS(context.Background(), seqWaitArgs(42, 1_000_000)); err != nil {
 		t.Fatalf("WaitCS() = %v", err)
 	}
 	want := []waitAttempt{
@@ -133,7 +139,7 @@ func TestWaitCSRealClockShrinks(t *testing.T) {
 	}}
 	d := New(fakefile.New(w.ioctl))
 	d.slice = time.Hour
-	if err := d.WaitCS(context.Background(), waitArgs(1, 1_000_000)); err != nil {
+	if err := d.WaitCS(context.Background(), seqWaitArgs(1, 1_000_000)); err != nil {
 		t.Fatalf("WaitCS() = %v", err)
 	}
 	got := w.seen()
@@ -158,7 +164,7 @@ func TestWaitCSDeadlinePassedDuringEINTR(t *testing.T) {
 	}}
 	d, c := newWaitDevice(t, w, time.Hour)
 	clk = c
-	args := waitArgs(3, 1_000_000)
+	args := seqWaitArgs(3, 1_000_000)
 	if err := d.WaitCS(context.Background(), args); err != nil {
 		t.Fatalf("WaitCS() = %v, want nil with status BUSY", err)
 	}
@@ -180,8 +186,10 @@ func TestWaitCSSlices(t *testing.T) {
 	}}
 	d, c := newWaitDevice(t, w, 10*time.Millisecond)
 	clk = c
-	args := waitArgs(9, 35_000)
-	if err := d.WaitCS(context.Background(), args); err != nil {
+	ctx, cancel := context.WithCancel(context.Background()) // cancellable: sliced
+	defer cancel()
+	args := seqWaitArgs(9, 35_000)
+	if err := d.WaitCS(ctx, args); err != nil {
 		t.Fatalf("WaitCS() = %v", err)
 	}
 	if s := args.Out().Status; s != hl.HL_WAIT_CS_STATUS_BUSY {
@@ -198,6 +206,37 @@ func TestWaitCSSlices(t *testing.T) {
 	}
 }
 
+// A wait nothing can cancel is one call for the whole time; an unbounded
+// one is still sliced, so that Close gets its turn.
+func TestWaitCSUncancellableWholeTime(t *testing.T) {
+	var clk *fakeClock
+	w := &waitFake{answer: func(n int, args *hl.WaitCSArgs) error {
+		if n >= 3 {
+			complete(args, hl.HL_WAIT_CS_STATUS_COMPLETED)
+			return nil
+		}
+		clk.advance(time.Duration(args.In().TimeoutUs()) * time.Microsecond)
+		complete(args, hl.HL_WAIT_CS_STATUS_BUSY)
+		return nil
+	}}
+	d, c := newWaitDevice(t, w, 10*time.Millisecond)
+	clk = c
+	if err := d.WaitCS(context.Background(), seqWaitArgs(9, 35_000)); err != nil {
+		t.Fatalf("WaitCS() = %v", err)
+	}
+	if diff := cmp.Diff([]waitAttempt{{Seq: 9, TimeoutUs: 35_000}}, w.seen()); diff != "" {
+		t.Errorf("bounded wait: attempts (-want +got):\n%s", diff)
+	}
+	w.reset()
+	if err := d.WaitCS(context.Background(), seqWaitArgs(9, math.MaxUint64)); err != nil {
+		t.Fatalf("WaitCS() = %v", err)
+	}
+	want := []waitAttempt{{Seq: 9, TimeoutUs: 10_000}, {Seq: 9, TimeoutUs: 10_000}, {Seq: 9, TimeoutUs: 10_000}, {Seq: 9, TimeoutUs: 10_000}}
+	if diff := cmp.Diff(want, w.seen()); diff != "" {
+		t.Errorf("unbounded wait: attempts (-want +got):\n%s", diff)
+	}
+}
+
 func TestWaitCSUnbounded(t *testing.T) {
 	w := &waitFake{answer: func(n int, args *hl.WaitCSArgs) error {
 		if n < 3 {
@@ -208,7 +247,7 @@ func TestWaitCSUnbounded(t *testing.T) {
 		return nil
 	}}
 	d, _ := newWaitDevice(t, w, 10*time.Millisecond)
-	if err := d.WaitCS(context.Background(), waitArgs(5, math.MaxUint64)); err != nil {
+	if err := d.WaitCS(context.Background(), seqWaitArgs(5, math.MaxUint64)); err != nil {
 		t.Fatalf("WaitCS() = %v", err)
 	}
 	want := []waitAttempt{
@@ -228,7 +267,7 @@ func TestWaitCSPoll(t *testing.T) {
 		return nil
 	}}
 	d, _ := newWaitDevice(t, w, 10*time.Millisecond)
-	args := waitArgs(5, 0)
+	args := seqWaitArgs(5, 0)
 	if err := d.WaitCS(context.Background(), args); err != nil {
 		t.Fatalf("WaitCS() = %v", err)
 	}
@@ -253,7 +292,7 @@ func TestWaitCSContextDeadlineFirst(t *testing.T) {
 	// expired when the fake driver's time runs out.
 	ctx, cancel := context.WithDeadline(context.Background(), c.now().Add(25*time.Millisecond))
 	defer cancel()
-	err := d.WaitCS(ctx, waitArgs(8, 10_000_000))
+	err := d.WaitCS(ctx, seqWaitArgs(8, 10_000_000))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("WaitCS() = %v, want an error matching context.DeadlineExceeded", err)
 	}
@@ -277,7 +316,7 @@ func TestWaitCSCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(30*time.Millisecond, cancel)
 	start := time.Now()
-	err := d.WaitCS(ctx, waitArgs(1, 60_000_000))
+	err := d.WaitCS(ctx, seqWaitArgs(1, 60_000_000))
 	elapsed := time.Since(start)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("WaitCS() = %v, want an error matching context.Canceled", err)
@@ -298,7 +337,7 @@ func TestWaitCSCanceledBeforeStart(t *testing.T) {
 	d, _ := newWaitDevice(t, w, 10*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := d.WaitCS(ctx, waitArgs(1, 1000)); !errors.Is(err, context.Canceled) {
+	if err := d.WaitCS(ctx, seqWaitArgs(1, 1000)); !errors.Is(err, context.Canceled) {
 		t.Errorf("WaitCS() = %v, want context.Canceled", err)
 	}
 }
@@ -326,7 +365,7 @@ func TestWaitCSOutcomes(t *testing.T) {
 				return tt.errno
 			}}
 			d, _ := newWaitDevice(t, w, 10*time.Millisecond)
-			args := waitArgs(1, 1000)
+			args := seqWaitArgs(1, 1000)
 			err := d.WaitCS(context.Background(), args)
 			if tt.wantErrno == nil {
 				if err != nil {
@@ -366,21 +405,42 @@ func TestWaitCSInterruptUsesInterruptTimeout(t *testing.T) {
 	}}
 	d, c := newWaitDevice(t, w, time.Hour)
 	clk = c
-	var args hl.WaitCSArgs
+	var args hl.WaitCSInterruptArgs
 	const flags = hl.HL_WAIT_CS_FLAGS_INTERRUPT | 0x00300000 // interrupt id 3
-	args.In().Flags = flags
-	args.In().SetSeq(0x1000)   // the user address, in the same union
-	args.In().SetTimeoutUs(77) // the target value, in the same union
-	args.In().SetInterruptTimeoutUs(1000)
-	if err := d.WaitCS(context.Background(), &args); err != nil {
-		t.Fatalf("WaitCS() = %v", err)
+	value := new(uint64)
+	args.Flags = flags
+	args.Addr = hl.NewPointer(unsafe.Pointer(value))
+	args.Target = 77
+	args.InterruptTimeoutUs = 1000
+	if err := d.WaitInterrupt(context.Background(), &args); err != nil {
+		t.Fatalf("WaitInterrupt() = %v", err)
 	}
+	addr := uint64(uintptr(unsafe.Pointer(value)))
 	want := []waitAttempt{
-		{Seq: 0x1000, TimeoutUs: 77, InterruptTimeoutUs: 1000, Flags: flags},
-		{Seq: 0x1000, TimeoutUs: 77, InterruptTimeoutUs: 600, Flags: flags},
+		{Seq: addr, TimeoutUs: 77, InterruptTimeoutUs: 1000, Flags: flags},
+		{Seq: addr, TimeoutUs: 77, InterruptTimeoutUs: 600, Flags: flags},
 	}
 	if diff := cmp.Diff(want, w.seen()); diff != "" {
 		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitCSRefusesUserAddresses(t *testing.T) {
+	w := &waitFake{answer: func(n int, args *hl.WaitCSArgs) error {
+		complete(args, hl.HL_WAIT_CS_STATUS_COMPLETED)
+		return nil
+	}}
+	d, _ := newWaitDevice(t, w, time.Hour)
+	for _, flags := range []uint32{hl.HL_WAIT_CS_FLAGS_MULTI_CS, hl.HL_WAIT_CS_FLAGS_INTERRUPT} {
+		var args hl.WaitCSArgs
+		args.In().Flags = flags
+		err := d.WaitCS(context.Background(), &args)
+		if !errors.Is(err, unix.EINVAL) {
+			t.Errorf("WaitCS(flags %#x) = %v, want EINVAL (the view with a Pointer is required)", flags, err)
+		}
+	}
+	if n := len(w.seen()); n != 0 {
+		t.Errorf("%d attempts reached the driver, want 0", n)
 	}
 }
 
@@ -419,7 +479,9 @@ func TestWaitCSClose(t *testing.T) {
 		}
 	})
 	start := time.Now()
-	err := d.WaitCS(context.Background(), waitArgs(1, 60_000_000))
+	ctx, cancel := context.WithCancel(context.Background()) // sliced, so Close gets its turn
+	defer cancel()
+	err := d.WaitCS(ctx, seqWaitArgs(1, 60_000_000))
 	if !errors.Is(err, ErrClosed) {
 		t.Errorf("WaitCS() = %v, want an error matching ErrClosed", err)
 	}

@@ -118,13 +118,11 @@ func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
 	if closed {
 		return nil, m.errClosed("map host memory")
 	}
-	var a hl.MemArgs
-	in := a.In()
-	in.Op = hl.HL_MEM_OP_MAP
-	in.Flags = hl.HL_MEM_USERPTR
-	in.MapHost().HostVirtAddr = addrOf(mem)
-	in.MapHost().MemSize = uint64(len(mem))
-	if err := m.memory(&a, mem); err != nil {
+	var a hl.MemMapHostArgs
+	a.Op = hl.HL_MEM_OP_MAP
+	a.Flags = hl.HL_MEM_USERPTR
+	a.HostVirtAddr, a.MemSize = hl.SlicePointer(mem), uint64(len(mem))
+	if err := m.io.MapHost(&a); err != nil {
 		return nil, fmt.Errorf("map host memory: %w", err)
 	}
 	h := &HostBuffer{m: m, mem: mem, own: own, va: a.Out().DeviceVirtAddr(), size: uint64(len(mem))}

@@ -106,8 +106,8 @@ func (m *Manager) Close() error {
 }
 
 // memory issues MEMORY with args.
-func (m *Manager) memory(args *hl.MemArgs, keep ...any) error {
-	return m.io.Memory(args, keep...)
+func (m *Manager) memory(args *hl.MemArgs) error {
+	return m.io.Memory(args)
 }
 
 // pageSize is the unit device memory is allocated in.

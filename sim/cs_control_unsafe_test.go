@@ -21,11 +21,11 @@ func controlCS(t *testing.T, f *File, flag uint32, ids []uint32, cmd uint32) err
 	}
 	switch flag {
 	case hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND:
-		a.In().SetEngineCores(ptr)
+		setEngineCores(a.In(), ptr)
 		a.In().SetNumEngineCores(uint32(len(ids)))
 		a.In().SetCoreCommand(cmd)
 	case hl.HL_CS_FLAGS_ENGINES_COMMAND:
-		a.In().SetEngines(ptr)
+		setEngines(a.In(), ptr)
 		a.In().SetNumEngines(uint32(len(ids)))
 		a.In().SetEngineCommand(cmd)
 	}
@@ -81,7 +81,7 @@ func TestEngineControlRules(t *testing.T) {
 	// A bad id array pointer.
 	var a hl.CSArgs
 	a.In().CSFlags = cores
-	a.In().SetEngineCores(8)
+	setEngineCores(a.In(), 8)
 	a.In().SetNumEngineCores(2)
 	a.In().SetCoreCommand(halt)
 	if err := csSubmit(f, &a); err != unix.EFAULT {

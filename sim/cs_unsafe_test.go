@@ -107,7 +107,7 @@ func csSubmit(f *File, a *hl.CSArgs) error {
 func submit(f *File, chs []hl.CSChunk, flags, timeout uint32) (uint64, hl.CSArgs, error) {
 	var a hl.CSArgs
 	if len(chs) > 0 {
-		a.In().SetChunksExecute(addrFor(&chs[0]))
+		setChunksExecute(a.In(), addrFor(&chs[0]))
 	}
 	a.In().NumChunksExecute = uint32(len(chs))
 	a.In().CSFlags = flags
@@ -455,9 +455,9 @@ func TestCSForceRestore(t *testing.T) {
 		b.MsgLong(packet.MsgLong{Addr: va + 4, Value: 2})
 	}))})
 	var a hl.CSArgs
-	a.In().SetChunksRestore(addrFor(&restore[0]))
+	setChunksRestore(a.In(), addrFor(&restore[0]))
 	a.In().NumChunksRestore = 1
-	a.In().SetChunksExecute(addrFor(&exec[0]))
+	setChunksExecute(a.In(), addrFor(&exec[0]))
 	a.In().NumChunksExecute = 1
 	a.In().CSFlags = hl.HL_CS_FLAGS_FORCE_RESTORE
 	if err := csSubmit(f, &a); err != nil || a.Out().Seq() != 2 {
@@ -469,7 +469,7 @@ func TestCSForceRestore(t *testing.T) {
 	}
 	// Without restore chunks FORCE_RESTORE only runs the execute chunks.
 	a = hl.CSArgs{}
-	a.In().SetChunksExecute(addrFor(&exec[0]))
+	setChunksExecute(a.In(), addrFor(&exec[0]))
 	a.In().NumChunksExecute = 1
 	a.In().CSFlags = hl.HL_CS_FLAGS_FORCE_RESTORE
 	if err := csSubmit(f, &a); err != nil || a.Out().Seq() != 3 {

@@ -127,14 +127,14 @@ func (d *Device) coresight(f *File, a *hl.DebugArgs) error {
 	}
 	size := min(a.InputSize, debugStructSize[a.Op])
 	var input []byte
-	if a.InputPtr != 0 && size != 0 {
+	if !a.InputPtr.IsNil() && size != 0 {
 		input = make([]byte, debugStructSize[a.Op]) // zero-filled past size
-		if err := copyIn(a.InputPtr, input[:size]); err != nil {
+		if err := copyIn(a.InputPtr.Addr(), input[:size]); err != nil {
 			return unix.EFAULT
 		}
 	}
 	var output []byte
-	if a.OutputPtr != 0 && a.OutputSize != 0 {
+	if !a.OutputPtr.IsNil() && a.OutputSize != 0 {
 		if a.OutputSize > maxDebugOutput {
 			return unix.ENOMEM // kzalloc of a user-chosen size
 		}
@@ -151,7 +151,7 @@ func (d *Device) coresight(f *File, a *hl.DebugArgs) error {
 		d.debug.ops = append(d.debug.ops, DebugOp{Op: a.Op, RegIdx: a.RegIdx, Enable: enable, Input: input})
 	}
 	if output != nil {
-		if err := copyOut(a.OutputPtr, output); err != nil {
+		if err := copyOut(a.OutputPtr.Addr(), output); err != nil {
 			return unix.EFAULT
 		}
 	}

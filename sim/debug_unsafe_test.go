@@ -20,11 +20,11 @@ func debugCall(f *File, op, reg uint32, enable bool, in, out []byte) error {
 	}
 	if len(in) > 0 {
 		escaped = append(escaped[:0], in)
-		a.InputPtr, a.InputSize = uint64(uintptr(unsafe.Pointer(&in[0]))), uint32(len(in))
+		a.InputPtr, a.InputSize = hl.SlicePointer(in), uint32(len(in))
 	}
 	if len(out) > 0 {
 		escaped = append(escaped, out)
-		a.OutputPtr, a.OutputSize = uint64(uintptr(unsafe.Pointer(&out[0]))), uint32(len(out))
+		a.OutputPtr, a.OutputSize = hl.SlicePointer(out), uint32(len(out))
 	}
 	return f.Ioctl(hl.DRM_IOCTL_HL_DEBUG, unsafe.Pointer(&a))
 }
@@ -183,11 +183,13 @@ func TestDebugCoresightRules(t *testing.T) {
 			}
 			// A bad output pointer is EFAULT after the configuration.
 			var a hl.DebugArgs
-			a.Op, a.OutputPtr, a.OutputSize = hl.HL_DEBUG_OP_SPMU, 8, 32
+			a.Op, a.OutputSize = hl.HL_DEBUG_OP_SPMU, 32
+			setPointer(&a.OutputPtr, 8)
 			if err := f.Ioctl(hl.DRM_IOCTL_HL_DEBUG, unsafe.Pointer(&a)); err != unix.EFAULT {
 				t.Errorf("bad output pointer: %v", err)
 			}
-			a = hl.DebugArgs{Op: hl.HL_DEBUG_OP_STM, Enable: 1, InputPtr: 8, InputSize: 24}
+			a = hl.DebugArgs{Op: hl.HL_DEBUG_OP_STM, Enable: 1, InputSize: 24}
+			setPointer(&a.InputPtr, 8)
 			if err := f.Ioctl(hl.DRM_IOCTL_HL_DEBUG, unsafe.Pointer(&a)); err != unix.EFAULT {
 				t.Errorf("bad input pointer: %v", err)
 			}

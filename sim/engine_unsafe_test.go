@@ -267,11 +267,11 @@ func runFailures(t *testing.T, f *File, cases []csFail) {
 			next := f.subm().seq
 			var a hl.CSArgs
 			if len(c.chunks) > 0 {
-				a.In().SetChunksExecute(addrFor(&c.chunks[0]))
+				setChunksExecute(a.In(), addrFor(&c.chunks[0]))
 			}
 			a.In().NumChunksExecute = uint32(len(c.chunks))
 			if c.ptr != 0 {
-				a.In().SetChunksExecute(c.ptr)
+				setChunksExecute(a.In(), c.ptr)
 			}
 			if c.n != 0 {
 				a.In().NumChunksExecute = c.n
@@ -345,7 +345,7 @@ func TestCSFailuresGaudi2(t *testing.T) {
 	})
 	// ENGINE_CORE with a valid command, FLUSH: no sequence number.
 	var a hl.CSArgs
-	a.In().SetEngineCores(addrFor(&ids[0]))
+	setEngineCores(a.In(), addrFor(&ids[0]))
 	a.In().SetNumEngineCores(1)
 	a.In().SetCoreCommand(uint32(hl.HL_ENGINE_CORE_HALT))
 	a.In().CSFlags = hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND
@@ -507,7 +507,7 @@ func TestCSPendingLimit(t *testing.T) {
 		mustComplete(t, f, seq)
 	}
 	var a hl.CSArgs
-	a.In().SetChunksExecute(addrFor(&chs[0]))
+	setChunksExecute(a.In(), addrFor(&chs[0]))
 	a.In().NumChunksExecute = 1
 	a.In().CSFlags = hl.HL_CS_FLAGS_TIMESTAMP
 	saved := a
@@ -547,7 +547,7 @@ func TestPageFault(t *testing.T) {
 	var maps [8]hl.UserMapping
 	var ia hl.InfoArgs
 	ia.Op = hl.HL_INFO_USER_MAPPINGS
-	ia.ReturnPointer = addrFor(&maps)
+	setPointer(&ia.ReturnPointer, addrFor(&maps))
 	ia.ReturnSize = uint32(unsafe.Sizeof(maps))
 	ia.SetArraySize(uint32(len(maps)))
 	if err := f.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&ia)); err != nil {
@@ -738,7 +738,7 @@ func BenchmarkSubmitWaitNOP(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		a = hl.CSArgs{}
-		a.In().SetChunksExecute(addrFor(&chs[0]))
+		setChunksExecute(a.In(), addrFor(&chs[0]))
 		a.In().NumChunksExecute = 1
 		if err := f.Ioctl(hl.DRM_IOCTL_HL_CS, unsafe.Pointer(&a)); err != nil {
 			b.Fatal(err)
@@ -836,7 +836,7 @@ func benchDMA(b *testing.B, toDRAM bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var a hl.CSArgs
-		a.In().SetChunksExecute(addrFor(&chs[0]))
+		setChunksExecute(a.In(), addrFor(&chs[0]))
 		a.In().NumChunksExecute = 1
 		if err := f.Ioctl(hl.DRM_IOCTL_HL_CS, unsafe.Pointer(&a)); err != nil {
 			b.Fatal(err)

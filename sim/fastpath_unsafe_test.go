@@ -51,7 +51,7 @@ func TestCSWaitAllocs(t *testing.T) {
 			var w hl.WaitCSArgs
 			run := func() {
 				a = hl.CSArgs{}
-				a.In().SetChunksExecute(addrFor(&chs[0]))
+				setChunksExecute(a.In(), addrFor(&chs[0]))
 				a.In().NumChunksExecute = 1
 				a.In().CSFlags = tc.flags
 				if err := f.Ioctl(hl.DRM_IOCTL_HL_CS, unsafe.Pointer(&a)); err != nil {
@@ -284,7 +284,7 @@ func TestCopyInFaults(t *testing.T) {
 		{"wraps", ^uint64(0) - 8, 1},
 	} {
 		var a hl.CSArgs
-		a.In().SetChunksExecute(tc.ptr)
+		setChunksExecute(a.In(), tc.ptr)
 		a.In().NumChunksExecute = tc.n
 		if err := csSubmit(f, &a); err != unix.EFAULT {
 			t.Errorf("%s: %v, want EFAULT", tc.name, err)
@@ -294,7 +294,7 @@ func TestCopyInFaults(t *testing.T) {
 	var ch [1]hl.CSChunk
 	copy(page[4096-size:4096], unsafe.Slice((*byte)(unsafe.Pointer(&ch[0])), size))
 	var a hl.CSArgs
-	a.In().SetChunksExecute(addrOf(page[4096-size:]))
+	setChunksExecute(a.In(), addrOf(page[4096-size:]))
 	a.In().NumChunksExecute = 1
 	if err := csSubmit(f, &a); err != unix.EINVAL { // queue 0 without a CB: parsed, then refused
 		t.Errorf("readable chunk: %v, want EINVAL", err)

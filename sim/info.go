@@ -91,7 +91,7 @@ func (f *File) info(a *hl.InfoArgs) error {
 
 // checkOut is the check most ops start with: a buffer size and pointer.
 func checkOut(a *hl.InfoArgs) error {
-	if a.ReturnSize == 0 || a.ReturnPointer == 0 {
+	if a.ReturnSize == 0 || a.ReturnPointer.IsNil() {
 		return unix.EINVAL
 	}
 	return nil
@@ -103,7 +103,7 @@ func copyResult(a *hl.InfoArgs, b []byte) error {
 	if err := checkOut(a); err != nil {
 		return err
 	}
-	return copyOut(a.ReturnPointer, b[:min(int(a.ReturnSize), len(b))])
+	return copyOut(a.ReturnPointer.Addr(), b[:min(int(a.ReturnSize), len(b))])
 }
 
 // hw_ip_info
@@ -228,14 +228,14 @@ func (f *File) infoOpenStats(a *hl.InfoArgs) error {
 // events_info: the notifier bits of this file, read and cleared; the buffer
 // must hold a u64, and exactly 8 bytes are written.
 func (f *File) infoGetEvents(a *hl.InfoArgs) error {
-	if a.ReturnSize < 8 || a.ReturnPointer == 0 {
+	if a.ReturnSize < 8 || a.ReturnPointer.IsNil() {
 		return unix.EINVAL
 	}
 	f.mu.Lock()
 	ev := f.events
 	f.events = 0
 	f.mu.Unlock()
-	return copyOut(a.ReturnPointer, structBytes(&ev))
+	return copyOut(a.ReturnPointer.Addr(), structBytes(&ev))
 }
 
 // cs_counters_info: device totals, and the context's own counters for the

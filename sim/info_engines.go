@@ -35,7 +35,7 @@ func (f *File) infoHWIdle(a *hl.InfoArgs) error {
 // bytes are copied.
 func (f *File) infoEngineStatus(a *hl.InfoArgs) error {
 	size := a.ReturnSize
-	if size < 1024 || size > hl.HL_ENGINES_DATA_MAX_SIZE || a.ReturnPointer == 0 {
+	if size < 1024 || size > hl.HL_ENGINES_DATA_MAX_SIZE || a.ReturnPointer.IsNil() {
 		return unix.EINVAL
 	}
 	e := engineData{buf: make([]byte, size)}
@@ -44,7 +44,7 @@ func (f *File) infoEngineStatus(a *hl.InfoArgs) error {
 		return unix.ENOMEM
 	}
 	a.SetUserBufferActualSize(uint32(e.actual))
-	return copyOut(a.ReturnPointer, e.buf[:e.actual])
+	return copyOut(a.ReturnPointer.Addr(), e.buf[:e.actual])
 }
 
 // engineData is the driver's struct engines_data: each string goes into

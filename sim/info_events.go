@@ -65,7 +65,7 @@ func copyIfRecorded(a *hl.InfoArgs, b []byte, available bool) error {
 // captured, array_size is set to the number of mappings even when the
 // buffer turns out too small (ENOMEM), and the whole array is copied.
 func (f *File) infoUserMappings(a *hl.InfoArgs) error {
-	if a.ReturnPointer == 0 {
+	if a.ReturnPointer.IsNil() {
 		return unix.EINVAL
 	}
 	d := f.dev
@@ -81,7 +81,7 @@ func (f *File) infoUserMappings(a *hl.InfoArgs) error {
 	if uint64(a.ReturnSize) < uint64(len(b)) {
 		return unix.ENOMEM
 	}
-	return copyOut(a.ReturnPointer, b)
+	return copyOut(a.ReturnPointer.Addr(), b)
 }
 
 // hw_err_info
@@ -106,7 +106,7 @@ func (f *File) infoEngineErrEvent(a *hl.InfoArgs) error {
 // nothing when nothing was captured (available false), ENOMEM when the
 // buffer cannot hold all of b, else all of b.
 func copyWhole(a *hl.InfoArgs, b []byte, available bool) error {
-	if a.ReturnPointer == 0 {
+	if a.ReturnPointer.IsNil() {
 		return unix.EINVAL
 	}
 	if !available {
@@ -115,5 +115,5 @@ func copyWhole(a *hl.InfoArgs, b []byte, available bool) error {
 	if int(a.ReturnSize) < len(b) {
 		return unix.ENOMEM
 	}
-	return copyOut(a.ReturnPointer, b)
+	return copyOut(a.ReturnPointer.Addr(), b)
 }

@@ -31,7 +31,7 @@ func callInfo(f *File, r infoReq, buf []byte) (hl.InfoArgs, error) {
 	a.Op, a.ReturnSize, a.Pad = r.op, r.size, r.pad
 	a.SetDcoreID(r.union)
 	if !r.nilPtr && len(buf) > 0 {
-		a.ReturnPointer = uint64(uintptr(unsafe.Pointer(&buf[0])))
+		a.ReturnPointer = hl.SlicePointer(buf)
 	}
 	err := f.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&a))
 	runtime.KeepAlive(buf)

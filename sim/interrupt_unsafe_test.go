@@ -19,7 +19,7 @@ func interruptWait(f *File, id uint32, cqHandle, addr, target, us uint64) (hl.Wa
 		in.Flags |= hl.HL_WAIT_CS_FLAGS_INTERRUPT_KERNEL_CQ
 		in.SetCQCountersHandle(cqHandle)
 	} else {
-		in.SetAddr(addr)
+		setWaitAddr(in, addr)
 	}
 	in.SetTarget(target)
 	in.SetInterruptTimeoutUs(us)

@@ -27,7 +27,7 @@ func newTestSystem(t *testing.T, cfg Config) *System {
 func info(f *File, op uint32, out []byte) error {
 	a := hl.InfoArgs{Op: op, ReturnSize: uint32(len(out))}
 	if len(out) > 0 {
-		a.ReturnPointer = uint64(uintptr(unsafe.Pointer(&out[0])))
+		a.ReturnPointer = hl.SlicePointer(out)
 	}
 	return f.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&a))
 }
@@ -169,7 +169,8 @@ func TestHWIPInfoGaudi2(t *testing.T) {
 		t.Errorf("HW_IP_INFO = id %#x base %#x page %#x size %#x", r.DeviceID, r.DRAMBaseAddress, r.DRAMPageSize, r.DRAMSize)
 	}
 	// A bad pointer is EFAULT, not a crash.
-	a := hl.InfoArgs{Op: hl.HL_INFO_HW_IP_INFO, ReturnSize: 8, ReturnPointer: 8}
+	a := hl.InfoArgs{Op: hl.HL_INFO_HW_IP_INFO, ReturnSize: 8}
+	setPointer(&a.ReturnPointer, 8)
 	if err := f.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&a)); !errors.Is(err, unix.EFAULT) {
 		t.Errorf("bad return pointer: %v, want EFAULT", err)
 	}
@@ -195,7 +196,7 @@ func TestDupHandle(t *testing.T) {
 	if err := info(f, hl.HL_INFO_DEVICE_STATUS, buf); !errors.Is(err, unix.EBADF) {
 		t.Errorf("INFO on the closed original: %v, want EBADF", err)
 	}
-	a := hl.InfoArgs{Op: hl.HL_INFO_DEVICE_STATUS, ReturnSize: 8, ReturnPointer: uint64(uintptr(unsafe.Pointer(&buf[0])))}
+	a := hl.InfoArgs{Op: hl.HL_INFO_DEVICE_STATUS, ReturnSize: 8, ReturnPointer: hl.SlicePointer(buf[:])}
 	if err := h.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&a)); err != nil {
 		t.Errorf("INFO on the duplicate: %v", err)
 	}

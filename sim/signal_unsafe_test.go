@@ -12,7 +12,7 @@ import (
 func signalCS(f *File, q uint32) (hl.CSArgs, error) {
 	chs := []hl.CSChunk{{QueueIndex: q}}
 	var a hl.CSArgs
-	a.In().SetChunksExecute(addrFor(&chs[0]))
+	setChunksExecute(a.In(), addrFor(&chs[0]))
 	a.In().NumChunksExecute = 1
 	a.In().CSFlags = hl.HL_CS_FLAGS_SIGNAL
 	err := csSubmit(f, &a)
@@ -23,14 +23,14 @@ func signalCS(f *File, q uint32) (hl.CSArgs, error) {
 func waitSignalCS(f *File, q uint32, seqs []uint64, ptr uint64) (hl.CSArgs, error) {
 	chs := []hl.CSChunk{{QueueIndex: q}}
 	if len(seqs) > 0 {
-		chs[0].SetSignalSeqArr(addrFor(&seqs[0]))
+		setSignalSeqArr(&chs[0], addrFor(&seqs[0]))
 	}
 	if ptr != 0 {
-		chs[0].SetSignalSeqArr(ptr)
+		setSignalSeqArr(&chs[0], ptr)
 	}
 	chs[0].SetNumSignalSeqArr(uint32(len(seqs)))
 	var a hl.CSArgs
-	a.In().SetChunksExecute(addrFor(&chs[0]))
+	setChunksExecute(a.In(), addrFor(&chs[0]))
 	a.In().NumChunksExecute = 1
 	a.In().CSFlags = hl.HL_CS_FLAGS_WAIT
 	err := csSubmit(f, &a)
@@ -126,9 +126,9 @@ func TestSignalWaitArgs(t *testing.T) {
 		var out hl.CSArgs
 		if tc.ptr != 0 {
 			chs := []hl.CSChunk{{QueueIndex: 4}}
-			chs[0].SetSignalSeqArr(tc.ptr)
+			setSignalSeqArr(&chs[0], tc.ptr)
 			chs[0].SetNumSignalSeqArr(1)
-			out.In().SetChunksExecute(addrFor(&chs[0]))
+			setChunksExecute(out.In(), addrFor(&chs[0]))
 			out.In().NumChunksExecute = 1
 			out.In().CSFlags = hl.HL_CS_FLAGS_WAIT
 			err = csSubmit(f, &out)

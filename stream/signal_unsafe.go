@@ -1,8 +1,6 @@
 package stream
 
 import (
-	"unsafe"
-
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -27,13 +25,9 @@ type SOB struct {
 func (s *Streams) Signal(queue uint32, opts ...Option) (uint64, SOB, error) {
 	chunks := make([]hl.CSChunk, 1)
 	chunks[0].QueueIndex = queue
-	a := new(hl.CSArgs)
-	in := a.In()
-	in.SetChunksExecute(uint64(uintptr(unsafe.Pointer(&chunks[0]))))
-	in.NumChunksExecute = 1
-	in.CSFlags = hl.HL_CS_FLAGS_SIGNAL
-	applyOptions(in, opts)
-	out, err := s.issueCS("signal", a, chunks)
+	a := &hl.CSChunksArgs{ChunksExecute: hl.SlicePointer(chunks), NumChunksExecute: 1, CSFlags: hl.HL_CS_FLAGS_SIGNAL}
+	applyOptions(&a.CSFlags, &a.Timeout, opts)
+	out, err := issueCS(s, "signal", a)
 	if err != nil {
 		return 0, SOB{}, err
 	}
@@ -82,29 +76,30 @@ func (s *Streams) CollectiveWaitForReserved(queue uint32, stagedSeq uint64, offs
 
 // waitCS submits a WAIT or COLLECTIVE_WAIT CS.
 func (s *Streams) waitCS(op string, flag, queue uint32, seq uint64, engine, offset uint32, encaps bool, opts []Option) (uint64, error) {
-	chunks := make([]hl.CSChunk, 1)
-	seqs := make([]uint64, 1)
-	seqs[0] = seq
-	c := &chunks[0]
-	c.QueueIndex = queue
-	c.CollectiveEngineID = engine
+	a := &hl.CSChunksArgs{NumChunksExecute: 1, CSFlags: flag}
 	if encaps {
+		// The chunk names the signals by the staged sequence number and an
+		// offset: integers, no user address.
+		chunks := make([]hl.CSChunk, 1)
+		c := &chunks[0]
+		c.QueueIndex = queue
+		c.CollectiveEngineID = engine
 		c.SetEncapsSignalSeq(seq)
 		c.SetEncapsSignalOffset(offset)
+		a.ChunksExecute = hl.SlicePointer(chunks)
+		a.CSFlags |= hl.HL_CS_FLAGS_ENCAP_SIGNALS
 	} else {
-		c.SetSignalSeqArr(uint64(uintptr(unsafe.Pointer(&seqs[0]))))
-		c.SetNumSignalSeqArr(1)
+		seqs := []uint64{seq}
+		chunks := []hl.CSSignalChunk{{
+			SignalSeqArr:       hl.SlicePointer(seqs),
+			QueueIndex:         queue,
+			NumSignalSeqArr:    1,
+			CollectiveEngineID: engine,
+		}}
+		a.ChunksExecute = hl.SlicePointer(chunks)
 	}
-	a := new(hl.CSArgs)
-	in := a.In()
-	in.SetChunksExecute(uint64(uintptr(unsafe.Pointer(c))))
-	in.NumChunksExecute = 1
-	in.CSFlags = flag
-	if encaps {
-		in.CSFlags |= hl.HL_CS_FLAGS_ENCAP_SIGNALS
-	}
-	applyOptions(in, opts)
-	out, err := s.issueCS(op, a, []any{chunks, seqs})
+	applyOptions(&a.CSFlags, &a.Timeout, opts)
+	out, err := issueCS(s, op, a)
 	if err != nil {
 		return 0, err
 	}
@@ -132,7 +127,7 @@ func (s *Streams) Reserve(queue, count uint32) (Reservation, error) {
 	in.CSFlags = hl.HL_CS_FLAGS_RESERVE_SIGNALS_ONLY
 	in.SetEncapsSignalsQIdx(queue)
 	in.SetEncapsSignalsCount(count)
-	out, err := s.issueCS("reserve signals", a, nil)
+	out, err := issueCS(s, "reserve signals", a)
 	if err != nil {
 		return Reservation{}, err
 	}
@@ -149,7 +144,7 @@ func (s *Streams) Unreserve(id uint32) error {
 	in := a.In()
 	in.CSFlags = hl.HL_CS_FLAGS_UNRESERVE_SIGNALS_ONLY
 	in.SetEncapsSigHandleID(id)
-	_, err := s.issueCS("unreserve signals", a, nil)
+	_, err := issueCS(s, "unreserve signals", a)
 	return err
 }
 
@@ -222,22 +217,13 @@ func partFlags(p Part) uint32 {
 // encapsulated signals handle id, which shares its place).
 func (s *Streams) submit(op string, chunks []Chunk, flags uint32, seq uint64, opts []Option) (uint64, error) {
 	arr := csChunks(chunks)
-	a := new(hl.CSArgs)
-	in := a.In()
-	if len(arr) > 0 {
-		in.SetChunksExecute(uint64(uintptr(unsafe.Pointer(&arr[0]))))
+	a := &hl.CSChunksArgs{ChunksExecute: hl.SlicePointer(arr), NumChunksExecute: uint32(len(arr)), Seq: seq, CSFlags: flags}
+	o := applyOptions(&a.CSFlags, &a.Timeout, opts)
+	if restore := csChunks(o.restore); len(restore) > 0 {
+		a.ChunksRestore, a.NumChunksRestore = hl.SlicePointer(restore), uint32(len(restore))
+		a.CSFlags |= hl.HL_CS_FLAGS_FORCE_RESTORE
 	}
-	in.NumChunksExecute = uint32(len(arr))
-	in.SetSeq(seq)
-	in.CSFlags = flags
-	o := applyOptions(in, opts)
-	restore := csChunks(o.restore)
-	if len(restore) > 0 {
-		in.SetChunksRestore(uint64(uintptr(unsafe.Pointer(&restore[0]))))
-		in.NumChunksRestore = uint32(len(restore))
-		in.CSFlags |= hl.HL_CS_FLAGS_FORCE_RESTORE
-	}
-	out, err := s.issueCS(op, a, []any{arr, restore})
+	out, err := issueCS(s, op, a)
 	if err != nil {
 		return 0, err
 	}

@@ -78,22 +78,22 @@ func WithRestore(chunks ...Chunk) Option {
 	return func(o *options) { o.restore = append(o.restore, chunks...) }
 }
 
-// applyOptions applies opts to the CS arguments and returns them.
-func applyOptions(in *hl.CSIn, opts []Option) options {
+// applyOptions applies opts to the CS flags and timeout and returns them.
+func applyOptions(flags, timeout *uint32, opts []Option) options {
 	var o options
 	o.timeout = -1
 	for _, f := range opts {
 		f(&o)
 	}
 	if o.timestamp {
-		in.CSFlags |= hl.HL_CS_FLAGS_TIMESTAMP
+		*flags |= hl.HL_CS_FLAGS_TIMESTAMP
 	}
 	if o.skipReset {
-		in.CSFlags |= hl.HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT
+		*flags |= hl.HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT
 	}
 	if o.timeout >= 0 {
-		in.CSFlags |= hl.HL_CS_FLAGS_CUSTOM_TIMEOUT
-		in.Timeout = uint32(min((o.timeout+time.Second-1)/time.Second, math.MaxUint32))
+		*flags |= hl.HL_CS_FLAGS_CUSTOM_TIMEOUT
+		*timeout = uint32(min((o.timeout+time.Second-1)/time.Second, math.MaxUint32))
 	}
 	return o
 }
@@ -102,15 +102,28 @@ func applyOptions(in *hl.CSIn, opts []Option) options {
 // (queue full, too many submissions in flight) is issued again.
 const maxRetries = 1000
 
+// csArgs are the Go types of the CS arguments stream issues.
+type csArgs interface {
+	hl.CSArgs | hl.CSChunksArgs
+}
+
 // issueCS issues CS with a, retrying EAGAIN (which leaves the arguments
-// untouched) with a growing pause; keep is what a points at.
-func (s *Streams) issueCS(op string, a *hl.CSArgs, keep any) (*hl.CSOut, error) {
+// untouched) with a growing pause. What a points at is held by its Pointer
+// fields, and saved keeps those across the retries.
+func issueCS[T csArgs](s *Streams, op string, a *T) (*hl.CSOut, error) {
 	saved := *a
 	pause := 10 * time.Microsecond
 	for try := 0; ; try++ {
-		err := s.io.CS(a, keep)
+		var err error
+		var out *hl.CSOut
+		switch a := any(a).(type) {
+		case *hl.CSArgs:
+			err, out = s.io.CS(a), a.Out()
+		case *hl.CSChunksArgs:
+			err, out = s.io.CSChunks(a), a.Out()
+		}
 		if err == nil {
-			return a.Out(), nil
+			return out, nil
 		}
 		if !errors.Is(err, unix.EAGAIN) || try >= maxRetries {
 			return nil, wrap(op, err)

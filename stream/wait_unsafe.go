@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,15 +93,8 @@ func (s *Streams) multi(ctx context.Context, seqs []uint64, timeout uint64) (Mul
 	}
 	arr := make([]uint64, len(seqs))
 	copy(arr, seqs)
-	a := new(hl.WaitCSArgs)
-	in := a.In()
-	in.SetSeq(uint64(uintptr(unsafe.Pointer(&arr[0]))))
-	in.SetSeqArrLen(uint8(len(arr)))
-	in.SetTimeoutUs(timeout)
-	in.Flags = hl.HL_WAIT_CS_FLAGS_MULTI_CS
-	err := s.io.WaitCS(ctx, a)
-	runtime.KeepAlive(arr)
-	if err != nil {
+	a := &hl.WaitCSMultiArgs{Seqs: hl.SlicePointer(arr), SeqArrLen: uint8(len(arr)), TimeoutUs: timeout}
+	if err := s.io.WaitMultiCS(ctx, a); err != nil {
 		return MultiResult{}, wrap("multi-CS wait", err)
 	}
 	out := a.Out()
@@ -129,24 +121,21 @@ const (
 // WaitInterrupt waits, within ctx, until user interrupt id (or
 // AnyInterrupt) has fired with *counter at least target, and returns when
 // the interrupt came (CLOCK_MONOTONIC; the call time when the counter was
-// already there). The driver reads *counter from user memory, so it must
-// stay where it is: pass heap memory that outlives the call (new(uint64))
-// or mapped memory, never the address of a local variable. Gaudi2 only
+// already there). The driver reads *counter from user memory for the whole
+// wait; the argument holds it through a Pointer, so a Go variable is
+// allocated where it cannot move, and mapped memory works too. Gaudi2 only
 // (Gaudi answers EPERM, ErrNotSupported).
 //
 // It replaces hlthunk_wait_for_interrupt and
 // hlthunk_wait_for_interrupt_with_timestamp.
 func (s *Streams) WaitInterrupt(ctx context.Context, id uint32, counter *uint64, target uint64) (time.Duration, error) {
-	pin(counter)
-	a := new(hl.WaitCSArgs)
-	in := a.In()
-	in.Flags = hl.HL_WAIT_CS_FLAGS_INTERRUPT | id<<20
-	in.SetAddr(uint64(uintptr(unsafe.Pointer(counter))))
-	in.SetTarget(target)
-	in.SetInterruptTimeoutUs(forever)
-	err := s.io.WaitCS(ctx, a)
-	runtime.KeepAlive(counter)
-	if err != nil {
+	a := &hl.WaitCSInterruptArgs{
+		Addr:               hl.NewPointer(unsafe.Pointer(counter)),
+		Target:             target,
+		Flags:              id << 20,
+		InterruptTimeoutUs: forever,
+	}
+	if err := s.io.WaitInterrupt(ctx, a); err != nil {
 		return 0, wrap("wait for interrupt", err)
 	}
 	return time.Duration(a.Out().TimestampNsec), nil
@@ -271,9 +260,3 @@ func (b *TimestampBuffer) Close() error {
 	b.mem = nil
 	return err
 }
-
-// pinned keeps the counters WaitInterrupt reads by address: storing the
-// pointer here makes the compiler place what callers pass on the heap.
-var pinned atomic.Pointer[uint64]
-
-func pin(p *uint64) { pinned.Store(p) }

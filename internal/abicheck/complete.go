@@ -88,7 +88,13 @@ func Complete(tbl *Table, dir string) error {
 				if id == nil {
 					continue
 				}
+				// A setter is covered by its getter; an unexported setter
+				// (setX) is the one a read-only user address keeps for the
+				// proof alone.
 				name := strings.TrimPrefix(d.Name.Name, "Set")
+				if rest, ok := strings.CutPrefix(d.Name.Name, "set"); ok && rest != "" {
+					name = rest
+				}
 				if !fields[id.Name+"."+d.Name.Name+"()"] && !fields[id.Name+"."+name+"()"] {
 					missing = append(missing, "method "+id.Name+"."+d.Name.Name)
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,6 +183,7 @@ func testDecode(t *testing.T, mode string) {
 	chunks[1].QueueIndex = 5
 	chunks[1].SetCBSize(512)
 	seqs := []uint64{5, 6, 7}
+	infoBuf := make([]byte, 4096)
 	name := []byte("hltrace-test\x00")
 	type uverbsCmd struct {
 		hdr   rdma.UverbsIoctlHdr
@@ -194,14 +196,14 @@ func testDecode(t *testing.T, mode string) {
 			var a hl.InfoArgs
 			a.Op = hl.HL_INFO_HW_IP_INFO
 			a.ReturnSize = 4096
-			a.ReturnPointer = 0x1234_0000
+			a.ReturnPointer = hl.SlicePointer(infoBuf)
 			return rawIoctl(null, hl.DRM_IOCTL_HL_INFO, ptr(&a), &a)
 		},
 		check: func(t *testing.T, e *Event) {
 			b := e.Info()
-			expect(t, e.Encoding() == "drm" && b.Op == hl.HL_INFO_HW_IP_INFO && b.ReturnSize == 4096 && b.ReturnPointer == 0x1234_0000, e)
+			expect(t, e.Encoding() == "drm" && b.Op == hl.HL_INFO_HW_IP_INFO && b.ReturnSize == 4096 && b.ReturnPointer == addr(&infoBuf[0]), e)
 		},
-		line: "INFO     fd=%d op=HW_IP_INFO size=4096 buf=0x12340000 = -1 ENOTTY",
+		line: fmt.Sprintf("INFO     fd=%%d op=HW_IP_INFO size=4096 buf=%#x = -1 ENOTTY", addr(&infoBuf[0])),
 	}, {
 		name: "INFO legacy",
 		issue: func(t *testing.T) unix.Errno {
@@ -246,12 +248,8 @@ func testDecode(t *testing.T, mode string) {
 	}, {
 		name: "CS",
 		issue: func(t *testing.T) unix.Errno {
-			var a hl.CSArgs
-			a.In().SetChunksExecute(addr(&chunks[0]))
-			a.In().NumChunksExecute = 2
-			a.In().Timeout = 7
-			a.In().CSFlags = hl.HL_CS_FLAGS_TIMESTAMP
-			return rawIoctl(null, hl.DRM_IOCTL_HL_CS, ptr(&a), &a, chunks)
+			a := hl.CSChunksArgs{ChunksExecute: hl.SlicePointer(chunks), NumChunksExecute: 2, Timeout: 7, CSFlags: hl.HL_CS_FLAGS_TIMESTAMP}
+			return rawIoctl(null, hl.DRM_IOCTL_HL_CS, ptr(&a), &a)
 		},
 		check: func(t *testing.T, e *Event) {
 			b := e.CS()
@@ -277,12 +275,8 @@ func testDecode(t *testing.T, mode string) {
 	}, {
 		name: "WAIT_CS multi",
 		issue: func(t *testing.T) unix.Errno {
-			var a hl.WaitCSArgs
-			a.In().SetSeq(addr(&seqs[0]))
-			a.In().SetTimeoutUs(5)
-			a.In().SetSeqArrLen(3)
-			a.In().Flags = hl.HL_WAIT_CS_FLAGS_MULTI_CS
-			return rawIoctl(null, hl.HL_LEGACY_IOCTL_WAIT_CS, ptr(&a), &a, seqs)
+			a := hl.WaitCSMultiArgs{Seqs: hl.SlicePointer(seqs), TimeoutUs: 5, SeqArrLen: 3, Flags: hl.HL_WAIT_CS_FLAGS_MULTI_CS}
+			return rawIoctl(null, hl.HL_LEGACY_IOCTL_WAIT_CS, ptr(&a), &a)
 		},
 		check: func(t *testing.T, e *Event) {
 			b := e.Wait()

@@ -66,8 +66,9 @@ func TestLayout(t *testing.T) {
 
 	var cs hl.CSIn
 	p := unsafe.Pointer(&cs)
-	off("cs.chunks_restore", unsafe.Offsetof(bpfHlCsIn{}.ChunksRestore), at(p, unsafe.Sizeof(cs), func() { cs = hl.CSIn{}; cs.SetChunksRestore(m8) }))
-	off("cs.chunks_execute", unsafe.Offsetof(bpfHlCsIn{}.ChunksExecute), at(p, unsafe.Sizeof(cs), func() { cs = hl.CSIn{}; cs.SetChunksExecute(m8) }))
+	var view hl.CSChunksArgs // the user addresses are written through the view
+	off("cs.chunks_restore", unsafe.Offsetof(bpfHlCsIn{}.ChunksRestore), unsafe.Offsetof(view.ChunksRestore))
+	off("cs.chunks_execute", unsafe.Offsetof(bpfHlCsIn{}.ChunksExecute), unsafe.Offsetof(view.ChunksExecute))
 	off("cs.seq", unsafe.Offsetof(bpfHlCsIn{}.Seq), at(p, unsafe.Sizeof(cs), func() { cs = hl.CSIn{}; cs.SetSeq(m8) }))
 	off("cs.num_chunks_restore", unsafe.Offsetof(bpfHlCsIn{}.NumChunksRestore), unsafe.Offsetof(cs.NumChunksRestore))
 	off("cs.num_chunks_execute", unsafe.Offsetof(bpfHlCsIn{}.NumChunksExecute), unsafe.Offsetof(cs.NumChunksExecute))

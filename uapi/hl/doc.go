@@ -17,7 +17,13 @@
 // leading structs.HostLayout field; each type's comment names the C type it
 // mirrors. Members of C unions share storage and are reached through
 // generated methods: a getter and a SetX method for scalars, a pointer for
-// arrays and aggregates. Constants keep their C spelling; named enums get a
+// arrays and aggregates.
+//
+// Members that hold an address in the caller's memory, which the driver
+// reads or writes during the call, are Pointer values the garbage collector
+// sees, never integers: plain members are Pointer fields, and a union member
+// keeps only a getter and is written through a view such as CSChunksArgs,
+// WaitCSMultiArgs or MemMapHostArgs. See Pointer. Constants keep their C spelling; named enums get a
 // Go type. The generated zabi_test.go proves every type, field, constant and
 // request number against gcc and the same headers.
 //

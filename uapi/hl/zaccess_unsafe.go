@@ -103,23 +103,26 @@ func (s *CSArgs) In() *CSIn { return (*CSIn)(unsafe.Add(unsafe.Pointer(s), 0)) }
 // Out returns a pointer to the out member of the union union hl_cs_args.
 func (s *CSArgs) Out() *CSOut { return (*CSOut)(unsafe.Add(unsafe.Pointer(s), 0)) }
 
-// ChunksRestore returns the chunks_restore member of the anonymous union in struct hl_cs_in.
+// ChunksRestore returns the chunks_restore member of the anonymous union in struct hl_cs_in, a user address.
+// It is written through a view with a Pointer field, never as an integer.
 func (s *CSIn) ChunksRestore() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) }
 
-// SetChunksRestore sets the chunks_restore member of the anonymous union in struct hl_cs_in.
-func (s *CSIn) SetChunksRestore(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+// setChunksRestore sets the chunks_restore member of the anonymous union in struct hl_cs_in, for the ABI proof only.
+func (s *CSIn) setChunksRestore(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
 
-// ChunksExecute returns the chunks_execute member of the anonymous union in struct hl_cs_in.
+// ChunksExecute returns the chunks_execute member of the anonymous union in struct hl_cs_in, a user address.
+// It is written through a view with a Pointer field, never as an integer.
 func (s *CSIn) ChunksExecute() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointer(s), 8)) }
 
-// SetChunksExecute sets the chunks_execute member of the anonymous union in struct hl_cs_in.
-func (s *CSIn) SetChunksExecute(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 8)) = v }
+// setChunksExecute sets the chunks_execute member of the anonymous union in struct hl_cs_in, for the ABI proof only.
+func (s *CSIn) setChunksExecute(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 8)) = v }
 
-// EngineCores returns the engine_cores member of the anonymous union in struct hl_cs_in.
+// EngineCores returns the engine_cores member of the anonymous union in struct hl_cs_in, a user address.
+// It is written through a view with a Pointer field, never as an integer.
 func (s *CSIn) EngineCores() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) }
 
-// SetEngineCores sets the engine_cores member of the anonymous union in struct hl_cs_in.
-func (s *CSIn) SetEngineCores(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+// setEngineCores sets the engine_cores member of the anonymous union in struct hl_cs_in, for the ABI proof only.
+func (s *CSIn) setEngineCores(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
 
 // NumEngineCores returns the num_engine_cores member of the anonymous union in struct hl_cs_in.
 func (s *CSIn) NumEngineCores() uint32 { return *(*uint32)(unsafe.Add(unsafe.Pointer(s), 8)) }
@@ -133,11 +136,12 @@ func (s *CSIn) CoreCommand() uint32 { return *(*uint32)(unsafe.Add(unsafe.Pointe
 // SetCoreCommand sets the core_command member of the anonymous union in struct hl_cs_in.
 func (s *CSIn) SetCoreCommand(v uint32) { *(*uint32)(unsafe.Add(unsafe.Pointer(s), 12)) = v }
 
-// Engines returns the engines member of the anonymous union in struct hl_cs_in.
+// Engines returns the engines member of the anonymous union in struct hl_cs_in, a user address.
+// It is written through a view with a Pointer field, never as an integer.
 func (s *CSIn) Engines() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) }
 
-// SetEngines sets the engines member of the anonymous union in struct hl_cs_in.
-func (s *CSIn) SetEngines(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+// setEngines sets the engines member of the anonymous union in struct hl_cs_in, for the ABI proof only.
+func (s *CSIn) setEngines(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
 
 // NumEngines returns the num_engines member of the anonymous union in struct hl_cs_in.
 func (s *CSIn) NumEngines() uint32 { return *(*uint32)(unsafe.Add(unsafe.Pointer(s), 8)) }
@@ -211,11 +215,12 @@ func (s *WaitCSIn) TimeoutUs() uint64 { return *(*uint64)(unsafe.Add(unsafe.Poin
 // SetTimeoutUs sets the timeout_us member of the anonymous union in struct hl_wait_cs_in.
 func (s *WaitCSIn) SetTimeoutUs(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 8)) = v }
 
-// Addr returns the addr member of the anonymous union in struct hl_wait_cs_in.
+// Addr returns the addr member of the anonymous union in struct hl_wait_cs_in, a user address.
+// It is written through a view with a Pointer field, never as an integer.
 func (s *WaitCSIn) Addr() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) }
 
-// SetAddr sets the addr member of the anonymous union in struct hl_wait_cs_in.
-func (s *WaitCSIn) SetAddr(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+// setAddr sets the addr member of the anonymous union in struct hl_wait_cs_in, for the ABI proof only.
+func (s *WaitCSIn) setAddr(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
 
 // CQCountersHandle returns the cq_counters_handle member of the anonymous union in struct hl_wait_cs_in.
 func (s *WaitCSIn) CQCountersHandle() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) }
@@ -317,11 +322,12 @@ func (s *CSChunk) CBHandle() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointe
 // SetCBHandle sets the cb_handle member of the anonymous union in struct hl_cs_chunk.
 func (s *CSChunk) SetCBHandle(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
 
-// SignalSeqArr returns the signal_seq_arr member of the anonymous union in struct hl_cs_chunk.
+// SignalSeqArr returns the signal_seq_arr member of the anonymous union in struct hl_cs_chunk, a user address.
+// It is written through a view with a Pointer field, never as an integer.
 func (s *CSChunk) SignalSeqArr() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) }
 
-// SetSignalSeqArr sets the signal_seq_arr member of the anonymous union in struct hl_cs_chunk.
-func (s *CSChunk) SetSignalSeqArr(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+// setSignalSeqArr sets the signal_seq_arr member of the anonymous union in struct hl_cs_chunk, for the ABI proof only.
+func (s *CSChunk) setSignalSeqArr(v uint64) { *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
 
 // EncapsSignalSeq returns the encaps_signal_seq member of the anonymous union in struct hl_cs_chunk.
 func (s *CSChunk) EncapsSignalSeq() uint64 { return *(*uint64)(unsafe.Add(unsafe.Pointer(s), 0)) }
@@ -346,3 +352,21 @@ func (s *CSChunk) EncapsSignalOffset() uint32 { return *(*uint32)(unsafe.Add(uns
 
 // SetEncapsSignalOffset sets the encaps_signal_offset member of the anonymous union in struct hl_cs_chunk.
 func (s *CSChunk) SetEncapsSignalOffset(v uint32) { *(*uint32)(unsafe.Add(unsafe.Pointer(s), 12)) = v }
+
+// Out returns a pointer to the out member of the view CSChunksArgs.
+func (s *CSChunksArgs) Out() *CSOut { return (*CSOut)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// Out returns a pointer to the out member of the view CSEnginesArgs.
+func (s *CSEnginesArgs) Out() *CSOut { return (*CSOut)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// Out returns a pointer to the out member of the view CSEngineCoresArgs.
+func (s *CSEngineCoresArgs) Out() *CSOut { return (*CSOut)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// Out returns a pointer to the out member of the view WaitCSMultiArgs.
+func (s *WaitCSMultiArgs) Out() *WaitCSOut { return (*WaitCSOut)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// Out returns a pointer to the out member of the view WaitCSInterruptArgs.
+func (s *WaitCSInterruptArgs) Out() *WaitCSOut { return (*WaitCSOut)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// Out returns a pointer to the out member of the view MemMapHostArgs.
+func (s *MemMapHostArgs) Out() *MemOut { return (*MemOut)(unsafe.Add(unsafe.Pointer(s), 0)) }

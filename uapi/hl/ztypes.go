@@ -13,7 +13,7 @@ import (
 // Members of its anonymous unions are reached through methods.
 type InfoArgs struct {
 	_             structs.HostLayout
-	ReturnPointer uint64
+	ReturnPointer Pointer
 	ReturnSize    uint32
 	Op            uint32
 	u0            [1]uint32
@@ -182,8 +182,8 @@ type MemOut struct {
 // DebugArgs mirrors struct hl_debug_args.
 type DebugArgs struct {
 	_          structs.HostLayout
-	InputPtr   uint64
-	OutputPtr  uint64
+	InputPtr   Pointer
+	OutputPtr  Pointer
 	InputSize  uint32
 	OutputSize uint32
 	Op         uint32
@@ -539,4 +539,96 @@ type DebugParamsSPMU struct {
 	PmtrcVal       uint32
 	TrcCtrlHostVal uint32
 	TrcEnHostVal   uint32
+}
+
+// CSChunksArgs mirrors union hl_cs_args for a submission of chunk arrays (any CS but the engine commands and the signal reservations).
+// It is a view (see Pointer): the members it does not name lie in its padding.
+type CSChunksArgs struct {
+	_                structs.HostLayout
+	ChunksRestore    Pointer
+	ChunksExecute    Pointer
+	Seq              uint64
+	NumChunksRestore uint32
+	NumChunksExecute uint32
+	Timeout          uint32
+	CSFlags          uint32
+	CtxID            uint32
+	_                [4]byte
+}
+
+// CSEnginesArgs mirrors union hl_cs_args for an engine command (HL_CS_FLAGS_ENGINES_COMMAND).
+// It is a view (see Pointer): the members it does not name lie in its padding.
+type CSEnginesArgs struct {
+	_             structs.HostLayout
+	Engines       Pointer
+	NumEngines    uint32
+	EngineCommand uint32
+	_             [20]byte
+	CSFlags       uint32
+	CtxID         uint32
+	_             [4]byte
+}
+
+// CSEngineCoresArgs mirrors union hl_cs_args for an engine core command (HL_CS_FLAGS_ENGINE_CORE_COMMAND).
+// It is a view (see Pointer): the members it does not name lie in its padding.
+type CSEngineCoresArgs struct {
+	_              structs.HostLayout
+	EngineCores    Pointer
+	NumEngineCores uint32
+	CoreCommand    uint32
+	_              [20]byte
+	CSFlags        uint32
+	CtxID          uint32
+	_              [4]byte
+}
+
+// CSSignalChunk mirrors struct hl_cs_chunk as the chunk of a wait or collective wait CS that names signal sequence numbers.
+// It is a view (see Pointer): the members it does not name lie in its padding.
+type CSSignalChunk struct {
+	_                  structs.HostLayout
+	SignalSeqArr       Pointer
+	QueueIndex         uint32
+	NumSignalSeqArr    uint32
+	CSChunkFlags       uint32
+	CollectiveEngineID uint32
+	_                  [40]byte
+}
+
+// WaitCSMultiArgs mirrors union hl_wait_cs_args for a multi-CS wait (HL_WAIT_CS_FLAGS_MULTI_CS): seq is the address of the sequence array.
+// It is a view (see Pointer): the members it does not name lie in its padding.
+type WaitCSMultiArgs struct {
+	_         structs.HostLayout
+	Seqs      Pointer
+	TimeoutUs uint64
+	CtxID     uint32
+	Flags     uint32
+	SeqArrLen uint8
+	_         [31]byte
+}
+
+// WaitCSInterruptArgs mirrors union hl_wait_cs_args for a wait on a user interrupt that compares a value in user memory (HL_WAIT_CS_FLAGS_INTERRUPT without INTERRUPT_KERNEL_CQ).
+// It is a view (see Pointer): the members it does not name lie in its padding.
+type WaitCSInterruptArgs struct {
+	_                  structs.HostLayout
+	Addr               Pointer
+	Target             uint64
+	CtxID              uint32
+	Flags              uint32
+	InterruptTimeoutUs uint64
+	CQCountersOffset   uint64
+	TimestampHandle    uint64
+	TimestampOffset    uint64
+}
+
+// MemMapHostArgs mirrors union hl_mem_args for MAP of host memory (HL_MEM_OP_MAP with HL_MEM_USERPTR).
+// It is a view (see Pointer): the members it does not name lie in its padding.
+type MemMapHostArgs struct {
+	_            structs.HostLayout
+	HostVirtAddr Pointer
+	HintAddr     uint64
+	MemSize      uint64
+	Op           uint32
+	Flags        uint32
+	CtxID        uint32
+	_            [4]byte
 }

@@ -113,7 +113,9 @@ func (g *gen) emitTypes() ([]byte, error) {
 	fileHeader(&b, g.spec, "structs")
 	for _, gt := range g.types {
 		fmt.Fprintf(&b, "// %s mirrors %s.\n", gt.name, gt.doc)
-		if len(gt.accessors) > 0 {
+		if gt.view {
+			b.WriteString("// It is a view (see Pointer): the members it does not name lie in its padding.\n")
+		} else if len(gt.accessors) > 0 {
 			if gt.t.kind == kindUnion {
 				b.WriteString("// Its members share storage and are reached through methods.\n")
 			} else {
@@ -161,6 +163,8 @@ func (g *gen) goAlign(gt *goType) int64 {
 		case "uint64", "int64":
 			a = max(a, 8)
 		case "uint8", "int8":
+		case "Pointer":
+			a = max(a, 8)
 		default:
 			// A generated aggregate: its C alignment is its Go alignment.
 			if o, ok := g.typeByGo[elem]; ok {
@@ -182,6 +186,14 @@ func (g *gen) emitAccessors() ([]byte, error) {
 			at := fmt.Sprintf("unsafe.Add(unsafe.Pointer(s), %d)", a.off)
 			switch a.kind {
 			case accScalar:
+				if a.readOnly {
+					fmt.Fprintf(&b, "// %s returns the %s member of the %s, a user address.\n", a.name, a.cMember, a.where)
+					b.WriteString("// It is written through a view with a Pointer field, never as an integer.\n")
+					fmt.Fprintf(&b, "func (s *%s) %s() %s { return *(*%s)(%s) }\n\n", gt.name, a.name, a.typ, a.typ, at)
+					fmt.Fprintf(&b, "// set%s sets the %s member of the %s, for the ABI proof only.\n", a.name, a.cMember, a.where)
+					fmt.Fprintf(&b, "func (s *%s) set%s(v %s) { *(*%s)(%s) = v }\n\n", gt.name, a.name, a.typ, a.typ, at)
+					continue
+				}
 				fmt.Fprintf(&b, "// %s returns the %s member of the %s.\n", a.name, a.cMember, a.where)
 				fmt.Fprintf(&b, "func (s *%s) %s() %s { return *(*%s)(%s) }\n\n", gt.name, a.name, a.typ, a.typ, at)
 				fmt.Fprintf(&b, "// Set%s sets the %s member of the %s.\n", a.name, a.cMember, a.where)
@@ -322,8 +334,12 @@ func (g *gen) emitABITable() ([]byte, error) {
 				if a.signed {
 					ones = "-1"
 				}
-				fmt.Fprintf(&b, "\t\t\t{C: %q, Go: %q, Set: func(p unsafe.Pointer) { (*%s)(p).Set%s(%s) }, Get: func(p unsafe.Pointer) uint64 { return uint64((*%s)(p).%s()) }},\n",
-					a.cMember, a.name+"()", gt.name, a.name, ones, gt.name, a.name)
+				set := "Set"
+				if a.readOnly {
+					set = "set"
+				}
+				fmt.Fprintf(&b, "\t\t\t{C: %q, Go: %q, Set: func(p unsafe.Pointer) { (*%s)(p).%s%s(%s) }, Get: func(p unsafe.Pointer) uint64 { return uint64((*%s)(p).%s()) }},\n",
+					a.cMember, a.name+"()", gt.name, set, a.name, ones, gt.name, a.name)
 			case accPtr:
 				fmt.Fprintf(&b, "\t\t\t{C: %q, Go: %q, Ptr: func(p unsafe.Pointer) unsafe.Pointer { return unsafe.Pointer((*%s)(p).%s()) }, Size: unsafe.Sizeof(*(*%s)(nil))},\n",
 					a.cMember, a.name+"()", gt.name, a.name, a.typ)

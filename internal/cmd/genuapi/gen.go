@@ -62,6 +62,10 @@ type goAccessor struct {
 	size    int64
 	cMember string
 	where   string // human description of the union
+
+	// readOnly: a user address in integer storage; the setter is unexported
+	// (for the ABI proof) and callers write it through a view.
+	readOnly bool
 }
 
 // goType is one generated Go type.
@@ -74,6 +78,7 @@ type goType struct {
 	fields    []goField
 	accessors []goAccessor
 	flex      []goField // flexible array members (no storage)
+	view      bool      // a view of a union (see pointers.go)
 }
 
 func newGen(spec *pkgSpec) *gen {
@@ -223,6 +228,9 @@ func (g *gen) build() error {
 		g.consts = append(g.consts, &goConst{name: x.name, val: v, request: true, hex: true,
 			cExpr: fmt.Sprintf("%s(%s, %s, %s)", x.dir, x.magic, x.nr, x.arg), group: x.group})
 	}
+	if err := g.addViews(); err != nil {
+		return err
+	}
 	for _, b := range g.spec.builtinOrder {
 		bi := g.spec.builtins[b]
 		g.consts = append([]*goConst{{name: b, val: value{v: big.NewInt(bi.val)}, cExpr: bi.cExpr, group: "Constants the headers take from elsewhere", hex: true}}, g.consts...)
@@ -323,6 +331,12 @@ func (g *gen) structFields(gt *goType, t *ctype, base int64, cprefix string) err
 			if err != nil {
 				return err
 			}
+			if g.pointerMember(gt.cRoot, joinPath(gt.cPath, cprefix+m.name)) {
+				if typ != "uint64" {
+					return fmt.Errorf("%s: user address %s is %s, not a 64-bit integer", gt.name, m.name, typ)
+				}
+				typ = "Pointer"
+			}
 			gt.fields = append(gt.fields, goField{name: camel(m.name), typ: typ, off: off,
 				size: m.typ.size * product(m.lens), cMember: cprefix + m.name})
 		}
@@ -418,6 +432,7 @@ func (g *gen) leaf(gt *goType, m *member, off int64, cprefix, where string) erro
 	if m.typ.kind == kindScalar && len(m.lens) == 0 {
 		a.kind = accScalar
 		a.signed = strings.HasPrefix(typ, "int")
+		a.readOnly = g.pointerMember(gt.cRoot, joinPath(gt.cPath, cprefix+m.name))
 	} else {
 		a.kind = accPtr
 	}
@@ -446,11 +461,19 @@ func (g *gen) checkNames(gt *goType) error {
 		if err := add(a.name); err != nil {
 			return err
 		}
-		if a.kind == accScalar {
+		if a.kind == accScalar && !a.readOnly {
 			if err := add("Set" + a.name); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// joinPath joins C member paths with a dot, skipping empty parts.
+func joinPath(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
 }

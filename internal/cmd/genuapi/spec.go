@@ -36,6 +36,11 @@ type pkgSpec struct {
 	extraRequests []extraRequest
 	packetPrefix  string // e.g. "GAUDI_PKT_": shift/mask pairs to prove on packet bytes
 	names         []nameTable
+	// userPointers names, as "<C type>.<member path>", the members that
+	// hold an address in the caller's memory, with the reason; see
+	// pointers.go.
+	userPointers map[string]string
+	views        []viewSpec
 }
 
 // nameTable asks for a map from the values of a family of constants to
@@ -98,6 +103,8 @@ var specs = []*pkgSpec{
 		prelude:       "#define __user\n#define SZ_1M 0x00100000\n#define U16_MAX ((__u16)~0U)\n#define BIT(nr) (1UL << (nr))\n",
 		builtinOrder:  []string{"SZ_1M", "U16_MAX", "DRM_COMMAND_BASE", "DRM_IOCTL_BASE"},
 		extraRequests: hlLegacy,
+		userPointers:  hlUserPointers,
+		views:         hlViews,
 		names: []nameTable{
 			{goName: "InfoOpNames", doc: "INFO ops (HL_INFO_*)", keyType: "uint32", prefix: "HL_INFO_", excludes: []string{"_MAX_LEN", "_FW_HEARTBEAT_ERR", "_FW_REPORTED_ERR"}},
 			{goName: "CBOpNames", doc: "CB ops (HL_CB_OP_*)", keyType: "uint32", prefix: "HL_CB_OP_"},
@@ -173,4 +180,89 @@ var specs = []*pkgSpec{
 		includeDirs:   []string{"include/uapi"},
 		stripPrefixes: []string{"dma_buf_"},
 	},
+}
+
+// hlUserPointers are the habanalabs members the driver dereferences as user
+// memory during the call (copy_from_user/copy_to_user in
+// drivers/accel/habanalabs/common: _hl_info_ioctl, hl_debug_ioctl,
+// hl_cs_copy_chunk_array, cs_ioctl_engine_cores, cs_ioctl_engines,
+// hl_cs_ctx_switch and cs_ioctl_extract_signal_seq,
+// _hl_interrupt_wait_ioctl_user_addr).
+var hlUserPointers = map[string]string{
+	"struct hl_info_args.return_pointer": "INFO copies its answer there",
+	"struct hl_debug_args.input_ptr":     "DEBUG reads its parameters there",
+	"struct hl_debug_args.output_ptr":    "DEBUG writes its answer there",
+	"struct hl_cs_in.chunks_restore":     "CS reads the restore chunk array there",
+	"struct hl_cs_in.chunks_execute":     "CS reads the execute chunk array there",
+	"struct hl_cs_in.engine_cores":       "CS reads the engine core ids there",
+	"struct hl_cs_in.engines":            "CS reads the engine ids there",
+	"struct hl_cs_chunk.signal_seq_arr":  "a wait CS reads the signal sequence numbers there",
+	"struct hl_wait_cs_in.addr":          "an interrupt wait reads the user's completion value there",
+}
+
+// hlViews are the ways of using the habanalabs unions that pass user
+// addresses.
+var hlViews = []viewSpec{
+	{name: "CSChunksArgs", cType: "union hl_cs_args", doc: "for a submission of chunk arrays (any CS but the engine commands and the signal reservations)", fields: []viewField{
+		{c: "in.chunks_restore", goName: "ChunksRestore", ptr: true},
+		{c: "in.chunks_execute", goName: "ChunksExecute", ptr: true},
+		{c: "in.seq", goName: "Seq"},
+		{c: "in.num_chunks_restore", goName: "NumChunksRestore"},
+		{c: "in.num_chunks_execute", goName: "NumChunksExecute"},
+		{c: "in.timeout", goName: "Timeout"},
+		{c: "in.cs_flags", goName: "CSFlags"},
+		{c: "in.ctx_id", goName: "CtxID"},
+		{c: "out", goName: "Out", overlay: "CSOut"},
+	}},
+	{name: "CSEnginesArgs", cType: "union hl_cs_args", doc: "for an engine command (HL_CS_FLAGS_ENGINES_COMMAND)", fields: []viewField{
+		{c: "in.engines", goName: "Engines", ptr: true},
+		{c: "in.num_engines", goName: "NumEngines"},
+		{c: "in.engine_command", goName: "EngineCommand"},
+		{c: "in.cs_flags", goName: "CSFlags"},
+		{c: "in.ctx_id", goName: "CtxID"},
+		{c: "out", goName: "Out", overlay: "CSOut"},
+	}},
+	{name: "CSEngineCoresArgs", cType: "union hl_cs_args", doc: "for an engine core command (HL_CS_FLAGS_ENGINE_CORE_COMMAND)", fields: []viewField{
+		{c: "in.engine_cores", goName: "EngineCores", ptr: true},
+		{c: "in.num_engine_cores", goName: "NumEngineCores"},
+		{c: "in.core_command", goName: "CoreCommand"},
+		{c: "in.cs_flags", goName: "CSFlags"},
+		{c: "in.ctx_id", goName: "CtxID"},
+		{c: "out", goName: "Out", overlay: "CSOut"},
+	}},
+	{name: "CSSignalChunk", cType: "struct hl_cs_chunk", doc: "as the chunk of a wait or collective wait CS that names signal sequence numbers", fields: []viewField{
+		{c: "signal_seq_arr", goName: "SignalSeqArr", ptr: true},
+		{c: "queue_index", goName: "QueueIndex"},
+		{c: "num_signal_seq_arr", goName: "NumSignalSeqArr"},
+		{c: "cs_chunk_flags", goName: "CSChunkFlags"},
+		{c: "collective_engine_id", goName: "CollectiveEngineID"},
+	}},
+	{name: "WaitCSMultiArgs", cType: "union hl_wait_cs_args", doc: "for a multi-CS wait (HL_WAIT_CS_FLAGS_MULTI_CS): seq is the address of the sequence array", fields: []viewField{
+		{c: "in.seq", goName: "Seqs", ptr: true},
+		{c: "in.timeout_us", goName: "TimeoutUs"},
+		{c: "in.ctx_id", goName: "CtxID"},
+		{c: "in.flags", goName: "Flags"},
+		{c: "in.seq_arr_len", goName: "SeqArrLen"},
+		{c: "out", goName: "Out", overlay: "WaitCSOut"},
+	}},
+	{name: "WaitCSInterruptArgs", cType: "union hl_wait_cs_args", doc: "for a wait on a user interrupt that compares a value in user memory (HL_WAIT_CS_FLAGS_INTERRUPT without INTERRUPT_KERNEL_CQ)", fields: []viewField{
+		{c: "in.addr", goName: "Addr", ptr: true},
+		{c: "in.target", goName: "Target"},
+		{c: "in.ctx_id", goName: "CtxID"},
+		{c: "in.flags", goName: "Flags"},
+		{c: "in.interrupt_timeout_us", goName: "InterruptTimeoutUs"},
+		{c: "in.cq_counters_offset", goName: "CQCountersOffset"},
+		{c: "in.timestamp_handle", goName: "TimestampHandle"},
+		{c: "in.timestamp_offset", goName: "TimestampOffset"},
+		{c: "out", goName: "Out", overlay: "WaitCSOut"},
+	}},
+	{name: "MemMapHostArgs", cType: "union hl_mem_args", doc: "for MAP of host memory (HL_MEM_OP_MAP with HL_MEM_USERPTR)", fields: []viewField{
+		{c: "in.map_host.host_virt_addr", goName: "HostVirtAddr", ptr: true},
+		{c: "in.map_host.hint_addr", goName: "HintAddr"},
+		{c: "in.map_host.mem_size", goName: "MemSize"},
+		{c: "in.op", goName: "Op"},
+		{c: "in.flags", goName: "Flags"},
+		{c: "in.ctx_id", goName: "CtxID"},
+		{c: "out", goName: "Out", overlay: "MemOut"},
+	}},
 }

@@ -2,8 +2,6 @@ package ioctl
 
 import (
 	"math"
-	"runtime"
-	"unsafe"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -15,19 +13,18 @@ import (
 // EINVAL for an empty list, more cores than the ASIC has or another
 // command.
 func (d *Device) EngineCores(cmd hl.EngineCommand, ids []uint32) error {
-	var a hl.CSArgs
-	in := a.In()
-	in.CSFlags = hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND
-	ptr, n, err := idArray(ids)
-	if err != nil {
-		return &Error{Op: opNames[nrCS], Sub: subName(nrCS, in.CSFlags), Errno: unix.EINVAL}
+	var a hl.CSEngineCoresArgs
+	a.CSFlags = hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND
+	if uint64(len(ids)) > math.MaxUint32 {
+		return &Error{Op: opNames[nrCS], Sub: subName(nrCS, a.CSFlags), Errno: unix.EINVAL}
 	}
-	in.SetEngineCores(ptr)
-	in.SetNumEngineCores(n)
-	in.SetCoreCommand(uint32(cmd))
-	err = d.CS(&a)
-	runtime.KeepAlive(ids)
-	return err
+	a.EngineCores, a.NumEngineCores = hl.SlicePointer(ids), uint32(len(ids))
+	a.CoreCommand = uint32(cmd)
+	req, err := d.request(nrCS, a.CSFlags)
+	if err != nil {
+		return err
+	}
+	return issue(d, req, nrCS, a.CSFlags, &a)
 }
 
 // Engines issues CS with HL_CS_FLAGS_ENGINES_COMMAND: cmd (one of the
@@ -36,19 +33,18 @@ func (d *Device) EngineCores(cmd hl.EngineCommand, ids []uint32) error {
 // driver answers EPERM on ASICs without engine modes (Gaudi) and EINVAL
 // for a bad command, count or engine id.
 func (d *Device) Engines(cmd hl.EngineCommand, ids []uint32) error {
-	var a hl.CSArgs
-	in := a.In()
-	in.CSFlags = hl.HL_CS_FLAGS_ENGINES_COMMAND
-	ptr, n, err := idArray(ids)
-	if err != nil {
-		return &Error{Op: opNames[nrCS], Sub: subName(nrCS, in.CSFlags), Errno: unix.EINVAL}
+	var a hl.CSEnginesArgs
+	a.CSFlags = hl.HL_CS_FLAGS_ENGINES_COMMAND
+	if uint64(len(ids)) > math.MaxUint32 {
+		return &Error{Op: opNames[nrCS], Sub: subName(nrCS, a.CSFlags), Errno: unix.EINVAL}
 	}
-	in.SetEngines(ptr)
-	in.SetNumEngines(n)
-	in.SetEngineCommand(uint32(cmd))
-	err = d.CS(&a)
-	runtime.KeepAlive(ids)
-	return err
+	a.Engines, a.NumEngines = hl.SlicePointer(ids), uint32(len(ids))
+	a.EngineCommand = uint32(cmd)
+	req, err := d.request(nrCS, a.CSFlags)
+	if err != nil {
+		return err
+	}
+	return issue(d, req, nrCS, a.CSFlags, &a)
 }
 
 // FlushPCIHBWWrites issues CS with HL_CS_FLAGS_FLUSH_PCI_HBW_WRITES: the
@@ -60,18 +56,4 @@ func (d *Device) FlushPCIHBWWrites() error {
 	var a hl.CSArgs
 	a.In().CSFlags = hl.HL_CS_FLAGS_FLUSH_PCI_HBW_WRITES
 	return d.CS(&a)
-}
-
-// idArray returns the address and length the driver should see for ids,
-// made to escape to the heap; the caller keeps ids alive for the call.
-func idArray(ids []uint32) (uint64, uint32, error) {
-	if len(ids) == 0 {
-		return 0, 0, nil
-	}
-	if uint64(len(ids)) > math.MaxUint32 {
-		return 0, 0, unix.EINVAL
-	}
-	p := unsafe.Pointer(unsafe.SliceData(ids))
-	forceEscape(p)
-	return uint64(uintptr(p)), uint32(len(ids)), nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unsafe"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -16,9 +15,9 @@ import (
 // within the Engine's retry bound, and returns its sequence number.
 func (e *Engine) submit(ctx context.Context, jobs []*job, timeout time.Duration) (uint64, error) {
 	chunks := e.chunksFor(jobs)
-	var a hl.CSArgs
-	e.fillCS(&a, chunks, timeout)
-	return e.issueCS(ctx, &a, chunks)
+	a := new(hl.CSChunksArgs)
+	e.fillCS(a, chunks, timeout)
+	return e.issueCS(ctx, a)
 }
 
 // chunksFor returns the execute chunks of jobs: one per command buffer.
@@ -38,9 +37,8 @@ func (e *Engine) chunksFor(jobs []*job) []hl.CSChunk {
 
 // fillCS sets the CS arguments for an execute-chunk array; timeout, when
 // not 0, overrides the Engine's.
-func (e *Engine) fillCS(a *hl.CSArgs, chunks []hl.CSChunk, timeout time.Duration) {
-	in := a.In()
-	in.SetChunksExecute(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(chunks)))))
+func (e *Engine) fillCS(in *hl.CSChunksArgs, chunks []hl.CSChunk, timeout time.Duration) {
+	in.ChunksExecute = hl.SlicePointer(chunks)
 	in.NumChunksExecute = uint32(len(chunks))
 	if e.opts.Timestamps {
 		in.CSFlags |= hl.HL_CS_FLAGS_TIMESTAMP
@@ -54,12 +52,13 @@ func (e *Engine) fillCS(a *hl.CSArgs, chunks []hl.CSChunk, timeout time.Duration
 	}
 }
 
-// issueCS submits prepared arguments; chunks is what they point at.
-func (e *Engine) issueCS(ctx context.Context, a *hl.CSArgs, chunks []hl.CSChunk) (uint64, error) {
+// issueCS submits prepared arguments, which hold the chunk array they
+// name through a Pointer.
+func (e *Engine) issueCS(ctx context.Context, a *hl.CSChunksArgs) (uint64, error) {
 	saved := *a
 	backoff := 10 * time.Microsecond
 	for try := 0; ; try++ {
-		err := e.io.CS(a, chunks)
+		err := e.io.CSChunks(a)
 		if err == nil {
 			out := a.Out()
 			if out.Status != hl.HL_CS_STATUS_SUCCESS {
