@@ -1,0 +1,448 @@
+package stackmove
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/stream"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// region is memory an ioctl argument names by address.
+type region struct {
+	what string
+	addr uint64
+	n    uint64
+}
+
+// regions returns what the argument of request nr names by address, as
+// the driver would read it (drivers/accel/habanalabs/common: _hl_info_ioctl,
+// hl_debug_ioctl, hl_cs_copy_chunk_array, cs_ioctl_extract_signal_seq,
+// cs_ioctl_engine_cores, cs_ioctl_engines, hl_multi_cs_wait_ioctl,
+// _hl_interrupt_wait_ioctl_user_addr). Offsets are read as integers so the
+// test does not depend on how the Go types spell them.
+func regions(nr uint, arg unsafe.Pointer) []region {
+	u64 := func(off uintptr) uint64 { return *(*uint64)(unsafe.Add(arg, off)) }
+	var rs []region
+	add := func(what string, addr, n uint64) {
+		if addr != 0 && n != 0 {
+			rs = append(rs, region{what, addr, n})
+		}
+	}
+	switch nr {
+	case hl.HL_IOCTL_INFO:
+		a := (*hl.InfoArgs)(arg)
+		add("INFO return_pointer", u64(0), uint64(a.ReturnSize))
+	case hl.HL_IOCTL_DEBUG:
+		a := (*hl.DebugArgs)(arg)
+		add("DEBUG input_ptr", u64(0), uint64(a.InputSize))
+		add("DEBUG output_ptr", u64(8), uint64(a.OutputSize))
+	case hl.HL_IOCTL_CS:
+		in := (*hl.CSArgs)(arg).In()
+		switch {
+		case in.CSFlags&hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND != 0:
+			add("CS engine_cores", in.EngineCores(), 4*uint64(in.NumEngineCores()))
+		case in.CSFlags&hl.HL_CS_FLAGS_ENGINES_COMMAND != 0:
+			add("CS engines", in.Engines(), 4*uint64(in.NumEngines()))
+		case in.CSFlags&(hl.HL_CS_FLAGS_RESERVE_SIGNALS_ONLY|hl.HL_CS_FLAGS_UNRESERVE_SIGNALS_ONLY|hl.HL_CS_FLAGS_FLUSH_PCI_HBW_WRITES) != 0:
+		default:
+			size := uint64(unsafe.Sizeof(hl.CSChunk{}))
+			add("CS chunks_restore", in.ChunksRestore(), size*uint64(in.NumChunksRestore))
+			add("CS chunks_execute", in.ChunksExecute(), size*uint64(in.NumChunksExecute))
+			wait := in.CSFlags&(hl.HL_CS_FLAGS_WAIT|hl.HL_CS_FLAGS_COLLECTIVE_WAIT) != 0
+			if wait && in.CSFlags&hl.HL_CS_FLAGS_ENCAP_SIGNALS == 0 && in.NumChunksExecute > 0 && in.ChunksExecute() != 0 {
+				var c hl.CSChunk
+				copy(unsafe.Slice((*byte)(unsafe.Pointer(&c)), unsafe.Sizeof(c)), read(region{addr: in.ChunksExecute(), n: uint64(unsafe.Sizeof(c))}))
+				add("CS chunk signal_seq_arr", c.SignalSeqArr(), 8*uint64(c.NumSignalSeqArr()))
+			}
+		}
+	case hl.HL_IOCTL_WAIT_CS:
+		in := (*hl.WaitCSArgs)(arg).In()
+		switch {
+		case in.Flags&hl.HL_WAIT_CS_FLAGS_MULTI_CS != 0:
+			add("WAIT_CS multi-CS seq array", in.Seq(), 8*uint64(in.SeqArrLen()))
+		case in.Flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0 && in.Flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT_KERNEL_CQ == 0:
+			add("WAIT_CS interrupt addr", u64(0), 8)
+		}
+	case hl.HL_IOCTL_MEMORY:
+		in := (*hl.MemArgs)(arg).In()
+		if in.Op == hl.HL_MEM_OP_MAP && in.Flags&hl.HL_MEM_USERPTR != 0 {
+			add("MEMORY map host_virt_addr", in.MapHost().HostVirtAddr, min(in.MapHost().MemSize, 4096))
+		}
+	}
+	return rs
+}
+
+// snapshot is the bytes of a region at the first attempt of a call.
+type snapshot struct {
+	region
+	b []byte
+}
+
+// read copies a region with process_vm_readv on our own process, as the
+// simulator reads user memory: the address is an integer here, which Go
+// may not turn back into a pointer, and a bad one is an error, not a crash.
+func read(r region) []byte {
+	b := make([]byte, r.n)
+	local := []unix.Iovec{{Base: &b[0], Len: r.n}}
+	remote := []unix.RemoteIovec{{Base: uintptr(r.addr), Len: int(r.n)}}
+	if n, err := unix.ProcessVMReadv(unix.Getpid(), local, remote, 0); err != nil || uint64(n) != r.n {
+		return nil
+	}
+	return b
+}
+
+// movingFile is a File that, before passing a call with user addresses to
+// the simulator, answers it with an interruption (EINTR, which the ioctl
+// layer retries), then with the retry each layer above handles (EAGAIN for
+// a CS, BUSY for a wait slice), moving the stack between attempts.
+type movingFile struct {
+	ioctl.File
+	t *testing.T
+
+	// The scenarios run one call at a time, so no lock guards these.
+	cur      uint // request of the call in progress, 0 for none
+	attempt  int  // attempts of it so far
+	snaps    []snapshot
+	calls    map[string]int // calls checked, by what they passed
+	failures int
+}
+
+func (f *movingFile) Ioctl(req uint, arg unsafe.Pointer) error {
+	nr := req & 0xff
+	if nr >= 0x40 { // the DRM encoding numbers from DRM_COMMAND_BASE
+		nr -= 0x40
+	} else {
+		nr--
+	}
+	rs := regions(nr, arg)
+	if len(rs) == 0 {
+		f.cur = 0
+		return f.File.Ioctl(req, arg)
+	}
+	if f.cur != req || f.attempt == 0 {
+		f.cur, f.attempt, f.snaps = req, 0, nil
+		for _, r := range rs {
+			f.snaps = append(f.snaps, snapshot{r, read(r)})
+		}
+	} else {
+		f.check(rs)
+	}
+	f.attempt++
+	switch {
+	case f.attempt == 1:
+		moveStack()
+		return unix.EINTR
+	case f.attempt == 2 && nr == hl.HL_IOCTL_CS && (*hl.CSArgs)(arg).In().CSFlags&(hl.HL_CS_FLAGS_ENGINES_COMMAND|hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND) == 0:
+		// Submissions are retried on EAGAIN above the ioctl layer; engine
+		// commands are not.
+		moveStack()
+		return unix.EAGAIN
+	case f.attempt == 2 && nr == hl.HL_IOCTL_WAIT_CS && (*hl.WaitCSArgs)(arg).In().Flags&hl.HL_WAIT_CS_FLAGS_REGISTER_INTERRUPT == 0:
+		moveStack()
+		a := (*hl.WaitCSArgs)(arg)
+		*a.Out() = hl.WaitCSOut{Status: hl.HL_WAIT_CS_STATUS_BUSY}
+		return nil
+	}
+	for _, s := range f.snaps {
+		f.calls[s.what]++
+	}
+	f.cur, f.attempt = 0, 0
+	return f.File.Ioctl(req, arg)
+}
+
+// check compares what the arguments name now with the first attempt.
+func (f *movingFile) check(rs []region) {
+	f.t.Helper()
+	if len(rs) != len(f.snaps) {
+		f.t.Errorf("attempt %d names %d regions, the first named %d", f.attempt+1, len(rs), len(f.snaps))
+		f.failures++
+		return
+	}
+	for i, r := range rs {
+		s := f.snaps[i]
+		if got := read(r); !bytes.Equal(got, s.b) {
+			f.t.Errorf("%s: attempt %d: %d bytes at %#x differ from what the first attempt saw at %#x (stack moved under a stored address?):\nfirst % x\nnow   % x",
+				r.what, f.attempt+1, r.n, r.addr, s.addr, head(s.b), head(got))
+			f.failures++
+		}
+	}
+}
+
+func head(b []byte) []byte { return b[:min(len(b), 32)] }
+
+// moveStack grows the calling goroutine's stack so that the runtime copies
+// it elsewhere, lets a collection shrink it again, and has other
+// goroutines take and fill the stack memory that was freed, so that a
+// stale address into the old stack no longer holds the old bytes.
+func moveStack() {
+	var here byte
+	before := uintptr(unsafe.Pointer(&here))
+	// Deeper until the stack outgrows what it had: a goroutine that grew
+	// before keeps its stack until a collection finds it mostly unused.
+	for n := 600; uintptr(unsafe.Pointer(&here)) == before; n *= 2 {
+		if n > 1<<16 {
+			panic("stackmove: the stack did not move")
+		}
+		grow(n)
+		runtime.GC()
+	}
+	poison()
+}
+
+//go:noinline
+func grow(n int) byte {
+	var pad [512]byte
+	pad[n%512] = byte(n)
+	if n == 0 {
+		return pad[0]
+	}
+	return grow(n-1) + pad[n%512]
+}
+
+// poisoned holds the goroutines whose stacks cover freed stack memory; they
+// exit when the test ends.
+var (
+	poisonMu   sync.Mutex
+	poisonDone chan struct{}
+)
+
+// poison starts goroutines that grow their stacks through every size up to
+// the largest the test goroutine had, writing 0xA5 over each frame, and
+// keeps them parked so that the memory stays theirs.
+func poison() {
+	poisonMu.Lock()
+	done := poisonDone
+	poisonMu.Unlock()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			fill(2000, &wg, done)
+		}()
+	}
+	wg.Wait()
+}
+
+//go:noinline
+func fill(n int, wg *sync.WaitGroup, done chan struct{}) {
+	var pad [512]byte
+	for i := range pad {
+		pad[i] = 0xa5
+	}
+	if n > 0 {
+		fill(n-1, wg, done)
+		runtime.KeepAlive(&pad)
+		return
+	}
+	wg.Done()
+	<-done
+	runtime.KeepAlive(&pad)
+}
+
+// scenario is one library call that hands the driver addresses.
+type scenario struct {
+	name string
+	asic sim.ASIC
+	run  func(t *testing.T, r *rig)
+}
+
+type rig struct {
+	d   *device.Device
+	m   *memory.Manager
+	e   *dma.Engine
+	s   *stream.Streams
+	ctx context.Context
+}
+
+var scenarios = []scenario{
+	{"device INFO", sim.Gaudi2, func(t *testing.T, r *rig) {
+		if _, err := r.d.DRAMUsage(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.d.ClockRate(); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"host memory MAP", sim.Gaudi2, func(t *testing.T, r *rig) {
+		h, err := r.m.AllocHost(1<<16, memory.HostOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"dma copy", sim.Gaudi2, func(t *testing.T, r *rig) { copyRoundTrip(t, r) }},
+	{"dma copy gaudi", sim.Gaudi, func(t *testing.T, r *rig) { copyRoundTrip(t, r) }},
+	{"stream signal, wait for signal, wait", sim.Gaudi2, func(t *testing.T, r *rig) { signalWait(t, r) }},
+	{"stream signal, wait for signal, wait gaudi", sim.Gaudi, func(t *testing.T, r *rig) { signalWait(t, r) }},
+	{"stream multi-CS wait", sim.Gaudi, func(t *testing.T, r *rig) {
+		seq, _, err := r.s.Signal(queueOf(t, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.s.WaitMulti(r.ctx, []uint64{seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Completed != 1 {
+			t.Fatalf("multi-CS completion map %#x, want 1", res.Completed)
+		}
+	}},
+	{"stream user interrupt wait", sim.Gaudi2, func(t *testing.T, r *rig) {
+		counter := new(uint64)
+		*counter = 5
+		if _, err := r.s.WaitInterrupt(r.ctx, stream.AnyInterrupt, counter, 5); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"engine commands", sim.Gaudi2, func(t *testing.T, r *rig) {
+		mme := uint32(hl.GAUDI2_DCORE0_ENGINE_ID_MME)
+		if err := control.StallEngines(r.d, mme); err != nil {
+			t.Fatal(err)
+		}
+		if err := control.ResumeEngines(r.d, mme); err != nil {
+			t.Fatal(err)
+		}
+		if err := control.HaltEngineCores(r.d, 7); err != nil {
+			t.Fatal(err)
+		}
+		if err := control.RunEngineCores(r.d, 7); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
+func queueOf(t *testing.T, r *rig) uint32 {
+	if r.d.ASIC().IsGaudi() {
+		return uint32(hl.GAUDI_QUEUE_ID_DMA_0_0)
+	}
+	return uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_0)
+}
+
+func copyRoundTrip(t *testing.T, r *rig) {
+	const n = 4096
+	h, err := r.m.AllocHost(2*n, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	b, err := r.m.Alloc(n, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	src, dst := h.Bytes()[:n], h.Bytes()[n:]
+	for i := range src {
+		src[i] = byte(i*7 + 1)
+	}
+	if err := r.e.Copy(r.ctx, b.VA(), h.VA(), n); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.Copy(r.ctx, h.VA()+n, b.VA(), n); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(src, dst) {
+		t.Fatal("bytes differ after the round trip")
+	}
+}
+
+func signalWait(t *testing.T, r *rig) {
+	q := queueOf(t, r)
+	seq, _, err := r.s.Signal(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := r.s.WaitForSignal(q, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w != stream.NoSeq {
+		if _, err := r.s.Wait(r.ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAddressesSurviveStackMoves runs every scenario through the moving
+// File and fails if any attempt of any call named bytes that differ from
+// the first attempt's.
+func TestAddressesSurviveStackMoves(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	poisonMu.Lock()
+	poisonDone = make(chan struct{})
+	poisonMu.Unlock()
+	defer close(poisonDone)
+
+	seen := map[string]int{}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			cfg := sim.Default(sc.asic, 1)
+			cfg.LockDir = t.TempDir()
+			sys, err := sim.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sys.Close()
+			sf, err := sys.Device(0).Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &movingFile{File: sf, t: t, calls: map[string]int{}}
+			d, err := device.FromFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			m, err := memory.New(d, memory.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			e, err := dma.New(m, dma.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			s, err := stream.New(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background()) // sliced waits
+			defer cancel()
+			// Run on a fresh goroutine, whose stack starts small.
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				sc.run(t, &rig{d: d, m: m, e: e, s: s, ctx: ctx})
+			}()
+			<-done
+			if len(f.calls) == 0 {
+				t.Fatal("no call passed an address")
+			}
+			for k, v := range f.calls {
+				seen[k] += v
+			}
+		})
+	}
+	// Every kind of address the library passes was exercised.
+	for _, want := range []string{"INFO return_pointer", "CS chunks_execute", "CS chunk signal_seq_arr",
+		"WAIT_CS multi-CS seq array", "WAIT_CS interrupt addr", "CS engines", "CS engine_cores", "MEMORY map host_virt_addr"} {
+		if seen[want] == 0 {
+			t.Errorf("no scenario passed %s; seen %v", want, fmt.Sprint(seen))
+		}
+	}
+}
