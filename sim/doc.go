@@ -49,8 +49,11 @@
 // and stops the stream; a CS that outlives its timeout is recorded and
 // resets the device, which aborts the CSs in flight. DeviceConfig's
 // PCIeBandwidth, when set, paces transfers between host and device.
-// engine.go, cs.go and wait.go tell the details and what is not
-// simulated.
+// A LIN_DMA whose engine barrier bit is clear and that depends on an
+// earlier packet of its job races with it on the chip: the simulator
+// writes a fill pattern instead of the data and counts the hazard
+// (barrier.go, Device.BarrierHazards). engine.go, cs.go and wait.go tell
+// the details and what is not simulated.
 //
 // The sync stream CS types follow the driver too: signal and wait CSs with
 // the queues' reserved SOBs and monitors and the SOB switch at the 15-bit

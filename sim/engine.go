@@ -405,12 +405,15 @@ type execEnv struct {
 	q   *hwQueue
 	c   *csCtx
 	ctx *context
+
+	flight inflight // LIN_DMAs since the last engine barrier (barrier.go)
 }
 
 // exec runs one job.
 func (q *hwQueue) exec(j *job) error {
 	x := &q.x
 	x.c, x.ctx = j.cs.c, j.cs.c.f.ctx
+	x.flight.reset()
 	var err error
 	if j.kernelCB {
 		err = x.run(cbSource{mem: j.patched, size: uint64(len(j.patched))}, 0)
@@ -561,6 +564,10 @@ func packetOpcode(b []byte) packet.Opcode {
 
 // linDMA executes a LIN_DMA packet.
 func (x *execEnv) linDMA(p packet.LinDMA) error {
+	if x.flight.admit(p) {
+		x.hw.d.hazards.Add(1)
+		return x.fill(p.Dst, hazardFill*0x0101010101010101, uint64(p.Size), 0)
+	}
 	if p.Memset {
 		return x.fill(p.Dst, p.Src, uint64(p.Size), p.Endian)
 	}

@@ -97,7 +97,8 @@ func TestDMASweep(t *testing.T) {
 					clear(dst[:n+1])
 					cb := build(t, fm, func(b *packet.Builder) {
 						b.LinDMA(packet.LinDMA{Src: srcVA, Dst: dev, Size: uint32(n)})
-						b.LinDMA(packet.LinDMA{Src: dev, Dst: dstVA, Size: uint32(n)})
+						// It reads what the first writes: it needs the engine barrier.
+						b.LinDMA(packet.LinDMA{Header: packet.Header{EngineBarrier: true}, Src: dev, Dst: dstVA, Size: uint32(n)})
 					})
 					mustComplete(t, f, runCB(t, f, 0, cb, 0, 0))
 					if !bytes.Equal(src[:n], dst[:n]) || dst[n] != 0 {
@@ -137,9 +138,9 @@ func TestDMAMemsetAndEndian(t *testing.T) {
 					if c.readBack { // pre-fill with 0xEE so zeros show
 						b.LinDMA(packet.LinDMA{Src: hostVA, Dst: c.dst, Size: uint32(c.n + 16)})
 					}
-					b.LinDMA(packet.LinDMA{Memset: true, Src: c.pattern, Dst: c.dst + c.off, Size: uint32(c.n)})
+					b.LinDMA(packet.LinDMA{Header: packet.Header{EngineBarrier: true}, Memset: true, Src: c.pattern, Dst: c.dst + c.off, Size: uint32(c.n)})
 					if c.readBack {
-						b.LinDMA(packet.LinDMA{Src: c.dst, Dst: hostVA, Size: uint32(c.n + 16)})
+						b.LinDMA(packet.LinDMA{Header: packet.Header{EngineBarrier: true}, Src: c.dst, Dst: hostVA, Size: uint32(c.n + 16)})
 					}
 				})
 				mustComplete(t, f, runCB(t, f, 0, cb, 0, 0))
