@@ -22,7 +22,7 @@ type Device struct {
 	lockPath string
 	dram     *sparseMem
 	vm       *devVM
-	dramUsed atomic.Int64 // dram_used_mem: bytes allocated (Gaudi: as users report them)
+	dramUsed atomic.Int64  // dram_used_mem: bytes allocated (Gaudi: as users report them)
 	hazards  atomic.Uint64 // LIN_DMA packets that raced for want of an engine barrier (barrier.go)
 
 	mu             sync.Mutex
