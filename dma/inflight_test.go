@@ -385,3 +385,102 @@ func TestInFlightBatchClose(t *testing.T) {
 	}
 	x.check(t)
 }
+
+// TestInFlightReset: a device reset aborts the queued CS; the transfer
+// fails with ErrAborted and only then releases its memory.
+func TestInFlightReset(t *testing.T) {
+	x := newInflight(t)
+	x.stall(t)
+	tr, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := tr.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on stalled engines with a 50 ms deadline: %v", err)
+	}
+	x.closeSrc(t)
+	x.s.Device(0).Reset() // the reset also ends the stall
+	x.stalled = false
+	err = within(t, 30*time.Second, "Transfer.Wait", func() error { return tr.Wait(context.Background()) })
+	if !errors.Is(err, ErrAborted) {
+		t.Errorf("Wait for a CS a reset aborted: %v, want ErrAborted", err)
+	}
+	if x.m.Lookup(x.src.VA()).Kind != memory.Unknown {
+		t.Error("the closed source buffer was not released after the reset aborted the CS")
+	}
+	if pf, ok, _ := x.d.PageFaultEvent(); ok {
+		t.Errorf("the device recorded an MMU page fault at %#x", pf.Addr)
+	}
+	if err := within(t, 30*time.Second, "Engine.Close", x.e.Close); err != nil {
+		t.Errorf("Engine.Close: %v", err)
+	}
+}
+
+// TestInFlightAbandon: a device that stops answering WAIT_CS with the CS's
+// outcome (here: not operational, EBUSY) is given up on after
+// abandonAfter: Engine.Close returns ErrInFlight instead of hanging, and
+// leaves the memory allocated rather than release it under the CS.
+func TestInFlightAbandon(t *testing.T) {
+	saved := abandonAfter
+	abandonAfter = 200 * time.Millisecond
+	t.Cleanup(func() { abandonAfter = saved })
+	x := newInflight(t)
+	x.stall(t)
+	tr, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.closeSrc(t)
+	sd := x.s.Device(0)
+	sd.SetState(sim.Malfunction)
+	t.Cleanup(func() { sd.SetState(sim.Operational) })
+	err = within(t, 30*time.Second, "Engine.Close", x.e.Close)
+	if !errors.Is(err, ErrInFlight) {
+		t.Errorf("Engine.Close with a CS the device never reports done: %v, want ErrInFlight", err)
+	}
+	if err := tr.Err(); !errors.Is(err, ErrInFlight) {
+		t.Errorf("the abandoned transfer: %v, want ErrInFlight", err)
+	}
+	if x.m.Lookup(x.src.VA()).Kind != memory.DeviceMemory {
+		t.Error("the memory of an abandoned CS was released")
+	}
+	if err := x.e.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestEngineCloseConcurrent: a second Close while the first waits for the
+// device waits too.
+func TestEngineCloseConcurrent(t *testing.T) {
+	x := newInflight(t)
+	x.stall(t)
+	if _, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
+		t.Fatal(err)
+	}
+	x.closeSrc(t)
+	first := make(chan error, 1)
+	go func() { first <- x.e.Close() }()
+	second := make(chan error, 1)
+	go func() { second <- x.e.Close() }()
+	select {
+	case err := <-first:
+		t.Errorf("the first Close returned (%v) while a CS was queued", err)
+	case err := <-second:
+		t.Errorf("the second Close returned (%v) while a CS was queued", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	x.resume(t)
+	for _, c := range []chan error{first, second} {
+		select {
+		case err := <-c:
+			if err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Close did not return after the resume")
+		}
+	}
+	x.check(t)
+}
