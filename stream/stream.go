@@ -1,12 +1,14 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -98,27 +100,17 @@ func applyOptions(in *hl.CSIn, opts []Option) options {
 	return o
 }
 
-// maxRetries bounds how often a submission the driver answers EAGAIN
-// (queue full, too many submissions in flight) is issued again.
-const maxRetries = 1000
-
-// issueCS issues CS with a, retrying EAGAIN (which leaves the arguments
-// untouched) with a growing pause; keep is what a points at.
+// issueCS issues CS with a through the library's one submission path
+// (internal/submit): EAGAIN (queue full, too many submissions in flight)
+// is retried with backoff from 10 µs to 10 ms, at most
+// submit.DefaultRetries times, and the driver's status is checked; keep is
+// what a points at.
 func (s *Streams) issueCS(op string, a *hl.CSArgs, keep any) (*hl.CSOut, error) {
-	saved := *a
-	pause := 10 * time.Microsecond
-	for try := 0; ; try++ {
-		err := s.io.CS(a, keep)
-		if err == nil {
-			return a.Out(), nil
-		}
-		if !errors.Is(err, unix.EAGAIN) || try >= maxRetries {
-			return nil, wrap(op, err)
-		}
-		*a = saved
-		time.Sleep(pause)
-		pause = min(2*pause, 10*time.Millisecond)
+	out, err := submit.CS(context.Background(), s.io, a, keep, submit.DefaultRetries)
+	if err != nil {
+		return nil, wrap(op, err)
 	}
+	return out, nil
 }
 
 // wrap adds op to an error; an EPERM also matches ErrNotSupported.
