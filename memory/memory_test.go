@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -526,5 +527,59 @@ func BenchmarkLookup10k(b *testing.B) {
 		if m.Lookup(vas[i]+100).Kind != HostMemory {
 			b.Fatal("miss")
 		}
+	}
+}
+
+// TestAllocSizes: sizes whose rounding to the DRAM page would wrap around
+// 2^64 are ErrRange; sizes just below are passed on for the driver to
+// refuse; nothing is left allocated either way.
+func TestAllocSizes(t *testing.T) {
+	for _, asic := range []sim.ASIC{sim.Gaudi2, sim.Gaudi} {
+		t.Run(asic.String(), func(t *testing.T) {
+			d, m := openSim(t, asic)
+			page := m.pageSize()
+			before, _ := d.DRAMUsage()
+			for _, tc := range []struct {
+				size   uint64
+				tooBig bool // ErrRange, before any driver call
+				ok     bool
+			}{
+				{size: 0, tooBig: true},
+				{size: 1, ok: true},
+				{size: page, ok: true},
+				{size: page + 1, ok: true},
+				{size: math.MaxUint64, tooBig: true},
+				{size: math.MaxUint64 - page + 2, tooBig: true},
+				{size: math.MaxUint64 - page + 1}, // rounds to 2^64 - page: too large
+				{size: 1 << 63},
+			} {
+				b, err := m.Alloc(tc.size, AllocOptions{})
+				switch {
+				case tc.ok:
+					if err != nil {
+						t.Errorf("Alloc(%#x): %v", tc.size, err)
+						continue
+					}
+					if b.Size()%page != 0 || b.Size() < tc.size || b.Size()-tc.size >= page {
+						t.Errorf("Alloc(%#x): size %#x", tc.size, b.Size())
+					}
+					if err := b.Close(); err != nil {
+						t.Error(err)
+					}
+				case tc.tooBig:
+					if !errors.Is(err, ErrRange) {
+						t.Errorf("Alloc(%#x) = %v, want ErrRange", tc.size, err)
+					}
+				default:
+					if err == nil {
+						b.Close()
+						t.Errorf("Alloc(%#x) succeeded", tc.size)
+					}
+				}
+			}
+			if after, _ := d.DRAMUsage(); after != before {
+				t.Errorf("DRAM usage %+v after the failed allocations, was %+v", after, before)
+			}
+		})
 	}
 }
