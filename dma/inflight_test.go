@@ -484,3 +484,35 @@ func TestEngineCloseConcurrent(t *testing.T) {
 	}
 	x.check(t)
 }
+
+// TestInFlightManagerClose: closing the memory Manager under a queued CS
+// releases neither the buffers the CS uses nor the host memory its
+// command buffers live in (Gaudi2 user CBs); Engine.Close after it still
+// waits for the device.
+func TestInFlightManagerClose(t *testing.T) {
+	x := newInflight(t)
+	// The destination is checked through a second Manager's view of the
+	// device memory, which the closed one cannot give: keep the pattern
+	// check to the page fault and the completion.
+	x.stall(t)
+	tr, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.m.Close(); err != nil {
+		t.Errorf("Manager.Close: %v", err)
+	}
+	if x.m.Lookup(x.src.VA()).Kind != memory.DeviceMemory {
+		t.Error("Manager.Close freed a buffer a queued CS reads")
+	}
+	x.closeEngineAcrossResume(t)
+	if err := tr.Err(); err != nil {
+		t.Errorf("the transfer: %v", err)
+	}
+	if pf, ok, _ := x.d.PageFaultEvent(); ok {
+		t.Errorf("the device recorded an MMU page fault at %#x", pf.Addr)
+	}
+	if x.m.Lookup(x.src.VA()).Kind != memory.Unknown {
+		t.Error("the buffers of the closed Manager were not released after the CS completed")
+	}
+}
