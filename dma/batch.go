@@ -34,8 +34,10 @@ type Batch struct {
 }
 
 // SetTimeout gives this batch's CSs their own timeout (whole seconds,
-// rounded up; HL_CS_FLAGS_CUSTOM_TIMEOUT), overriding Options.Timeout.
-func (b *Batch) SetTimeout(d time.Duration) { b.timeout = d }
+// rounded up; HL_CS_FLAGS_CUSTOM_TIMEOUT), overriding Options.Timeout. 0,
+// or a negative d, leaves the Engine's; d is capped at 2^32-1 seconds, the
+// most the driver's field holds.
+func (b *Batch) SetTimeout(d time.Duration) { b.timeout = min(max(d, 0), maxTimeout) }
 
 // NewBatch returns an empty batch.
 func (e *Engine) NewBatch() *Batch { return &Batch{e: e} }

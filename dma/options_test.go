@@ -9,6 +9,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
 // TestBadOptions: New rejects options out of range with ErrBadOptions,
@@ -126,5 +127,29 @@ func TestCopyRanges(t *testing.T) {
 				t.Fatalf("%v, want ErrUnmapped", err)
 			}
 		})
+	}
+}
+
+// TestBatchTimeoutRange: a negative batch timeout leaves the Engine's, and
+// one beyond the driver's 32-bit field is capped instead of wrapping.
+func TestBatchTimeoutRange(t *testing.T) {
+	r := newRig(t, sim.Gaudi2, Options{Timeout: 3 * time.Second})
+	for _, tc := range []struct {
+		d    time.Duration
+		want uint32
+	}{
+		{-time.Second, 3},
+		{0, 3},
+		{time.Nanosecond, 1},
+		{math.MaxInt64, math.MaxUint32},
+		{(math.MaxUint32 + 1) * time.Second, math.MaxUint32},
+	} {
+		b := r.e.NewBatch()
+		b.SetTimeout(tc.d)
+		var a hl.CSArgs
+		r.e.fillCS(&a, nil, b.timeout)
+		if in := a.In(); in.CSFlags&hl.HL_CS_FLAGS_CUSTOM_TIMEOUT == 0 || in.Timeout != tc.want {
+			t.Errorf("SetTimeout(%v): flags %#x, timeout %d s; want CUSTOM_TIMEOUT and %d s", tc.d, in.CSFlags, in.Timeout, tc.want)
+		}
 	}
 }
