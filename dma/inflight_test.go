@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,6 +152,24 @@ func (x *inflight) closeEngineAcrossResume(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Engine.Close did not return after the engines resumed")
+	}
+	noReapers(t)
+}
+
+// reapers counts the goroutines waiting for abandoned transfers.
+func reapers() int {
+	var b strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&b, 1)
+	return strings.Count(b.String(), "dma.(*Transfer).reap")
+}
+
+// noReapers fails the test when a reaper is still waiting after Close
+// returned. (A reaper's goroutine drops the Engine's in-flight count only
+// after reap returned, so none may be inside reap once Close returned.)
+func noReapers(t *testing.T) {
+	t.Helper()
+	if n := reapers(); n > 0 {
+		t.Errorf("%d reaper goroutine(s) outlived Engine.Close", n)
 	}
 }
 
