@@ -60,9 +60,9 @@ func (o *Options) normalize() error {
 	}
 	switch {
 	case o.Streams < 0 || o.Streams > 4:
-		return bad("Streams %d outside 1 to 4", o.Streams)
+		return bad("Streams %d outside 1 to 4 (0 for the default)", o.Streams)
 	case o.StripeSize != 0 && (o.StripeSize < minStripe || o.StripeSize > maxStripe):
-		return bad("StripeSize %d outside %d to %d", o.StripeSize, minStripe, uint64(maxStripe))
+		return bad("StripeSize %d outside %d to %d (0 for the default)", o.StripeSize, minStripe, uint64(maxStripe))
 	case o.Timeout < 0 || o.Timeout > maxTimeout:
 		return bad("Timeout %v outside 0 to %v", o.Timeout, maxTimeout)
 	case o.MaxRetries < 0:

@@ -97,6 +97,10 @@ func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts ti
 			return 0, true, nil
 		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_BUSY:
 			continue
+		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_ABORTED:
+			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, ErrAborted)
+		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_TIMEDOUT:
+			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, ioctl.ErrTimeout)
 		case err == nil:
 			return 0, false, fmt.Errorf("wait for CS %d: unexpected status %d: %w", seq, out.Status, ioctl.ErrNotSupported)
 		// The device's verdicts come before the context's: the ioctl layer
