@@ -34,8 +34,10 @@ type Batch struct {
 }
 
 // SetTimeout gives this batch's CSs their own timeout (whole seconds,
-// rounded up; HL_CS_FLAGS_CUSTOM_TIMEOUT), overriding Options.Timeout.
-func (b *Batch) SetTimeout(d time.Duration) { b.timeout = d }
+// rounded up; HL_CS_FLAGS_CUSTOM_TIMEOUT), overriding Options.Timeout. 0,
+// or a negative d, leaves the Engine's; d is capped at 2^32-1 seconds, the
+// most the driver's field holds.
+func (b *Batch) SetTimeout(d time.Duration) { b.timeout = min(max(d, 0), maxTimeout) }
 
 // NewBatch returns an empty batch.
 func (e *Engine) NewBatch() *Batch { return &Batch{e: e} }
@@ -101,8 +103,13 @@ type job struct {
 }
 
 // Start encodes and submits the batch and returns its Transfer. The
-// memory the batch touches is held until the transfer completes.
-func (b *Batch) Start() (*Transfer, error) {
+// memory the batch touches is held, and the command buffers kept, until
+// the device is done with the transfer.
+func (b *Batch) Start() (*Transfer, error) { return b.start(context.Background()) }
+
+// start is Start with the context that bounds the retries of a submission
+// the driver refuses for now (EAGAIN).
+func (b *Batch) start(ctx context.Context) (*Transfer, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -111,6 +118,7 @@ func (b *Batch) Start() (*Transfer, error) {
 		return nil, err
 	}
 	t := &Transfer{e: e}
+	// fail ends a transfer of which nothing was queued.
 	fail := func(err error) (*Transfer, error) {
 		t.finish(err, 0)
 		return nil, err
@@ -121,29 +129,31 @@ func (b *Batch) Start() (*Transfer, error) {
 		return fail(fmt.Errorf("start transfer: %w", err))
 	}
 	jobs, err := b.encode()
-	if err != nil {
-		for _, j := range jobs {
-			t.cbs = append(t.cbs, j.cb)
-		}
-		return fail(err)
-	}
 	for _, j := range jobs {
 		t.cbs = append(t.cbs, j.cb)
 	}
+	if err != nil {
+		return fail(err)
+	}
 	for start := 0; start < len(jobs); start += hl.HL_MAX_JOBS_PER_CS {
 		part := jobs[start:min(start+hl.HL_MAX_JOBS_PER_CS, len(jobs))]
-		seq, err := e.submit(context.Background(), part, b.timeout)
+		seq, queued, err := e.submit(ctx, part, b.timeout)
+		if queued {
+			t.seqs = append(t.seqs, seq)
+		}
 		if err != nil {
-			// Earlier CSs are running: wait for them before the memory
-			// and buffers are released.
-			for _, s := range t.seqs {
-				e.waitSeq(context.Background(), s)
+			if len(t.seqs) == 0 {
+				return fail(err)
 			}
-			return fail(err)
+			// Earlier CSs are queued: the transfer fails with err once the
+			// device is done with them, and only then releases the memory
+			// and the command buffers.
+			t.failed = err
+			e.adopt(t)
+			return nil, err
 		}
 		t.seqs = append(t.seqs, seq)
 	}
-	e.track(t, nil)
 	if !e.q.userCB {
 		// The driver copied the kernel CBs at submission (Gaudi's patched
 		// CB), so pooled ones may serve the next batch now; one-off CBs are
@@ -157,6 +167,11 @@ func (b *Batch) Start() (*Transfer, error) {
 			}
 		}
 		t.cbs = kept
+	}
+	if !e.track(t, nil) {
+		// The Engine is closing and did not see the transfer: it must be
+		// finished in the background for Close to return.
+		e.adopt(t)
 	}
 	return t, nil
 }
@@ -270,7 +285,11 @@ func (e *Engine) Copy(ctx context.Context, dst, src, n uint64) error {
 	if n == 0 {
 		return nil
 	}
-	t, err := e.StartCopy(dst, src, n)
+	b := Batch{e: e}
+	if err := b.Copy(dst, src, n); err != nil {
+		return err
+	}
+	t, err := b.start(ctx)
 	if err != nil {
 		return err
 	}
@@ -295,7 +314,7 @@ func (e *Engine) Memset(ctx context.Context, dst, pattern, n uint64) error {
 	if err := b.Memset(dst, pattern, n); err != nil {
 		return err
 	}
-	t, err := b.Start()
+	t, err := b.start(ctx)
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func (p *cbPool) get(n int) (*cmdBuf, error) {
 		return cb, nil
 	}
 	if p.user && !p.mapped {
-		h, err := p.mem.AllocHost(uint64(n), memory.HostOptions{})
+		h, err := p.allocSlab(uint64(n))
 		if err != nil {
 			return nil, fmt.Errorf("allocate command buffer: %w", err)
 		}
@@ -100,7 +100,7 @@ func (p *cbPool) put(cb *cmdBuf) {
 // growSlab maps 2 MiB of host memory and cuts it into pooled user CBs.
 func (p *cbPool) growSlab() error {
 	const slab = 2 << 20
-	h, err := p.mem.AllocHost(slab, memory.HostOptions{})
+	h, err := p.allocSlab(slab)
 	if err != nil {
 		return fmt.Errorf("allocate command buffers: %w", err)
 	}
@@ -112,6 +112,22 @@ func (p *cbPool) growSlab() error {
 		p.free = append(p.free, &cmdBuf{mem: mem[off : off+cbSize : off+cbSize], handle: h.VA() + uint64(off), pooled: true})
 	}
 	return nil
+}
+
+// allocSlab maps host memory for user CBs and holds it, so that neither
+// the Manager's Close nor anything else unmaps it under a queued CS that
+// reads a command buffer in it: only the pool's close, after every CS
+// ended, releases it.
+func (p *cbPool) allocSlab(n uint64) (*memory.HostBuffer, error) {
+	h, err := p.mem.AllocHost(n, memory.HostOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Hold(); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
 }
 
 // newKernelCB creates a CB with the driver and maps it for the CPU; for
@@ -174,7 +190,8 @@ func (p *cbPool) destroy(handle uint64) error {
 	return p.io.CB(&a)
 }
 
-// close releases every buffer. Transfers must have completed.
+// close releases every buffer. The device must be done with every CS that
+// used one.
 func (p *cbPool) close() {
 	p.mu.Lock()
 	all, slabs := p.all, p.slabs
@@ -186,5 +203,6 @@ func (p *cbPool) close() {
 	}
 	for _, h := range slabs {
 		h.Close()
+		h.Release()
 	}
 }

@@ -16,6 +16,7 @@ import (
 )
 
 type rig struct {
+	s *sim.System
 	d *device.Device
 	m *memory.Manager
 	e *Engine
@@ -46,7 +47,7 @@ func newRig(t testing.TB, asic sim.ASIC, opts Options) rig {
 		m.Close()
 		d.Close()
 	})
-	return rig{d, m, e}
+	return rig{s, d, m, e}
 }
 
 func fill(b []byte, seed uint64) {

@@ -30,5 +30,22 @@
 // CS the device timed out is an error matching ioctl.ErrTimeout, an
 // aborted one (a reset) matches unix.EIO and ErrAborted.
 //
+// # Lifetime of a submission
+//
+// Every CS goes through one submission path: EAGAIN (queues full, too
+// many CSs in flight) is retried with exponential backoff from 10 µs to
+// 10 ms, at most Options.MaxRetries times and within the caller's context,
+// and the driver's status is checked. A submission that fails queued
+// nothing, and its resources are released at once. A CS the driver
+// accepted belongs to the device until WAIT_CS reports it completed, timed
+// out or aborted: until then its command buffers stay out of the pool and
+// the memory it reads and writes stays held, whatever the caller does. A
+// Wait, Copy, Memset or Prepared.Run whose context ends returns that
+// context's error at once and leaves the CS running; the Engine keeps
+// waiting for it in the background and releases its resources when the
+// device is done. Prepared.Close and the Close of a buffer return at once
+// and defer the release in the same way; Engine.Close waits for the device
+// (bounded by the CS timeout; see Engine.Close).
+//
 // An Engine is safe for concurrent use; so is a Transfer.
 package dma

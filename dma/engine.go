@@ -1,29 +1,33 @@
 package dma
 
 import (
-	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 )
 
-// Options configure an Engine.
+// Options configure an Engine. New rejects values out of range with an
+// error matching ErrBadOptions.
 type Options struct {
 	// Streams is how many queues of each direction a copy may be striped
 	// over (1 to 4 on the PCI DMA engines); 0 means 2.
 	Streams int
 	// StripeSize is the size from which a copy is split over several
-	// queues; 0 means 16 MiB.
+	// queues, from 4 KiB to 1 TiB; 0 means 16 MiB.
 	StripeSize uint64
 	// Timeout, when not 0, replaces the driver's default CS timeout (TDR)
 	// for this Engine's submissions (HL_CS_FLAGS_CUSTOM_TIMEOUT, whole
-	// seconds, rounded up).
+	// seconds, rounded up; at most 2^32-1 seconds). It also bounds how
+	// long Close may wait for a CS the device does not complete: when the
+	// timeout expires the driver resets the device, which aborts the CS.
 	Timeout time.Duration
 	// Timestamps asks the driver for completion timestamps
 	// (HL_CS_FLAGS_TIMESTAMP); Transfer.Timestamp returns them.
@@ -39,6 +43,43 @@ type Options struct {
 	MaxRetries int
 }
 
+// The bounds of Options.StripeSize.
+const (
+	minStripe = 4 << 10
+	maxStripe = 1 << 40
+)
+
+// maxTimeout is the largest CS timeout the driver's field holds: 2^32-1
+// whole seconds.
+const maxTimeout = time.Duration(math.MaxUint32) * time.Second
+
+// normalize checks the options and fills in the defaults.
+func (o *Options) normalize() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("dma: "+format+": %w", append(args, ErrBadOptions)...)
+	}
+	switch {
+	case o.Streams < 0 || o.Streams > 4:
+		return bad("Streams %d outside 1 to 4 (0 for the default)", o.Streams)
+	case o.StripeSize != 0 && (o.StripeSize < minStripe || o.StripeSize > maxStripe):
+		return bad("StripeSize %d outside %d to %d (0 for the default)", o.StripeSize, minStripe, uint64(maxStripe))
+	case o.Timeout < 0 || o.Timeout > maxTimeout:
+		return bad("Timeout %v outside 0 to %v", o.Timeout, maxTimeout)
+	case o.MaxRetries < 0:
+		return bad("MaxRetries %d is negative", o.MaxRetries)
+	}
+	if o.Streams == 0 {
+		o.Streams = 2
+	}
+	if o.StripeSize == 0 {
+		o.StripeSize = 16 << 20
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = submit.DefaultRetries
+	}
+	return nil
+}
+
 // Engine issues DMA transfers on one device. Safe for concurrent use.
 type Engine struct {
 	mem    *memory.Manager
@@ -50,25 +91,25 @@ type Engine struct {
 	opts   Options
 	next   [4]atomic.Uint32 // round-robin position per direction
 
+	// inflight counts the unfinished Transfers and open Prepareds, and
+	// the reapers that wait for Transfers (flight.go).
+	inflight sync.WaitGroup
+
 	mu       sync.Mutex
 	closed   bool
-	inflight sync.WaitGroup
+	closing  chan struct{}          // closed when Close finished
+	leaked   int                    // Transfers given up on (flight.go)
 	pending  map[*Transfer]struct{} // started, not finished
 	prepared map[*Prepared]struct{} // not closed
 }
 
-// New returns an Engine that moves memory of m.
+// New returns an Engine that moves memory of m. Options out of range are
+// an error matching ErrBadOptions.
 func New(m *memory.Manager, opts Options) (*Engine, error) {
+	if err := opts.normalize(); err != nil {
+		return nil, err
+	}
 	d := m.Device()
-	if opts.Streams == 0 {
-		opts.Streams = 2
-	}
-	if opts.StripeSize == 0 {
-		opts.StripeSize = 16 << 20
-	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = 1000
-	}
 	q, err := queuesFor(d, opts.Streams)
 	if err != nil {
 		return nil, err
@@ -88,16 +129,31 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 	}, nil
 }
 
-// Close waits for the Engine's transfers to complete (including ones
-// nobody waits for), closes its prepared batches, and releases its command
-// buffers. It is idempotent.
+// Close closes the Engine's prepared batches and waits until the device
+// is done with every CS the Engine submitted (including transfers nobody
+// waits for, and CSs left running by a cancelled Wait or Run): it
+// completed, or the driver timed it out or aborted it. Only then does it
+// release the memory holds and the command buffers, so Close never
+// returns while a DMA engine may still use memory it frees. How long it
+// waits is bounded by the CS timeout the driver applies (Options.Timeout,
+// or the driver's default: 30 s on Gaudi2 unless the habanalabs module
+// was loaded with another timeout_locked), after which the driver resets
+// the device and aborts the CS; a device that keeps answering WAIT_CS with
+// errors instead is given up on after 10 s, its resources left unreleased,
+// and Close reports ErrInFlight.
+//
+// Close is idempotent: a later or concurrent call waits for the first to
+// finish and returns nil.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
+		done := e.closing
 		e.mu.Unlock()
+		<-done
 		return nil
 	}
 	e.closed = true
+	e.closing = make(chan struct{})
 	var ts []*Transfer
 	for t := range e.pending {
 		ts = append(ts, t)
@@ -107,21 +163,37 @@ func (e *Engine) Close() error {
 		ps = append(ps, p)
 	}
 	e.mu.Unlock()
-	for _, t := range ts {
-		t.Wait(context.Background())
-	}
 	for _, p := range ps {
 		p.Close()
 	}
+	for _, t := range ts {
+		e.adopt(t)
+	}
 	e.inflight.Wait()
-	e.cbs.close()
-	return nil
+	e.mu.Lock()
+	leaked := e.leaked
+	e.mu.Unlock()
+	var err error
+	if leaked > 0 {
+		// Command buffers the device may still read stay allocated, and
+		// so does the rest of the pool with them.
+		err = fmt.Errorf("close dma engine: %d transfer(s) the device never reported done, their memory and command buffers left allocated: %w", leaked, ErrInFlight)
+	} else {
+		e.cbs.close()
+	}
+	close(e.closing)
+	return err
 }
 
-// track and untrack keep the sets Close must finish.
-func (e *Engine) track(t *Transfer, p *Prepared) {
+// track and untrack keep the sets Close must finish. track reports false,
+// and adds nothing, once Close began: the caller finishes what it tracked
+// itself.
+func (e *Engine) track(t *Transfer, p *Prepared) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
 	if t != nil {
 		if e.pending == nil {
 			e.pending = map[*Transfer]struct{}{}
@@ -134,6 +206,7 @@ func (e *Engine) track(t *Transfer, p *Prepared) {
 		}
 		e.prepared[p] = struct{}{}
 	}
+	return true
 }
 
 func (e *Engine) untrack(t *Transfer, p *Prepared) {

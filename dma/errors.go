@@ -15,4 +15,11 @@ var (
 	// ErrTooLarge reports a batch that does not fit the driver's limits
 	// even when split (it never happens for Copy and Memset).
 	ErrTooLarge = errors.New("batch too large")
+	// ErrBadOptions reports Options out of range.
+	ErrBadOptions = errors.New("invalid dma options")
+	// ErrInFlight reports CSs the device never reported done: it kept
+	// answering WAIT_CS with errors that say nothing about them. Their
+	// memory and command buffers were left allocated rather than released
+	// under a DMA engine that may still use them.
+	ErrInFlight = errors.New("command submission still in flight")
 )

@@ -2,13 +2,11 @@ package dma
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
-	"golang.org/x/sys/unix"
 )
 
 // Prepared is a batch encoded once and run many times: its command buffers,
@@ -24,6 +22,10 @@ type Prepared struct {
 	wait   hl.WaitCSArgs
 	cbs    []*cmdBuf
 	holds  []holder
+	// seq is the CS of a Run whose context ended before the device was
+	// done with it, 0 for none: the next Run waits for it first, and Close
+	// leaves the resources to a reaper until it is done.
+	seq    uint64
 	closed bool
 }
 
@@ -55,7 +57,10 @@ func (b *Batch) Prepare() (*Prepared, error) {
 		return nil, err
 	}
 	p.setJobs(jobs, b.timeout)
-	e.track(nil, p)
+	if !e.track(nil, p) {
+		p.Close()
+		return nil, ErrClosed
+	}
 	return p, nil
 }
 
@@ -67,7 +72,10 @@ func (p *Prepared) setJobs(jobs []*job, timeout time.Duration) {
 	p.saved = p.args
 }
 
-// Run submits the prepared CS and waits for it.
+// Run submits the prepared CS and waits for it. When ctx ends first, Run
+// returns its error at once and the CS stays the device's: the next Run
+// waits for it before submitting again, and Close keeps the command
+// buffers and the memory held until the device is done with it.
 func (p *Prepared) Run(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -75,28 +83,33 @@ func (p *Prepared) Run(ctx context.Context) error {
 		return ErrClosed
 	}
 	e := p.e
-	p.args = p.saved
-	var seq uint64
-	for try := 0; ; try++ {
-		err := e.io.CSChunks(&p.args)
-		if err == nil {
-			seq = p.args.Out().Seq()
-			break
-		}
-		if !errors.Is(err, unix.EAGAIN) || try >= e.opts.MaxRetries {
-			return fmt.Errorf("submit: %w", err)
-		}
-		p.args = p.saved
-		if err := ctx.Err(); err != nil {
+	if p.seq != 0 {
+		// Its outcome was the earlier Run's to report.
+		if _, final, err := e.await(ctx, p.seq, &p.wait); !final {
 			return err
 		}
+		p.seq = 0
 	}
-	_, err := e.waitSeqInto(ctx, seq, &p.wait)
+	p.args = p.saved
+	seq, queued, err := e.issueCS(ctx, &p.args)
+	if err != nil {
+		if queued {
+			p.seq = seq
+		}
+		return err
+	}
+	p.seq = seq
+	_, final, err := e.await(ctx, seq, &p.wait)
+	if final {
+		p.seq = 0
+	}
 	return err
 }
 
-// Close releases the command buffers and the memory holds. It is
-// idempotent.
+// Close releases the command buffers and the memory holds; when a CS of
+// the Prepared may still run (its Run's context ended first), it returns
+// at once and they are released when the device is done with it. Close
+// waits for a Run in progress. It is idempotent.
 func (p *Prepared) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -104,13 +117,18 @@ func (p *Prepared) Close() error {
 		return nil
 	}
 	p.closed = true
-	for _, cb := range p.cbs {
-		p.e.cbs.put(cb)
+	e := p.e
+	e.untrack(nil, p)
+	// The resources, and the Engine's in-flight count the Prepared holds,
+	// go to a Transfer that finishes when the device is done.
+	t := &Transfer{e: e, cbs: p.cbs, holds: p.holds}
+	p.cbs, p.holds = nil, nil
+	if p.seq == 0 {
+		t.finish(nil, 0)
+		return nil
 	}
-	for _, h := range p.holds {
-		h.Release()
-	}
-	p.e.untrack(nil, p)
-	p.e.inflight.Done()
+	t.seqs = []uint64{p.seq}
+	p.seq = 0
+	e.adopt(t)
 	return nil
 }

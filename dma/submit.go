@@ -2,18 +2,14 @@ package dma
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
-	"golang.org/x/sys/unix"
 )
 
-// submit issues one CS whose execute chunks are jobs, retrying EAGAIN (the
-// driver leaves the arguments untouched then) with exponential backoff
-// within the Engine's retry bound, and returns its sequence number.
-func (e *Engine) submit(ctx context.Context, jobs []*job, timeout time.Duration) (uint64, error) {
+// submit issues one CS whose execute chunks are jobs through issueCS, the
+// package's one submission path, and returns its sequence number.
+func (e *Engine) submit(ctx context.Context, jobs []*job, timeout time.Duration) (seq uint64, queued bool, err error) {
 	chunks := e.chunksFor(jobs)
 	a := new(hl.CSChunksArgs)
 	e.fillCS(a, chunks, timeout)
@@ -49,34 +45,5 @@ func (e *Engine) fillCS(in *hl.CSChunksArgs, chunks []hl.CSChunk, timeout time.D
 	if timeout > 0 {
 		in.CSFlags |= hl.HL_CS_FLAGS_CUSTOM_TIMEOUT
 		in.Timeout = uint32((timeout + time.Second - 1) / time.Second)
-	}
-}
-
-// issueCS submits prepared arguments, which hold the chunk array they
-// name through a Pointer.
-func (e *Engine) issueCS(ctx context.Context, a *hl.CSChunksArgs) (uint64, error) {
-	saved := *a
-	backoff := 10 * time.Microsecond
-	for try := 0; ; try++ {
-		err := e.io.CSChunks(a)
-		if err == nil {
-			out := a.Out()
-			if out.Status != hl.HL_CS_STATUS_SUCCESS {
-				return 0, fmt.Errorf("submit: status %d", out.Status)
-			}
-			return out.Seq(), nil
-		}
-		if !errors.Is(err, unix.EAGAIN) || try >= e.opts.MaxRetries {
-			return 0, fmt.Errorf("submit: %w", err)
-		}
-		*a = saved
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0, ctx.Err()
-		case <-t.C:
-		}
-		backoff = min(backoff*2, 10*time.Millisecond)
 	}
 }

@@ -2,30 +2,33 @@ package dma
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
-	"golang.org/x/sys/unix"
 )
 
 // holder is memory a transfer keeps from being released.
 type holder interface{ Release() }
 
 // Transfer is a submitted batch of copies and fills. Wait for it, or
-// select on Done. The memory it uses stays held until it completes. A
-// Transfer is safe for concurrent use.
+// select on Done. The memory it uses stays held, and the command buffers
+// the device reads stay out of the pool, until the device reports every
+// CS of it done (completed, timed out or aborted), whoever waits or gives
+// up waiting. A Transfer is safe for concurrent use.
 type Transfer struct {
 	e     *Engine
 	seqs  []uint64
 	cbs   []*cmdBuf
 	holds []holder
+	// failed is the result when a submission failed after earlier CSs of
+	// the transfer were queued: they are waited for, and the transfer then
+	// fails with this error.
+	failed error
 
 	mu       sync.Mutex
 	finished bool
+	adopted  bool // a reaper waits for it (flight.go)
 	err      error
 	ts       time.Duration
 	done     chan struct{}
@@ -43,9 +46,12 @@ func (t *Transfer) Timestamp() time.Duration {
 	return t.ts
 }
 
-// Wait blocks until every CS of the transfer completed, ctx ended, or the
-// driver reported a failure. After ctx ends the transfer is still running
-// and Wait may be called again; every other result is final.
+// Wait blocks until the device reported every CS of the transfer done, or
+// ctx ended. When ctx ends first, Wait returns its error at once: the
+// transfer still runs, its memory stays held until the device is done
+// (the Engine keeps waiting for it in the background and then releases
+// it), and Wait may be called again. Every other result is final: nil,
+// or how the device failed the transfer (ioctl.ErrTimeout, ErrAborted).
 func (t *Transfer) Wait(ctx context.Context) error {
 	t.mu.Lock()
 	if t.finished {
@@ -54,38 +60,44 @@ func (t *Transfer) Wait(ctx context.Context) error {
 		return err
 	}
 	t.mu.Unlock()
-	var ts time.Duration
+	var a hl.WaitCSArgs
+	var first error
+	var last time.Duration
 	for _, seq := range t.seqs {
-		st, err := t.e.waitSeq(ctx, seq)
-		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		ts, final, err := t.e.await(ctx, seq, &a)
+		if !final {
+			// The CS may still run: the transfer stays the device's, and a
+			// reaper finishes it when the device is done.
+			t.e.adopt(t)
 			return err
 		}
-		if st > ts {
-			ts = st
+		if err != nil && first == nil {
+			first = err
 		}
-		if err != nil {
-			t.finish(err, 0)
-			return err
-		}
+		last = max(last, ts)
 	}
-	t.finish(nil, ts)
-	return nil
+	t.finish(first, last)
+	return t.Err()
 }
 
 // Done returns a channel closed when the transfer finished; Err then tells
 // how.
 func (t *Transfer) Done() <-chan struct{} {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.done == nil {
-		t.done = make(chan struct{})
-		if t.finished {
-			close(t.done)
-		} else {
-			go t.Wait(context.Background())
-		}
+	if t.done != nil {
+		t.mu.Unlock()
+		return t.done
 	}
-	return t.done
+	t.done = make(chan struct{})
+	if t.finished {
+		close(t.done)
+	}
+	done, finished := t.done, t.finished
+	t.mu.Unlock()
+	if !finished {
+		t.e.adopt(t)
+	}
+	return done
 }
 
 // Err returns the transfer's result once it finished, and nil before.
@@ -95,18 +107,36 @@ func (t *Transfer) Err() error {
 	return t.err
 }
 
-// finish records the result and releases the memory and command buffers.
-func (t *Transfer) finish(err error, ts time.Duration) {
+func (t *Transfer) isFinished() bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.finished
+}
+
+// end records the result, once; it reports whether this call did.
+func (t *Transfer) end(err error, ts time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.finished {
-		t.mu.Unlock()
-		return
+		return false
+	}
+	if t.failed != nil {
+		err = t.failed
 	}
 	t.finished, t.err, t.ts = true, err, ts
 	if t.done != nil {
 		close(t.done)
 	}
-	t.mu.Unlock()
+	return true
+}
+
+// finish records the result and releases the memory and command buffers.
+// Only call it once the device is done with every CS of the transfer (or
+// none was queued).
+func (t *Transfer) finish(err error, ts time.Duration) {
+	if !t.end(err, ts) {
+		return
+	}
 	for _, cb := range t.cbs {
 		t.e.cbs.put(cb)
 	}
@@ -115,50 +145,4 @@ func (t *Transfer) finish(err error, ts time.Duration) {
 	}
 	t.e.untrack(t, nil)
 	t.e.inflight.Done()
-}
-
-// waitSlice is the longest single wait the Engine asks the driver for; a
-// longer wait is a series of them.
-const waitSlice = time.Second
-
-// waitSeq waits for one CS and returns its completion timestamp when the
-// driver gave one.
-func (e *Engine) waitSeq(ctx context.Context, seq uint64) (time.Duration, error) {
-	var a hl.WaitCSArgs
-	return e.waitSeqInto(ctx, seq, &a)
-}
-
-// waitSeqInto is waitSeq with the WAIT_CS arguments supplied by the caller,
-// so a Prepared reuses its own and waits without allocating.
-func (e *Engine) waitSeqInto(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (time.Duration, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		*a = hl.WaitCSArgs{}
-		in := a.In()
-		in.SetSeq(seq)
-		in.SetTimeoutUs(uint64(waitSlice / time.Microsecond))
-		err := e.io.WaitCS(ctx, a)
-		out := a.Out()
-		switch {
-		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_COMPLETED:
-			if out.Flags&hl.HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD != 0 {
-				return time.Duration(out.TimestampNsec), nil
-			}
-			return 0, nil
-		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_BUSY:
-			continue
-		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_ABORTED:
-			return 0, fmt.Errorf("wait for CS %d: %w", seq, ErrAborted)
-		case err != nil && errors.Is(err, unix.EIO):
-			return 0, fmt.Errorf("wait for CS %d: %w", seq, errors.Join(ErrAborted, err))
-		case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-			return 0, err
-		case err != nil:
-			return 0, fmt.Errorf("wait for CS %d: %w", seq, err)
-		default:
-			return 0, fmt.Errorf("wait for CS %d: unexpected status %d: %w", seq, out.Status, ioctl.ErrNotSupported)
-		}
-	}
 }

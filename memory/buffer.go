@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -44,12 +45,16 @@ type Buffer struct {
 }
 
 // Alloc allocates size bytes of device memory, rounded up to the device's
-// DRAM page, and maps it.
+// DRAM page, and maps it. A size of 0, or one the rounding would carry past
+// 2^64, is ErrRange.
 func (m *Manager) Alloc(size uint64, opts AllocOptions) (*Buffer, error) {
 	if size == 0 {
 		return nil, fmt.Errorf("allocate device memory: size 0: %w", ErrRange)
 	}
 	page := m.pageSize()
+	if size > math.MaxUint64-(page-1) {
+		return nil, fmt.Errorf("allocate device memory: size %#x does not round up to the %#x-byte page: %w", size, page, ErrRange)
+	}
 	size = (size + page - 1) / page * page
 	m.mu.RLock()
 	closed := m.closed

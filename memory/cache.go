@@ -240,13 +240,11 @@ func (c *regCache) touch(e *cacheEntry) {
 	c.pushFront(e)
 }
 
-// unmap releases the mappings of entries taken out of the cache.
+// unmap releases the mappings of entries taken out of the cache, each
+// once no transfer holds it.
 func (c *regCache) unmap(victims []*cacheEntry) {
 	for _, e := range victims {
-		e.h.mu.Lock()
-		e.h.cached = false
-		e.h.mu.Unlock()
-		e.h.release()
+		e.h.shut()
 	}
 }
 

@@ -195,6 +195,25 @@ func (h *HostBuffer) Close() error {
 	return h.release()
 }
 
+// shut is Close for the Manager and the registration cache, which end
+// mappings their owners did not close, cached ones included: the unmap
+// is deferred while a transfer holds the mapping, like Close's.
+func (h *HostBuffer) shut() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closing = true
+	h.cached = false
+	busy := h.holds > 0
+	h.mu.Unlock()
+	if busy {
+		return nil
+	}
+	return h.release()
+}
+
 // release removes the mapping from the indexes, unmaps it and frees owned
 // memory. It runs once.
 func (h *HostBuffer) release() error {

@@ -72,8 +72,9 @@ func (m *Manager) Device() *device.Device { return m.dev }
 
 // Close releases everything still allocated: cached host mappings, host
 // buffers and device buffers (exports must be closed first; Close reports
-// ErrInUse for buffers that still have one and leaves them). It is
-// idempotent.
+// ErrInUse for buffers that still have one and leaves them). Memory a
+// transfer holds (see Buffer.Hold) is released by the transfer's last
+// Release instead, as with the buffers' own Close. It is idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -93,7 +94,7 @@ func (m *Manager) Close() error {
 	m.cache.clear()
 	var first error
 	for _, h := range hosts {
-		if err := h.release(); err != nil && first == nil {
+		if err := h.shut(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -526,5 +527,140 @@ func BenchmarkLookup10k(b *testing.B) {
 		if m.Lookup(vas[i]+100).Kind != HostMemory {
 			b.Fatal("miss")
 		}
+	}
+}
+
+// TestAllocSizes: sizes whose rounding to the DRAM page would wrap around
+// 2^64 are ErrRange; sizes just below are passed on for the driver to
+// refuse; nothing is left allocated either way.
+func TestAllocSizes(t *testing.T) {
+	for _, asic := range []sim.ASIC{sim.Gaudi2, sim.Gaudi} {
+		t.Run(asic.String(), func(t *testing.T) {
+			d, m := openSim(t, asic)
+			page := m.pageSize()
+			before, _ := d.DRAMUsage()
+			for _, tc := range []struct {
+				size   uint64
+				tooBig bool // ErrRange, before any driver call
+				ok     bool
+			}{
+				{size: 0, tooBig: true},
+				{size: 1, ok: true},
+				{size: page, ok: true},
+				{size: page + 1, ok: true},
+				{size: math.MaxUint64, tooBig: true},
+				{size: math.MaxUint64 - page + 2, tooBig: true},
+				{size: math.MaxUint64 - page + 1}, // rounds to 2^64 - page: too large
+				{size: 1 << 63},
+			} {
+				b, err := m.Alloc(tc.size, AllocOptions{})
+				switch {
+				case tc.ok:
+					if err != nil {
+						t.Errorf("Alloc(%#x): %v", tc.size, err)
+						continue
+					}
+					if b.Size()%page != 0 || b.Size() < tc.size || b.Size()-tc.size >= page {
+						t.Errorf("Alloc(%#x): size %#x", tc.size, b.Size())
+					}
+					if err := b.Close(); err != nil {
+						t.Error(err)
+					}
+				case tc.tooBig:
+					if !errors.Is(err, ErrRange) {
+						t.Errorf("Alloc(%#x) = %v, want ErrRange", tc.size, err)
+					}
+				default:
+					if err == nil {
+						b.Close()
+						t.Errorf("Alloc(%#x) succeeded", tc.size)
+					}
+				}
+			}
+			if after, _ := d.DRAMUsage(); after != before {
+				t.Errorf("DRAM usage %+v after the failed allocations, was %+v", after, before)
+			}
+		})
+	}
+}
+
+// TestHoldDefersManagerClose: Manager.Close, like a buffer's Close, leaves
+// memory a transfer holds mapped until the last Release, host mappings
+// included.
+func TestHoldDefersManagerClose(t *testing.T) {
+	_, m := openSim(t, sim.Gaudi2)
+	b, _ := m.Alloc(1, AllocOptions{})
+	h, _ := m.AllocHost(4096, HostOptions{})
+	if err := b.Hold(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Hold(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m.Lookup(b.VA()).Kind != DeviceMemory {
+		t.Error("Manager.Close released a device buffer a transfer holds")
+	}
+	if m.Lookup(h.VA()).Kind != HostMemory {
+		t.Error("Manager.Close unmapped host memory a transfer holds")
+	}
+	b.Release()
+	h.Release()
+	if m.Lookup(b.VA()).Kind != Unknown || m.Lookup(h.VA()).Kind != Unknown {
+		t.Error("the last Release did not finish Manager.Close")
+	}
+}
+
+// TestHoldDefersCacheEviction: a cached host mapping a transfer holds
+// (found through Lookup, held with Hold, as the dma package does) stays
+// mapped when the cache drops it: eviction, InvalidateHost, Manager.Close.
+func TestHoldDefersCacheEviction(t *testing.T) {
+	for _, how := range []string{"evict", "invalidate", "close"} {
+		t.Run(how, func(t *testing.T) {
+			m, err := openSimCache(t, 1, 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem, err := unix.Mmap(-1, 0, 2<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Munmap(mem)
+			ref, err := m.MapHostCached(mem[:1<<20])
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := m.Lookup(ref.VA())
+			if r.Kind != HostMemory {
+				t.Fatalf("Lookup of a cached mapping: %+v", r)
+			}
+			if err := r.Host.Hold(); err != nil {
+				t.Fatal(err)
+			}
+			ref.Release()
+			switch how {
+			case "evict": // a second entry beyond the one-entry limit
+				ref2, err := m.MapHostCached(mem[1<<20:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref2.Release()
+			case "invalidate":
+				m.InvalidateHost(mem[:1<<20])
+			case "close":
+				if err := m.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if m.Lookup(ref.VA()).Kind != HostMemory {
+				t.Fatal("the cache unmapped host memory a transfer holds")
+			}
+			r.Host.Release()
+			if m.Lookup(ref.VA()).Kind != Unknown {
+				t.Error("the last Release did not unmap the dropped mapping")
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -115,5 +116,64 @@ func BenchmarkSpansFind10k(b *testing.B) {
 		if _, ok := s.find(i<<21 + 12345); !ok {
 			b.Fatal("miss")
 		}
+	}
+}
+
+// TestSpansWrap: a range whose end wrapped around 2^64 is refused, and
+// addresses at the top of the space are found or not without overflow.
+func TestSpansWrap(t *testing.T) {
+	var r spans[int]
+	const top = math.MaxUint64
+	for _, tc := range []struct {
+		start, end uint64
+		ok         bool
+	}{
+		{top - 10, 9, false}, // top-10 + 20, wrapped
+		{top - 10, top, true},
+		{top, top, false},
+		{0, 0, false},
+		{0, 10, true},
+	} {
+		if got := r.insert(tc.start, tc.end, 1); got != tc.ok {
+			t.Errorf("insert [%#x, %#x) = %v, want %v", tc.start, tc.end, got, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		addr uint64
+		ok   bool
+	}{{top - 11, false}, {top - 10, true}, {top - 1, true}, {top, false}, {9, true}, {10, false}} {
+		if _, ok := r.find(tc.addr); ok != tc.ok {
+			t.Errorf("find %#x = %v, want %v", tc.addr, ok, tc.ok)
+		}
+	}
+}
+
+// TestPhysAllocWrap: sizes and alignments near 2^64 fail instead of
+// wrapping into a range that overlaps the free list.
+func TestPhysAllocWrap(t *testing.T) {
+	const base, size = 0x1000_0000, 1 << 30
+	for _, tc := range []struct {
+		size, align uint64
+	}{
+		{math.MaxUint64, 4096},
+		{math.MaxUint64 - 4095, 4096},
+		{size + 1, 4096},
+		{4096, 1 << 63},
+	} {
+		p := newPhysAlloc(base, size)
+		if addr, ok := p.alloc(tc.size, tc.align); ok {
+			t.Errorf("alloc(%#x, align %#x) = %#x, want failure", tc.size, tc.align, addr)
+		}
+		if p.available() != size {
+			t.Errorf("alloc(%#x, align %#x) changed the free list: %d bytes free", tc.size, tc.align, p.available())
+		}
+	}
+	// At the top of the address space.
+	p := newPhysAlloc(math.MaxUint64-(1<<20)+1, 1<<20)
+	if _, ok := p.alloc(2<<20, 4096); ok {
+		t.Error("allocated 2 MiB from a 1 MiB range at the top of the address space")
+	}
+	if addr, ok := p.alloc(1<<20, 4096); !ok || addr != math.MaxUint64-(1<<20)+1 {
+		t.Errorf("alloc of the whole top range = %#x, %v", addr, ok)
 	}
 }

@@ -1,12 +1,14 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -98,40 +100,17 @@ func applyOptions(flags, timeout *uint32, opts []Option) options {
 	return o
 }
 
-// maxRetries bounds how often a submission the driver answers EAGAIN
-// (queue full, too many submissions in flight) is issued again.
-const maxRetries = 1000
-
-// csArgs are the Go types of the CS arguments stream issues.
-type csArgs interface {
-	hl.CSArgs | hl.CSChunksArgs
-}
-
-// issueCS issues CS with a, retrying EAGAIN (which leaves the arguments
-// untouched) with a growing pause. What a points at is held by its Pointer
-// fields, and saved keeps those across the retries.
-func issueCS[T csArgs](s *Streams, op string, a *T) (*hl.CSOut, error) {
-	saved := *a
-	pause := 10 * time.Microsecond
-	for try := 0; ; try++ {
-		var err error
-		var out *hl.CSOut
-		switch a := any(a).(type) {
-		case *hl.CSArgs:
-			err, out = s.io.CS(a), a.Out()
-		case *hl.CSChunksArgs:
-			err, out = s.io.CSChunks(a), a.Out()
-		}
-		if err == nil {
-			return out, nil
-		}
-		if !errors.Is(err, unix.EAGAIN) || try >= maxRetries {
-			return nil, wrap(op, err)
-		}
-		*a = saved
-		time.Sleep(pause)
-		pause = min(2*pause, 10*time.Millisecond)
+// issueCS issues CS with a through the library's one submission path
+// (internal/submit): EAGAIN (queue full, too many submissions in flight)
+// is retried with backoff from 10 µs to 10 ms, at most
+// submit.DefaultRetries times, and the driver's status is checked. What a
+// points at is held by its hl.Pointer fields.
+func issueCS[T submit.Args](s *Streams, op string, a *T) (*hl.CSOut, error) {
+	out, err := submit.CS(context.Background(), s.io, a, submit.DefaultRetries)
+	if err != nil {
+		return nil, wrap(op, err)
 	}
+	return out, nil
 }
 
 // wrap adds op to an error; an EPERM also matches ErrNotSupported.
