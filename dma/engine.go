@@ -2,12 +2,14 @@ package dma
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
@@ -90,7 +92,9 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 
 // Close waits for the Engine's transfers to complete (including ones
 // nobody waits for), closes its prepared batches, and releases its command
-// buffers. It is idempotent.
+// buffers. It returns the errors of those releases, and of the releases
+// transfers did when they finished (CB DESTROY, munmap, the release of a
+// memory buffer whose Close was deferred), joined. It is idempotent.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -110,12 +114,13 @@ func (e *Engine) Close() error {
 	for _, t := range ts {
 		t.Wait(context.Background())
 	}
+	var errs []error
 	for _, p := range ps {
-		p.Close()
+		errs = append(errs, p.Close())
 	}
 	e.inflight.Wait()
-	e.cbs.close()
-	return nil
+	errs = append(errs, e.cbs.close())
+	return errors.Join(errs...)
 }
 
 // track and untrack keep the sets Close must finish.
@@ -148,7 +153,7 @@ func (e *Engine) begin() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return ErrClosed
+		return errclosed.New("dma engine")
 	}
 	e.inflight.Add(1)
 	return nil

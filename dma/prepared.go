@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -40,8 +41,7 @@ func (b *Batch) Prepare() (*Prepared, error) {
 	p := &Prepared{e: e}
 	var err error
 	if p.holds, err = b.holdAll(); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("prepare transfer: %w", err)
+		return nil, errors.Join(fmt.Errorf("prepare transfer: %w", err), p.Close())
 	}
 	jobs, err := b.encode()
 	for _, j := range jobs {
@@ -51,8 +51,7 @@ func (b *Batch) Prepare() (*Prepared, error) {
 		err = fmt.Errorf("prepare transfer: %d jobs: %w", len(jobs), ErrTooLarge)
 	}
 	if err != nil {
-		p.Close()
-		return nil, err
+		return nil, errors.Join(err, p.Close())
 	}
 	p.setJobs(jobs, b.timeout)
 	e.track(nil, p)
@@ -72,7 +71,7 @@ func (p *Prepared) Run(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return ErrClosed
+		return errclosed.New("dma prepared batch")
 	}
 	e := p.e
 	p.args = p.saved
@@ -95,8 +94,9 @@ func (p *Prepared) Run(ctx context.Context) error {
 	return err
 }
 
-// Close releases the command buffers and the memory holds. It is
-// idempotent.
+// Close releases the command buffers and the memory holds, and returns the
+// errors of those releases (CB DESTROY, munmap, the release of a memory
+// buffer whose Close was deferred), joined. It is idempotent.
 func (p *Prepared) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -104,13 +104,14 @@ func (p *Prepared) Close() error {
 		return nil
 	}
 	p.closed = true
+	var errs []error
 	for _, cb := range p.cbs {
-		p.e.cbs.put(cb)
+		errs = append(errs, p.e.cbs.put(cb))
 	}
 	for _, h := range p.holds {
-		h.Release()
+		errs = append(errs, h.Release())
 	}
 	p.e.untrack(nil, p)
 	p.e.inflight.Done()
-	return nil
+	return errors.Join(errs...)
 }

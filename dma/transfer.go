@@ -12,8 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// holder is memory a transfer keeps from being released.
-type holder interface{ Release() }
+// holder is memory a transfer keeps from being released. Release returns
+// the error of a release it finished (see memory.Buffer.Release).
+type holder interface{ Release() error }
 
 // Transfer is a submitted batch of copies and fills. Wait for it, or
 // select on Done. The memory it uses stays held until it completes. A
@@ -96,6 +97,8 @@ func (t *Transfer) Err() error {
 }
 
 // finish records the result and releases the memory and command buffers.
+// Errors of those releases are not the transfer's: they are reported to
+// the Engine, whose Close returns them.
 func (t *Transfer) finish(err error, ts time.Duration) {
 	t.mu.Lock()
 	if t.finished {
@@ -107,12 +110,14 @@ func (t *Transfer) finish(err error, ts time.Duration) {
 		close(t.done)
 	}
 	t.mu.Unlock()
+	var errs []error
 	for _, cb := range t.cbs {
-		t.e.cbs.put(cb)
+		errs = append(errs, t.e.cbs.put(cb))
 	}
 	for _, h := range t.holds {
-		h.Release()
+		errs = append(errs, h.Release())
 	}
+	t.e.cbs.report(errors.Join(errs...))
 	t.e.untrack(t, nil)
 	t.e.inflight.Done()
 }
