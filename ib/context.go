@@ -61,7 +61,9 @@ func Open(dev Device) (*Context, error) {
 	}
 	c, err := newContext(dev, k)
 	if err != nil {
-		k.close()
+		if cerr := k.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close %s: %w", dev.UverbsPath, cerr))
+		}
 		return nil, err
 	}
 	return c, nil
