@@ -41,6 +41,14 @@
 //
 // See Error for the exact mapping from errno and operation to sentinel.
 //
+// The packages above keep two more rules. Every Close returns the errors of
+// what it releases (UNMAP, FREE, CB DESTROY, munmap, close), joined with
+// errors.Join, rather than dropping them or keeping the first; a release
+// that a Close had to defer (memory held by a transfer) returns its error
+// from the call that finishes it, and one that no call can return is kept
+// for the owner's Close. And their errors keep the *Error of this package
+// in the chain, so the sentinels above work at every layer.
+//
 // # Interrupted calls
 //
 // The Go runtime signals its own threads to preempt goroutines, so an ioctl
