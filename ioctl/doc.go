@@ -31,7 +31,7 @@
 //   - ErrInReset: opening found the device resetting or still being
 //     released (EAGAIN on OPEN); try again later.
 //   - ErrNotOperational: the device is in reset, malfunctioning or needs a
-//     reset (EBUSY from any ioctl, EPERM on OPEN).
+//     reset (EBUSY from any of the driver's ioctls, EPERM on OPEN).
 //   - ErrNotSupported: the driver or the ASIC does not do this (ENOTTY,
 //     EOPNOTSUPP, and the EPERMs of features an ASIC lacks).
 //   - ErrTimeout: the driver or the device timed out (ETIMEDOUT).

@@ -3,6 +3,7 @@ package ioctl
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -31,8 +32,9 @@ var (
 	// (_hl_info_ioctl for all but a few queries, hl_cb_ioctl and
 	// hl_cb_create, hl_cs_sanity_checks for CS, hl_wait_ioctl, hl_mem_ioctl,
 	// hl_debug_ioctl; hl_cs_ctx_switch also answers EBUSY for a device too
-	// stuck to switch context, and resets it), so every EBUSY of an Op
-	// other than "OPEN" matches it. Opening answers EPERM for a device that is not
+	// stuck to switch context, and resets it), so every EBUSY of those
+	// ioctls matches it (not that of DMA_BUF_SET_NAME, which is not the
+	// driver's). Opening answers EPERM for a device that is not
 	// operational and not merely in reset (hl_device_open; hl_device_open_ctrl
 	// for a disabled device), which matches it too. A context that saw the
 	// device go down is usually unusable until it is closed and reopened.
@@ -68,7 +70,7 @@ var (
 //
 //	errno       Op and Sub                              matches
 //	EBUSY       OPEN                                    ErrDeviceBusy
-//	EBUSY       any other                               ErrNotOperational
+//	EBUSY       INFO, CB, CS, WAIT_CS, MEMORY, DEBUG    ErrNotOperational
 //	EPERM       OPEN                                    ErrNotOperational
 //	EPERM       CS STAGED_SUBMISSION,                   ErrNotSupported
 //	            CS ENGINE_CORE_COMMAND,
@@ -145,7 +147,7 @@ func (e *Error) Is(target error) bool {
 		if e.Op == "OPEN" {
 			return e.Errno == unix.EPERM
 		}
-		return e.Errno == unix.EBUSY
+		return e.Errno == unix.EBUSY && slices.Contains(opNames[:], e.Op)
 	case ErrInReset:
 		return e.Op == "OPEN" && e.Errno == unix.EAGAIN
 	case ErrNotSupported:

@@ -228,3 +228,21 @@ func TestEPERM(t *testing.T) {
 		})
 	}
 }
+
+// TestEBUSYOfOtherFiles: an EBUSY the driver's ioctls answer means a
+// device that is not operational; that of DMA_BUF_SET_NAME (a dma-buf
+// attached to a device) and of an open (another owner) do not.
+func TestEBUSYOfOtherFiles(t *testing.T) {
+	for _, tt := range []struct {
+		err  *ioctl.Error
+		want sentinels
+	}{
+		{&ioctl.Error{Op: "MEMORY", Sub: "EXPORT_DMABUF_FD", Errno: unix.EBUSY}, sentinels{NotOperational: true}},
+		{&ioctl.Error{Op: "DMA_BUF_SET_NAME", Sub: "gaudi:0x1000", Errno: unix.EBUSY}, sentinels{}},
+		{&ioctl.Error{Op: "OPEN", Sub: "/dev/accel/accel0", Errno: unix.EBUSY}, sentinels{DeviceBusy: true}},
+	} {
+		if diff := cmp.Diff(tt.want, matches(tt.err)); diff != "" {
+			t.Errorf("%v: sentinels (-want +got):\n%s", tt.err, diff)
+		}
+	}
+}
