@@ -22,7 +22,7 @@ func BlockInfo(d *device.Device, addr uint64) (handle uint64, size uint32, err e
 	a.In().Op = hl.HL_MEM_OP_MAP_BLOCK
 	a.In().MapBlock().BlockAddr = addr
 	if err := d.Ioctl().Memory(&a); err != nil {
-		return 0, 0, fmt.Errorf("hw block %#x: %w", addr, asicRefused(err))
+		return 0, 0, fmt.Errorf("hw block %#x: %w", addr, err)
 	}
 	return a.Out().BlockHandle(), a.Out().BlockSize(), nil
 }

@@ -123,8 +123,7 @@ func OpenDebugFSDir(dir string) (*DebugFS, error) {
 		}
 	}
 	if err != nil {
-		f.closeFiles()
-		return nil, err
+		return nil, errors.Join(err, f.closeFiles())
 	}
 	return f, nil
 }
@@ -157,7 +156,7 @@ func (f *DebugFS) Write64(addr uint64, v uint64) error {
 
 // errInReset is the answer of a debugfs file that transfers nothing: the
 // driver does so while the device is in reset.
-var errInReset = fmt.Errorf("debugfs: nothing transferred (device in reset?): %w", ioctl.ErrDeviceBusy)
+var errInReset = fmt.Errorf("debugfs: nothing transferred (device in reset?): %w", ioctl.ErrNotOperational)
 
 func (f *DebugFS) read(addr uint64, data *os.File, name string, bits int) (uint64, error) {
 	f.mu.Lock()
@@ -230,16 +229,20 @@ func (f *DebugFS) Close() error {
 			err = fmt.Errorf("restore clk_gate: %w", e)
 		}
 	}
-	f.closeFiles()
-	return err
+	return errors.Join(err, f.closeFiles())
 }
 
-func (f *DebugFS) closeFiles() {
+// closeFiles closes the open debugfs files and returns their errors.
+func (f *DebugFS) closeFiles() error {
+	var errs []error
 	for _, file := range []*os.File{f.addr, f.data32, f.data64, f.clkGate} {
 		if file != nil {
-			file.Close()
+			if err := file.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("debugfs: %w", err))
+			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // pread reads once at offset 0. A debugfs attribute is read whole by one

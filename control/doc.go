@@ -11,10 +11,12 @@
 //
 // # Errors
 //
-// Errors keep the driver's errno (errors.Is(err, unix.EINVAL)). Where the
+// Errors keep the driver's errno (errors.Is(err, unix.EINVAL)) and match
+// the sentinels of package ioctl by its rule (see ioctl.Error). Where the
 // ASIC does not have the feature (engine modes and hardware blocks on
 // first-generation Gaudi, which the driver refuses with EPERM), the error
-// also matches ErrNotSupported.
+// matches ErrNotSupported; a device in reset gives ioctl.ErrNotOperational,
+// also from the debugfs files, which then transfer nothing.
 //
 // Functions in this package are safe for concurrent use to the extent the
 // driver is: the debug mode is one per device, so concurrent debug

@@ -54,7 +54,7 @@ func RunEngineCores(d *device.Device, cores ...uint32) error {
 
 func setCores(d *device.Device, cmd EngineCommand, cores []uint32) error {
 	if err := d.Ioctl().EngineCores(hl.EngineCommand(cmd), cores); err != nil {
-		return fmt.Errorf("engine cores %s: %w", cmd, asicRefused(err))
+		return fmt.Errorf("engine cores %s: %w", cmd, err)
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func ResumeEngines(d *device.Device, engines ...uint32) error {
 // ErrNotSupported.
 func Engines(d *device.Device, cmd EngineCommand, engines ...uint32) error {
 	if err := d.Ioctl().Engines(hl.EngineCommand(cmd), engines); err != nil {
-		return fmt.Errorf("engines %s: %w", cmd, asicRefused(err))
+		return fmt.Errorf("engines %s: %w", cmd, err)
 	}
 	return nil
 }

@@ -49,7 +49,8 @@ func openNode(match func(Node) bool, what string) (*Device, error) {
 }
 
 // OpenFirstFree opens the first hardware device no process owns, skipping
-// busy ones and ones in reset.
+// busy ones, ones in reset and ones that are not operational (disabled or
+// needing a reset).
 func OpenFirstFree() (*Device, error) {
 	nodes, err := Nodes()
 	if err != nil {
@@ -65,7 +66,7 @@ func firstFree(nodes []Node) (*Device, error) {
 		if err == nil {
 			return d, nil
 		}
-		if !errors.Is(err, ioctl.ErrDeviceBusy) && !errors.Is(err, ioctl.ErrInReset) {
+		if !unavailable(err) {
 			return nil, err
 		}
 		last = err
@@ -74,6 +75,14 @@ func firstFree(nodes []Node) (*Device, error) {
 		return nil, fmt.Errorf("every device is in use (%v): %w", last, ErrNoDevice)
 	}
 	return nil, ErrNoDevice
+}
+
+// unavailable reports whether an open failed only because the device
+// cannot be had now: another process owns it (ioctl.ErrDeviceBusy), it is
+// resetting (ioctl.ErrInReset), or it is not operational
+// (ioctl.ErrNotOperational).
+func unavailable(err error) bool {
+	return errors.Is(err, ioctl.ErrDeviceBusy) || errors.Is(err, ioctl.ErrInReset) || errors.Is(err, ioctl.ErrNotOperational)
 }
 
 // OpenDefault opens the device tools and examples use, and says on stderr

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -33,8 +34,7 @@ func newDevice(f ioctl.File, path string, control bool, simdev *sim.Device) (*De
 	d := &Device{io: ioctl.New(f), path: path, control: control, simdev: simdev}
 	hw, err := d.readHWIPInfo()
 	if err != nil {
-		d.io.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), d.io.Close())
 	}
 	d.hw = hw
 	d.asic = ASICFromPCI(hw.DeviceID, hw.Revision)
@@ -69,7 +69,8 @@ func (d *Device) Encoding() ioctl.Encoding { return d.io.Encoding() }
 func (d *Device) Ioctl() *ioctl.Device { return d.io }
 
 // Close closes the node; for a compute node this releases the device's
-// compute context.
+// compute context. Calls on a closed Device fail with an error matching
+// ioctl.ErrClosed, which is os.ErrClosed.
 func (d *Device) Close() error {
 	d.closeOnce.Do(func() { d.closeErr = d.io.Close() })
 	return d.closeErr

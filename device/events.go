@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -66,14 +67,18 @@ func (d *Device) Notifier() (*Notifier, error) {
 	var a hl.InfoArgs
 	a.SetEventfd(uint32(fd))
 	if err := d.io.Info(hl.HL_INFO_REGISTER_EVENTFD, &a, nil); err != nil {
-		unix.Close(fd)
+		if cerr := unix.Close(fd); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close eventfd: %w", cerr))
+		}
 		return nil, err
 	}
 	return &Notifier{d: d, f: os.NewFile(uintptr(fd), "hl-eventfd")}, nil
 }
 
-// ErrNotifierClosed reports a Wait on a closed Notifier.
-var ErrNotifierClosed = errors.New("notifier closed")
+// ErrNotifierClosed reports a Wait on a closed Notifier. It is
+// os.ErrClosed, the sentinel every package of the module uses for closed
+// objects.
+var ErrNotifierClosed = os.ErrClosed
 
 // Wait blocks until the driver signals at least one event, then returns the
 // events it recorded (read and cleared with GET_EVENTS). It returns
@@ -83,7 +88,7 @@ func (n *Notifier) Wait(ctx context.Context) (Events, error) {
 	f := n.f
 	n.mu.Unlock()
 	if f == nil {
-		return 0, ErrNotifierClosed
+		return 0, errclosed.New("notifier")
 	}
 	// A deadline left by an earlier, cancelled Wait must not end this one.
 	f.SetReadDeadline(time.Time{})
@@ -96,15 +101,16 @@ func (n *Notifier) Wait(ctx context.Context) (Events, error) {
 			return 0, ctx.Err()
 		}
 		if errors.Is(err, os.ErrClosed) {
-			return 0, ErrNotifierClosed
+			return 0, errclosed.New("notifier")
 		}
 		return 0, fmt.Errorf("read eventfd: %w", err)
 	}
 	return n.d.Events()
 }
 
-// Close unregisters the eventfd (INFO UNREGISTER_EVENTFD) and closes it;
-// a Wait in progress returns ErrNotifierClosed.
+// Close unregisters the eventfd (INFO UNREGISTER_EVENTFD) and closes it,
+// and returns the errors of both; a Wait in progress returns an error
+// matching ErrNotifierClosed.
 func (n *Notifier) Close() error {
 	n.mu.Lock()
 	f := n.f
@@ -115,10 +121,7 @@ func (n *Notifier) Close() error {
 	}
 	var a hl.InfoArgs
 	err := n.d.io.Info(hl.HL_INFO_UNREGISTER_EVENTFD, &a, nil)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return errors.Join(err, f.Close())
 }
 
 // Event records. The driver keeps the first event of each kind until the

@@ -18,7 +18,8 @@ var ErrNoDevice = errors.New("no gaudi device")
 // Open opens the compute node at path (/dev/accel/accelN, or /dev/hlN on
 // old kernels), which makes this process the device's single user. A device
 // owned by another process gives an error matching ioctl.ErrDeviceBusy and
-// unix.EBUSY; one in reset, ioctl.ErrInReset and unix.EAGAIN.
+// unix.EBUSY; one in reset, ioctl.ErrInReset and unix.EAGAIN; one that is
+// disabled or needs a reset, ioctl.ErrNotOperational and unix.EPERM.
 //
 // The path "sim:N" opens simulated device N of the default simulated system
 // (see SimSystem).
@@ -102,7 +103,8 @@ func openSimIndex(n int, control bool) (*Device, error) {
 	return OpenSim(sd)
 }
 
-// OpenFirstFreeSim opens the first simulated device no process owns.
+// OpenFirstFreeSim opens the first simulated device no process owns,
+// skipping the ones OpenFirstFree skips.
 func OpenFirstFreeSim() (*Device, error) {
 	s, err := SimSystem()
 	if err != nil {
@@ -113,7 +115,7 @@ func OpenFirstFreeSim() (*Device, error) {
 		if err == nil {
 			return d, nil
 		}
-		if !errors.Is(err, ioctl.ErrDeviceBusy) && !errors.Is(err, ioctl.ErrInReset) {
+		if !unavailable(err) {
 			return nil, err
 		}
 	}

@@ -3,8 +3,8 @@ package device
 import "fmt"
 
 // OpenASIC opens the compute node of the first hardware device of chip a
-// (AnyASIC for any) that no process owns, skipping busy ones and ones in
-// reset; the chip comes from the PCI ids sysfs shows, so no other node is
+// (AnyASIC for any) that no process owns, skipping busy ones, ones in
+// reset and ones that are not operational; the chip comes from the PCI ids sysfs shows, so no other node is
 // opened to find it. It replaces hlthunk_open with a device name and no
 // bus id. With no such device the error wraps ErrNoDevice.
 func OpenASIC(a ASIC) (*Device, error) {

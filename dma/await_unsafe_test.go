@@ -54,7 +54,7 @@ func TestAwait(t *testing.T) {
 		{"aborted", waitFile{errno: unix.EIO}, true, ErrAborted},
 		{"aborted without errno", waitFile{status: hl.HL_WAIT_CS_STATUS_ABORTED}, true, ErrAborted},
 		{"unknown sequence", waitFile{errno: unix.EINVAL}, true, unix.EINVAL},
-		{"not operational", waitFile{errno: unix.EBUSY}, false, ioctl.ErrDeviceBusy},
+		{"not operational", waitFile{errno: unix.EBUSY}, false, ioctl.ErrNotOperational},
 		{"unexpected errno", waitFile{errno: unix.ENOMEM}, false, unix.ENOMEM},
 		{"unexpected status", waitFile{status: 77}, false, ioctl.ErrNotSupported},
 		{"busy until the deadline", waitFile{status: hl.HL_WAIT_CS_STATUS_BUSY}, false, context.DeadlineExceeded},

@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -37,6 +38,9 @@ type cbPool struct {
 	free  []*cmdBuf
 	slabs []*memory.HostBuffer
 	all   []*cmdBuf // every kernel CB, for close
+
+	errMu    sync.Mutex
+	reported []error // release errors no call could return, for close
 }
 
 func newCBPool(io *ioctl.Device, mem *memory.Manager, user, mapped bool) *cbPool {
@@ -83,18 +87,31 @@ func (p *cbPool) get(n int) (*cmdBuf, error) {
 	return p.newKernelCB(n)
 }
 
-// put returns a buffer. One-off kernel CBs are destroyed; one-off user
-// CBs stay with their slab until the pool closes.
-func (p *cbPool) put(cb *cmdBuf) {
+// put returns a buffer. One-off kernel CBs are destroyed, and the error
+// of that returned; one-off user CBs stay with their slab until the pool
+// closes.
+func (p *cbPool) put(cb *cmdBuf) error {
 	if cb.pooled {
 		p.mu.Lock()
 		p.free = append(p.free, cb)
 		p.mu.Unlock()
-		return
+		return nil
 	}
 	if cb.kernel {
-		p.destroyKernelCB(cb)
+		return p.destroyKernelCB(cb)
 	}
+	return nil
+}
+
+// report keeps the error of a release that no call can return (that of a
+// transfer finishing on its own), for close.
+func (p *cbPool) report(err error) {
+	if err == nil {
+		return
+	}
+	p.errMu.Lock()
+	p.reported = append(p.reported, err)
+	p.errMu.Unlock()
 }
 
 // growSlab maps 2 MiB of host memory and cuts it into pooled user CBs.
@@ -146,8 +163,7 @@ func (p *cbPool) newKernelCB(n int) (*cmdBuf, error) {
 	handle := a.Out().CBHandle()
 	mem, err := p.io.Mmap(int64(handle), n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		p.destroy(handle)
-		return nil, fmt.Errorf("map command buffer: %w", err)
+		return nil, errors.Join(fmt.Errorf("map command buffer: %w", err), p.destroy(handle))
 	}
 	cb := &cmdBuf{mem: mem, handle: handle, kernel: true, cb: handle}
 	if p.mapped {
@@ -157,9 +173,7 @@ func (p *cbPool) newKernelCB(n int) (*cmdBuf, error) {
 		in.CBHandle = handle
 		in.Flags = hl.HL_CB_FLAGS_GET_DEVICE_VA
 		if err := p.io.CB(&a); err != nil {
-			p.io.Munmap(mem)
-			p.destroy(handle)
-			return nil, fmt.Errorf("get command buffer address: %w", err)
+			return nil, errors.Join(fmt.Errorf("get command buffer address: %w", err), p.unmap(mem), p.destroy(handle))
 		}
 		cb.handle = a.Out().DeviceVA()
 	}
@@ -169,9 +183,9 @@ func (p *cbPool) newKernelCB(n int) (*cmdBuf, error) {
 	return cb, nil
 }
 
-func (p *cbPool) destroyKernelCB(cb *cmdBuf) {
-	p.io.Munmap(cb.mem)
-	p.destroy(cb.cb)
+// destroyKernelCB unmaps and destroys a one-off kernel CB.
+func (p *cbPool) destroyKernelCB(cb *cmdBuf) error {
+	err := errors.Join(p.unmap(cb.mem), p.destroy(cb.cb))
 	p.mu.Lock()
 	for i, c := range p.all {
 		if c == cb {
@@ -180,29 +194,46 @@ func (p *cbPool) destroyKernelCB(cb *cmdBuf) {
 		}
 	}
 	p.mu.Unlock()
+	return err
 }
 
+// unmap removes the CPU mapping of a kernel CB.
+func (p *cbPool) unmap(mem []byte) error {
+	if err := p.io.Munmap(mem); err != nil {
+		return fmt.Errorf("unmap command buffer: %w", err)
+	}
+	return nil
+}
+
+// destroy destroys the kernel CB with handle.
 func (p *cbPool) destroy(handle uint64) error {
-	var a hl.CBArgs
-	in := a.In()
-	in.Op = hl.HL_CB_OP_DESTROY
-	in.CBHandle = handle
-	return p.io.CB(&a)
+	if err := p.io.DestroyCB(handle); err != nil {
+		return fmt.Errorf("destroy command buffer %#x: %w", handle, err)
+	}
+	return nil
 }
 
-// close releases every buffer. The device must be done with every CS that
-// used one.
-func (p *cbPool) close() {
+// close releases every buffer and returns the errors of those releases
+// and the ones reported before. The device must be done with every CS
+// that used one.
+func (p *cbPool) close() error {
 	p.mu.Lock()
 	all, slabs := p.all, p.slabs
 	p.all, p.slabs, p.free = nil, nil, nil
 	p.mu.Unlock()
+	p.errMu.Lock()
+	errs := p.reported
+	p.reported = nil
+	p.errMu.Unlock()
 	for _, cb := range all {
-		p.io.Munmap(cb.mem)
-		p.destroy(cb.cb)
+		errs = append(errs, p.unmap(cb.mem), p.destroy(cb.cb))
 	}
 	for _, h := range slabs {
-		h.Close()
-		h.Release()
+		// The pool holds its slabs (see newSlab): Close marks them, and the
+		// Release of that hold unmaps them.
+		if err := errors.Join(h.Close(), h.Release()); err != nil {
+			errs = append(errs, fmt.Errorf("free command buffers: %w", err))
+		}
 	}
+	return errors.Join(errs...)
 }

@@ -28,7 +28,17 @@
 //
 // Waits take a context and are issued in slices by the ioctl layer; a
 // CS the device timed out is an error matching ioctl.ErrTimeout, an
-// aborted one (a reset) matches unix.EIO and ErrAborted.
+// aborted one (a reset) matches unix.EIO and ErrAborted, and a device that
+// is in reset when a CS is submitted or waited for answers an error
+// matching ioctl.ErrNotOperational.
+//
+// # Errors of releases
+//
+// A transfer's result is its own: a command buffer or a held buffer that
+// fails to be released when the transfer finishes does not change it.
+// Such errors are kept and returned by the Engine's Close; Prepared.Close
+// returns those of what it releases. A call on a closed Engine or Prepared
+// fails with an error matching ErrClosed, which is os.ErrClosed.
 //
 // # Lifetime of a submission
 //

@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
@@ -142,7 +144,9 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 // errors instead is given up on after 10 s, its resources left unreleased,
 // and Close reports ErrInFlight.
 //
-// Close is idempotent: a later or concurrent call waits for the first to
+// Close returns the errors of the releases it did, and of the ones
+// transfers did when they finished (CB DESTROY, munmap, the release of a
+// memory buffer whose Close was deferred), joined. It is idempotent: a later or concurrent call waits for the first to
 // finish and returns nil.
 func (e *Engine) Close() error {
 	e.mu.Lock()
@@ -163,8 +167,9 @@ func (e *Engine) Close() error {
 		ps = append(ps, p)
 	}
 	e.mu.Unlock()
+	var errs []error
 	for _, p := range ps {
-		p.Close()
+		errs = append(errs, p.Close())
 	}
 	for _, t := range ts {
 		e.adopt(t)
@@ -173,16 +178,15 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	leaked := e.leaked
 	e.mu.Unlock()
-	var err error
 	if leaked > 0 {
 		// Command buffers the device may still read stay allocated, and
 		// so does the rest of the pool with them.
-		err = fmt.Errorf("close dma engine: %d transfer(s) the device never reported done, their memory and command buffers left allocated: %w", leaked, ErrInFlight)
+		errs = append(errs, fmt.Errorf("close dma engine: %d transfer(s) the device never reported done, their memory and command buffers left allocated: %w", leaked, ErrInFlight))
 	} else {
-		e.cbs.close()
+		errs = append(errs, e.cbs.close())
 	}
 	close(e.closing)
-	return err
+	return errors.Join(errs...)
 }
 
 // track and untrack keep the sets Close must finish. track reports false,
@@ -221,7 +225,7 @@ func (e *Engine) begin() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return ErrClosed
+		return errclosed.New("dma engine")
 	}
 	e.inflight.Add(1)
 	return nil

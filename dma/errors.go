@@ -1,6 +1,9 @@
 package dma
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // Sentinel errors callers branch on.
 var (
@@ -10,8 +13,11 @@ var (
 	// ErrAborted reports a CS the driver aborted, typically by a device
 	// reset (WAIT_CS status ABORTED, errno EIO).
 	ErrAborted = errors.New("command submission aborted")
-	// ErrClosed reports a call on a closed Engine.
-	ErrClosed = errors.New("dma engine closed")
+	// ErrClosed reports a call on a closed Engine or Prepared. It is
+	// os.ErrClosed, the sentinel every package of the module uses for
+	// closed objects, so a memory buffer closed under a batch matches it
+	// too.
+	ErrClosed = os.ErrClosed
 	// ErrTooLarge reports a batch that does not fit the driver's limits
 	// even when split (it never happens for Copy and Memset).
 	ErrTooLarge = errors.New("batch too large")

@@ -2,10 +2,12 @@ package dma
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -42,8 +44,7 @@ func (b *Batch) Prepare() (*Prepared, error) {
 	p := &Prepared{e: e}
 	var err error
 	if p.holds, err = b.holdAll(); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("prepare transfer: %w", err)
+		return nil, errors.Join(fmt.Errorf("prepare transfer: %w", err), p.Close())
 	}
 	jobs, err := b.encode()
 	for _, j := range jobs {
@@ -53,8 +54,7 @@ func (b *Batch) Prepare() (*Prepared, error) {
 		err = fmt.Errorf("prepare transfer: %d jobs: %w", len(jobs), ErrTooLarge)
 	}
 	if err != nil {
-		p.Close()
-		return nil, err
+		return nil, errors.Join(err, p.Close())
 	}
 	p.setJobs(jobs, b.timeout)
 	if !e.track(nil, p) {
@@ -80,7 +80,7 @@ func (p *Prepared) Run(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return ErrClosed
+		return errclosed.New("dma prepared batch")
 	}
 	e := p.e
 	if p.seq != 0 {
@@ -109,7 +109,9 @@ func (p *Prepared) Run(ctx context.Context) error {
 // Close releases the command buffers and the memory holds; when a CS of
 // the Prepared may still run (its Run's context ended first), it returns
 // at once and they are released when the device is done with it. Close
-// waits for a Run in progress. It is idempotent.
+// waits for a Run in progress. It returns the errors of the releases it
+// did (CB DESTROY, munmap, the release of a memory buffer whose Close was
+// deferred), joined; later ones go to the Engine's Close. It is idempotent.
 func (p *Prepared) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -124,8 +126,8 @@ func (p *Prepared) Close() error {
 	t := &Transfer{e: e, cbs: p.cbs, holds: p.holds}
 	p.cbs, p.holds = nil, nil
 	if p.seq == 0 {
-		t.finish(nil, 0)
-		return nil
+		t.end(nil, 0)
+		return t.release()
 	}
 	t.seqs = []uint64{p.seq}
 	p.seq = 0

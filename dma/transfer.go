@@ -2,14 +2,16 @@ package dma
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
-// holder is memory a transfer keeps from being released.
-type holder interface{ Release() }
+// holder is memory a transfer keeps from being released. Release returns
+// the error of a release it finished (see memory.Buffer.Release).
+type holder interface{ Release() error }
 
 // Transfer is a submitted batch of copies and fills. Wait for it, or
 // select on Done. The memory it uses stays held, and the command buffers
@@ -132,17 +134,26 @@ func (t *Transfer) end(err error, ts time.Duration) bool {
 
 // finish records the result and releases the memory and command buffers.
 // Only call it once the device is done with every CS of the transfer (or
-// none was queued).
+// none was queued). Errors of the releases are not the transfer's: they
+// are reported to the Engine, whose Close returns them.
 func (t *Transfer) finish(err error, ts time.Duration) {
 	if !t.end(err, ts) {
 		return
 	}
+	t.e.cbs.report(t.release())
+}
+
+// release gives back the command buffers and the memory holds of a
+// transfer that ended, and returns the errors of those releases.
+func (t *Transfer) release() error {
+	var errs []error
 	for _, cb := range t.cbs {
-		t.e.cbs.put(cb)
+		errs = append(errs, t.e.cbs.put(cb))
 	}
 	for _, h := range t.holds {
-		h.Release()
+		errs = append(errs, h.Release())
 	}
 	t.e.untrack(t, nil)
 	t.e.inflight.Done()
+	return errors.Join(errs...)
 }

@@ -35,8 +35,7 @@ func RegisterBuffer(pd *PD, b *memory.Buffer, off, length uint64, access Access)
 	}
 	mr, err := pd.RegDMABufMR(d.Fd(), 0, length, d.DeviceVA(), access)
 	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("register device buffer: %w", err)
+		return nil, errors.Join(fmt.Errorf("register device buffer: %w", err), d.Close())
 	}
 	return &RegisteredBuffer{mr: mr, buf: d}, nil
 }
@@ -48,7 +47,7 @@ func (r *RegisteredBuffer) MR() *MR { return r.mr }
 func (r *RegisteredBuffer) DMABuf() *memory.DMABuf { return r.buf }
 
 // Close deregisters the memory region, then closes the dma-buf. It returns
-// the first error; closing twice does nothing.
+// the errors of both, joined; closing twice does nothing.
 func (r *RegisteredBuffer) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -57,9 +56,5 @@ func (r *RegisteredBuffer) Close() error {
 	}
 	r.closed = true
 	r.mu.Unlock()
-	err := r.mr.Close()
-	if e := r.buf.Close(); err == nil {
-		err = e
-	}
-	return err
+	return errors.Join(r.mr.Close(), r.buf.Close())
 }

@@ -61,7 +61,9 @@ func Open(dev Device) (*Context, error) {
 	}
 	c, err := newContext(dev, k)
 	if err != nil {
-		k.close()
+		if cerr := k.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close %s: %w", dev.UverbsPath, cerr))
+		}
 		return nil, err
 	}
 	return c, nil
@@ -286,7 +288,7 @@ func (c *Context) use(op string) error {
 
 // Close closes every memory region and protection domain still open on
 // the Context, then the file (and the event descriptor of a legacy
-// context). It returns the first error; closing twice returns nil.
+// context). It returns their errors, joined; closing twice returns nil.
 func (c *Context) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -304,8 +306,8 @@ func (c *Context) Close() error {
 	}
 	err := c.f.close()
 	if c.asyncFD >= 0 {
-		if e := unix.Close(c.asyncFD); err == nil {
-			err = e
+		if e := unix.Close(c.asyncFD); e != nil {
+			err = errors.Join(err, fmt.Errorf("close async event fd: %w", e))
 		}
 		c.asyncFD = -1
 	}

@@ -2,6 +2,7 @@ package ib
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -148,7 +149,7 @@ func (pd *PD) adopt(op string, mr *MR) (*MR, error) {
 		return mr, nil
 	}
 	if err := mr.dereg(); err != nil {
-		return nil, fmt.Errorf("%w (and deregistering the new region: %v)", closedErr(op, pd.c.dev.Name), err)
+		return nil, errors.Join(closedErr(op, pd.c.dev.Name), fmt.Errorf("deregister the new region: %w", err))
 	}
 	return nil, closedErr(op, pd.c.dev.Name)
 }

@@ -2,6 +2,7 @@ package ib
 
 import (
 	"encoding/binary"
+	"errors"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/uapi/rdma"
@@ -78,7 +79,7 @@ func (pd *PD) untrack(mr *MR) {
 
 // Close deregisters every memory region still open in the PD and
 // deallocates it (PD_DESTROY, or DEALLOC_PD on legacy kernels). It returns
-// the first error.
+// the errors of both, joined.
 func (pd *PD) Close() error {
 	pd.mu.Lock()
 	if pd.closed {
@@ -89,11 +90,9 @@ func (pd *PD) Close() error {
 	mrs := pd.mrs
 	pd.mrs = nil
 	pd.mu.Unlock()
-	var first error
+	var errs []error
 	for mr := range mrs {
-		if err := mr.Close(); err != nil && first == nil {
-			first = err
-		}
+		errs = append(errs, mr.Close())
 	}
 	c := pd.c
 	c.mu.Lock()
@@ -101,7 +100,7 @@ func (pd *PD) Close() error {
 	delete(c.pds, pd)
 	c.mu.Unlock()
 	if gone {
-		return first
+		return errors.Join(errs...)
 	}
 	var err error
 	if c.legacy {
@@ -112,10 +111,7 @@ func (pd *PD) Close() error {
 		r.idr(uint16(rdma.UVERBS_ATTR_DESTROY_PD_HANDLE), pd.handle)
 		err = c.ioctl(opDeallocPD, &r)
 	}
-	if first == nil {
-		first = err
-	}
-	return first
+	return errors.Join(append(errs, err)...)
 }
 
 // abandon marks the PD and its regions closed without telling the

@@ -13,17 +13,24 @@ import (
 // registration get as far as looking the descriptor up and answer EBADF
 // (supported); a driver without it answers EOPNOTSUPP, and a kernel
 // without the method EPROTONOSUPPORT or ENOTTY (not supported). Any other
-// answer is returned as an error.
-func (c *Context) ProbeDMABuf() (bool, error) {
+// answer is returned as an error, and so are errors of releasing the
+// protection domain (and region) the probe made.
+func (c *Context) ProbeDMABuf() (ok bool, err error) {
 	pd, err := c.AllocPD()
 	if err != nil {
 		return false, fmt.Errorf("probe dma-buf registration: %w", err)
 	}
-	defer pd.Close()
+	defer func() {
+		if cerr := pd.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("probe dma-buf registration: %w", cerr))
+		}
+	}()
 	mr, err := pd.RegDMABufMR(-1, 0, 4096, 0, AccessLocalWrite)
 	if err == nil {
 		// Not expected, but it means registration works.
-		mr.Close()
+		if err := mr.Close(); err != nil {
+			return true, fmt.Errorf("probe dma-buf registration: %w", err)
+		}
 		return true, nil
 	}
 	var e *Error

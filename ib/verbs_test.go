@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
@@ -311,8 +312,8 @@ func TestClosed(t *testing.T) {
 		{"RegDMABufMR", func() error { _, err := pd.RegDMABufMR(3, 0, 4096, 0, AccessLocalWrite); return err }()},
 	}
 	for _, ch := range checks {
-		if !errors.Is(ch.err, ErrClosed) {
-			t.Errorf("%s after Close: %v, want ErrClosed", ch.name, ch.err)
+		if !errors.Is(ch.err, ErrClosed) || !errors.Is(ch.err, os.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed (os.ErrClosed)", ch.name, ch.err)
 		}
 	}
 	if err := mr.Close(); err != nil {

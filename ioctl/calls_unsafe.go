@@ -69,10 +69,10 @@ func issue[T any](d *Device, req uint, nr int, code uint32, args *T) error {
 }
 
 // attempt issues one ioctl unless the Device is closed, in which case it
-// returns EBADF, as the kernel does for a closed descriptor.
+// returns errDeviceClosed, which wrapErr reports as ErrClosed.
 func (d *Device) attempt(req uint, arg unsafe.Pointer) error {
 	if !d.acquire() {
-		return unix.EBADF
+		return errDeviceClosed
 	}
 	defer d.release()
 	return d.f.Ioctl(req, arg)

@@ -42,7 +42,8 @@ func New(f File) *Device {
 
 // Open opens the device node at path, such as /dev/accel/accel0 or the
 // legacy /dev/hl0, and probes its ioctl encoding. Errors from the open itself
-// are *Error values with Op "OPEN"; see ErrDeviceBusy and ErrInReset. A file
+// are *Error values with Op "OPEN"; see ErrDeviceBusy, ErrInReset and
+// ErrNotOperational. A file
 // that accepts neither encoding is closed again and reported with an error
 // matching ErrNotSupported.
 func Open(path string) (*Device, error) {
@@ -52,7 +53,9 @@ func Open(path string) (*Device, error) {
 	}
 	d := New(f)
 	if _, err := d.encoding(); err != nil {
-		f.Close()
+		if cerr := f.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close %s: %w", path, cerr))
+		}
 		return nil, err
 	}
 	return d, nil
@@ -90,7 +93,7 @@ func (d *Device) Close() error {
 func (d *Device) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 	for {
 		if !d.acquire() {
-			return nil, &Error{Op: "MMAP", Errno: unix.EBADF}
+			return nil, closedErr("MMAP", "", 0)
 		}
 		b, err := d.f.Mmap(offset, length, prot, flags)
 		d.release()
@@ -134,15 +137,21 @@ func (d *Device) request(nr int, code uint32) (uint, error) {
 	if err == nil {
 		return requests[enc][nr], nil
 	}
-	if errors.Is(err, ErrClosed) {
-		return 0, &Error{Op: opNames[nr], Sub: subName(nr, code), Errno: unix.EBADF}
+	var e *Error
+	if errors.As(err, &e) && e.closed {
+		return 0, closedErr(opNames[nr], subName(nr, code), 0)
 	}
 	return 0, err
 }
 
 // wrapErr turns an error from a File into an *Error, or wraps it with the
-// operation when the File broke its contract and returned no errno.
+// operation when the File broke its contract and returned no errno. The
+// errDeviceClosed of attempt becomes an *Error matching ErrClosed; an EBADF
+// from the File is the kernel's and does not match it.
 func wrapErr(op, sub string, req uint, err error) error {
+	if err == errDeviceClosed {
+		return closedErr(op, sub, req)
+	}
 	if errno, ok := errnoOf(err); ok {
 		return &Error{Op: op, Sub: sub, Req: req, Errno: errno}
 	}

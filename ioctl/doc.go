@@ -23,9 +23,31 @@
 //
 // Failures are *Error values that keep the errno and name the operation, as
 // in "ioctl MEMORY ALLOC: cannot allocate memory". Test them with errors.Is,
-// against an errno (unix.ENOMEM) or one of the sentinels ErrDeviceBusy,
-// ErrInReset, ErrNotSupported, ErrTimeout and ErrClosed; never compare with
-// ==. See Error for the mapping from errno to sentinel.
+// against an errno (unix.ENOMEM) or one of the sentinels; never compare with
+// ==. The sentinels, and the policy the packages above follow too:
+//
+//   - ErrDeviceBusy: opening found the device owned by another process
+//     (EBUSY on OPEN only).
+//   - ErrInReset: opening found the device resetting or still being
+//     released (EAGAIN on OPEN); try again later.
+//   - ErrNotOperational: the device is in reset, malfunctioning or needs a
+//     reset (EBUSY from any of the driver's ioctls, EPERM on OPEN).
+//   - ErrNotSupported: the driver or the ASIC does not do this (ENOTTY,
+//     EOPNOTSUPP, and the EPERMs of features an ASIC lacks).
+//   - ErrTimeout: the driver or the device timed out (ETIMEDOUT).
+//   - ErrClosed: the Device was closed. It is os.ErrClosed; every closed
+//     object of the module answers an error matching it. A kernel EBADF
+//     (a bad descriptor in the arguments) does not.
+//
+// See Error for the exact mapping from errno and operation to sentinel.
+//
+// The packages above keep two more rules. Every Close returns the errors of
+// what it releases (UNMAP, FREE, CB DESTROY, munmap, close), joined with
+// errors.Join, rather than dropping them or keeping the first; a release
+// that a Close had to defer (memory held by a transfer) returns its error
+// from the call that finishes it, and one that no call can return is kept
+// for the owner's Close. And their errors keep the *Error of this package
+// in the chain, so the sentinels above work at every layer.
 //
 // # Interrupted calls
 //

@@ -86,8 +86,10 @@ func (d *Device) encoding() (Encoding, error) {
 
 // probe asks for HW_IP_INFO with the DRM request first. A DRM kernel
 // dispatches it; a legacy kernel rejects the unknown number with ENOTTY, and
-// other drivers answer ENOTTY or EINVAL. Any other answer, success or not,
-// comes from the habanalabs handler and settles the question. Only when DRM
+// other drivers answer ENOTTY or EINVAL. An EBADF comes from a descriptor
+// that is not open, before any handler, and settles nothing: it is the
+// probe's failure. Any other answer, success or not, comes from the
+// habanalabs handler and settles the question. Only when DRM
 // is rejected is the legacy request tried: a DRM kernel looks at the number
 // alone, so a legacy request would reach an unrelated DRM core ioctl.
 func (d *Device) probe() (Encoding, error) {
@@ -102,7 +104,7 @@ func (d *Device) probe() (Encoding, error) {
 			return enc, nil
 		}
 		var e *Error
-		if errors.Is(err, ErrClosed) || !errors.As(err, &e) {
+		if errors.Is(err, ErrClosed) || !errors.As(err, &e) || e.Errno == unix.EBADF {
 			return EncodingUnknown, err
 		}
 		if e.Errno != unix.ENOTTY && e.Errno != unix.EINVAL {

@@ -9,8 +9,9 @@ import (
 // OpenFile opens the device node at path for reading and writing, with
 // close-on-exec set, and returns it as a File. An open refused by the driver
 // returns an *Error with Op "OPEN", so ErrDeviceBusy (EBUSY: another process
-// owns the device) and ErrInReset (EAGAIN: reset or release in progress)
-// can be tested with errors.Is.
+// owns the device), ErrInReset (EAGAIN: reset or release in progress) and
+// ErrNotOperational (EPERM: the device is disabled or needs a reset) can be
+// tested with errors.Is.
 //
 // The returned File is safe for concurrent use. Its Close waits for calls in
 // flight and only then closes the descriptor, so no call is ever issued on a

@@ -12,7 +12,10 @@ import (
 //
 // Implementations report failures as a unix.Errno, the value the kernel
 // would return, and must be safe for concurrent use. After Close has started,
-// Ioctl and Mmap must not touch the underlying object; they return EBADF.
+// Ioctl and Mmap must not touch the underlying object; they return EBADF, as
+// the kernel does for a closed descriptor. A Device answers ErrClosed
+// itself once it is closed, without calling the File, so an EBADF a File
+// returns reaches the caller as a plain errno, never as ErrClosed.
 type File interface {
 	// Ioctl issues request req with the argument at arg and returns nil or
 	// the errno. Memory that arg points at, directly or through 64-bit

@@ -94,7 +94,7 @@ func TestOpenFileErrors(t *testing.T) {
 	if !errors.As(err, &e) {
 		t.Fatalf("OpenFile(missing) = %T, want *ioctl.Error", err)
 	}
-	if diff := cmp.Diff(want, e); diff != "" {
+	if diff := cmp.Diff(want, e, cmp.AllowUnexported(ioctl.Error{})); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}
 }

@@ -29,7 +29,10 @@ var opNames = [numNr]string{
 
 // csKinds are the flags that choose the kind of a submission, in the order
 // the driver tests them (hl_cs_get_cs_type in command_submission.c). A
-// submission with none of them is a plain one and has no sub-operation name.
+// submission with none of them is a plain one and has no sub-operation name,
+// unless it is a part of a staged submission: that is named
+// STAGED_SUBMISSION, since the driver refuses the flag on ASICs without
+// staged submissions before it looks at the kind (hl_cs_sanity_checks).
 var csKinds = [...]uint32{
 	hl.HL_CS_FLAGS_SIGNAL,
 	hl.HL_CS_FLAGS_WAIT,
@@ -50,7 +53,8 @@ var waitKinds = [...]uint32{
 
 // subName names sub-operation code of ioctl nr with the generated name
 // tables of package hl: code is the op field for INFO, CB, MEMORY and DEBUG,
-// and the flags for CS and WAIT_CS. It only runs to build an error, so it may
+// and the flags for CS and WAIT_CS, named by their kind (a plain staged
+// submission is named STAGED_SUBMISSION). It only runs to build an error, so it may
 // allocate for an unknown op.
 func subName(nr int, code uint32) string {
 	var table map[uint32]string
@@ -64,7 +68,13 @@ func subName(nr int, code uint32) string {
 	case nrDebug:
 		table = hl.DebugOpNames
 	case nrCS:
-		return flagKind(code, csKinds[:], hl.CSFlagNames)
+		if k := flagKind(code, csKinds[:], hl.CSFlagNames); k != "" {
+			return k
+		}
+		if code&hl.HL_CS_FLAGS_STAGED_SUBMISSION != 0 {
+			return hl.CSFlagNames[hl.HL_CS_FLAGS_STAGED_SUBMISSION]
+		}
+		return ""
 	case nrWaitCS:
 		return flagKind(code, waitKinds[:], hl.WaitCSFlagNames)
 	default:

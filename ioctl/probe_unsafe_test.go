@@ -140,6 +140,25 @@ func TestProbeFailsOnce(t *testing.T) {
 	}
 }
 
+// TestProbeBadFile: a File whose descriptor is not open answers EBADF
+// before any handler; the probe fails with that errno, which is not
+// ErrClosed (the Device is open), and does not guess an encoding.
+func TestProbeBadFile(t *testing.T) {
+	f := fakefile.New(func(req uint, arg unsafe.Pointer) error { return unix.EBADF })
+	d := ioctl.New(f)
+	var args hl.InfoArgs
+	err := d.Info(hl.HL_INFO_DEVICE_STATUS, &args, nil)
+	if !errors.Is(err, unix.EBADF) || errors.Is(err, ioctl.ErrClosed) {
+		t.Errorf("Info() = %v, want EBADF not matching ErrClosed", err)
+	}
+	if got := d.Encoding(); got != ioctl.EncodingUnknown {
+		t.Errorf("Encoding() = %v, want unknown", got)
+	}
+	if got := f.Calls(); got != 1 {
+		t.Errorf("%d ioctls, want 1 (the failure is kept)", got)
+	}
+}
+
 func TestProbeOnceConcurrently(t *testing.T) {
 	var mu sync.Mutex
 	probes := 0

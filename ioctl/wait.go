@@ -49,7 +49,8 @@ const maxTimeoutUs = math.MaxInt64 / uint64(time.Microsecond)
 //   - an *Error matching unix.EIO, status HL_WAIT_CS_STATUS_ABORTED: the
 //     submission was aborted, typically by a device reset (the driver
 //     answers EIO, or 0 with this status for some interrupt waits);
-//   - an *Error matching ErrDeviceBusy: the device is not operational;
+//   - an *Error matching ErrNotOperational (EBUSY): the device is not
+//     operational, for example in reset;
 //   - an *Error matching unix.EINVAL: for example a sequence number that was
 //     never submitted.
 //

@@ -3,8 +3,11 @@ package ipc
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 )
 
 // cacheKey names an export across processes: the exporter (pid in its pid
@@ -41,6 +44,8 @@ type Cache struct {
 	watches map[string]*cacheWatch
 	closed  bool
 	wg      sync.WaitGroup // watch goroutines
+
+	deferred []error // of closes the watch goroutines did, for Close
 }
 
 type cacheEntry struct {
@@ -78,10 +83,14 @@ type CachedImport struct {
 	once sync.Once
 }
 
-// Release drops the reference. It is idempotent. Do not close the Imported
-// of a CachedImport: the Cache owns it.
-func (ci *CachedImport) Release() {
-	ci.once.Do(func() { ci.c.release(ci.e) })
+// Release drops the reference. When that closes imports (this one, if it
+// was invalidated or the Cache closed, or idle ones beyond the limit), it
+// returns the errors of closing them. It is idempotent. Do not close the
+// Imported of a CachedImport: the Cache owns it.
+func (ci *CachedImport) Release() error {
+	var err error
+	ci.once.Do(func() { err = ci.c.release(ci.e) })
+	return err
 }
 
 // Revoked is closed when the entry is invalidated: the exporter revoked the
@@ -100,7 +109,7 @@ func (c *Cache) Get(ctx context.Context, addr string, h Handle) (*CachedImport, 
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, ErrClosed
+			return nil, errclosed.New("ipc: cache")
 		}
 		e, ok := c.entries[k]
 		if !ok {
@@ -128,8 +137,7 @@ func (c *Cache) Get(ctx context.Context, addr string, h Handle) (*CachedImport, 
 				e.refs--
 				e.im = nil
 				c.mu.Unlock()
-				im.Close()
-				return nil, fmt.Errorf("ipc: import from %s: %w", addr, ErrRevoked)
+				return nil, errors.Join(fmt.Errorf("ipc: import from %s: %w", addr, ErrRevoked), im.Close())
 			}
 			c.mu.Unlock()
 			return &CachedImport{Imported: im, c: c, e: e}, nil
@@ -143,21 +151,24 @@ func (c *Cache) Get(ctx context.Context, addr string, h Handle) (*CachedImport, 
 		select {
 		case <-e.ready:
 		case <-ctx.Done():
-			c.release(e)
-			return nil, ctx.Err()
+			return nil, errors.Join(ctx.Err(), c.release(e))
 		}
 		c.mu.Lock()
 		im, failed := e.im, e.err != nil || e.stale
 		c.mu.Unlock()
 		if failed || im == nil {
-			c.release(e)
-			continue // the first Get failed, or the entry went stale; try again
+			// The first Get failed, or the entry went stale; try again.
+			// A stale entry's import this closes is not this Get's.
+			c.report(c.release(e))
+			continue
 		}
 		return &CachedImport{Imported: im, c: c, e: e}, nil
 	}
 }
 
-func (c *Cache) release(e *cacheEntry) {
+// release drops a reference to e and returns the errors of closing the
+// imports that closes.
+func (c *Cache) release(e *cacheEntry) error {
 	c.mu.Lock()
 	e.refs--
 	var toClose []*Imported
@@ -171,9 +182,28 @@ func (c *Cache) release(e *cacheEntry) {
 		}
 	}
 	c.mu.Unlock()
-	for _, im := range toClose {
-		im.Close()
+	return closeAll(toClose)
+}
+
+// closeAll closes imports and returns the errors.
+func closeAll(ims []*Imported) error {
+	var errs []error
+	for _, im := range ims {
+		if err := im.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("ipc: close import: %w", err))
+		}
 	}
+	return errors.Join(errs...)
+}
+
+// report keeps the error of a close that no call can return, for Close.
+func (c *Cache) report(err error) {
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	c.deferred = append(c.deferred, err)
+	c.mu.Unlock()
 }
 
 // trimLocked evicts idle entries beyond the limit.
@@ -190,17 +220,19 @@ func (c *Cache) trimLocked() []*Imported {
 }
 
 // Invalidate drops the entry of h, if any: new Gets import again, and its
-// descriptor is closed once no reference remains.
-func (c *Cache) Invalidate(h Handle) {
+// descriptor is closed once no reference remains (now if none does, and
+// the error of that close returned).
+func (c *Cache) Invalidate(h Handle) error {
 	c.mu.Lock()
 	var im *Imported
 	if e, ok := c.entries[keyOf(h)]; ok {
 		im = c.dropLocked(e)
 	}
 	c.mu.Unlock()
-	if im != nil {
-		im.Close()
+	if im == nil {
+		return nil
 	}
+	return closeAll([]*Imported{im})
 }
 
 // dropLocked makes e stale and returns its import if it is idle, for the
@@ -243,7 +275,7 @@ func (c *Cache) watch(ctx context.Context, addr string) error {
 			delete(c.watches, addr)
 			c.mu.Unlock()
 			w.Close()
-			return ErrClosed
+			return errclosed.New("ipc: cache")
 		default:
 			c.wg.Add(1)
 			go c.follow(addr, cw)
@@ -283,9 +315,7 @@ func (c *Cache) follow(addr string, cw *cacheWatch) {
 			delete(c.watches, addr)
 		}
 		c.mu.Unlock()
-		for _, im := range toClose {
-			im.Close()
-		}
+		c.report(closeAll(toClose))
 		if err != nil {
 			return
 		}
@@ -307,8 +337,9 @@ func (c *Cache) Len() int {
 }
 
 // Close stops watching, closes every idle import now and every import in
-// use at its last Release; later Gets fail with ErrClosed. It is
-// idempotent.
+// use at its last Release; later Gets fail with an error matching
+// ErrClosed. It returns the errors of the imports it closed, and of those
+// closed before on a revocation the Cache heard. It is idempotent.
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -334,8 +365,9 @@ func (c *Cache) Close() error {
 		w.Close()
 	}
 	c.wg.Wait()
-	for _, im := range out {
-		im.Close()
-	}
-	return nil
+	c.mu.Lock()
+	errs := c.deferred
+	c.deferred = nil
+	c.mu.Unlock()
+	return errors.Join(append(errs, closeAll(out))...)
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/memory"
 )
 
@@ -87,6 +88,7 @@ type Exporter struct {
 	conns    map[*net.UnixConn]bool
 	watchers map[*watcher]bool
 	closed   bool
+	deferred []error // of revocations a DMABuf's Close did, for Close
 	wg       sync.WaitGroup
 
 	// beforeReply (guarded by mu), when set (tests), runs after a request is accepted and
@@ -170,7 +172,13 @@ func (e *Exporter) Export(x *memory.DMABuf, dev DeviceID) (Handle, error) {
 	if err != nil {
 		return h, err
 	}
-	stop := x.AfterClose(func() { e.Revoke(h) })
+	stop := x.AfterClose(func() {
+		if err := e.Revoke(h); err != nil && !errors.Is(err, ErrUnknownBuffer) {
+			e.mu.Lock()
+			e.deferred = append(e.deferred, err)
+			e.mu.Unlock()
+		}
+	})
 	e.mu.Lock()
 	if en, ok := e.entries[h.BufferID]; ok {
 		en.stop = stop
@@ -211,8 +219,10 @@ func (e *Exporter) ExportFD(fd int, dev DeviceID, va, size, offset uint64) (Hand
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		unix.Close(dup)
-		return Handle{}, ErrClosed
+		if err := unix.Close(dup); err != nil {
+			return Handle{}, errors.Join(errclosed.New("ipc: exporter"), fmt.Errorf("ipc: close dup of fd %d: %w", fd, err))
+		}
+		return Handle{}, errclosed.New("ipc: exporter")
 	}
 	e.entries[id] = &entry{h: h, fd: dup}
 	return h, nil
@@ -221,7 +231,7 @@ func (e *Exporter) ExportFD(fd int, dev DeviceID, va, size, offset uint64) (Hand
 // Revoke stops serving h, closes the Exporter's duplicate of its
 // descriptor after any send in flight, and sends the buffer id to every
 // watcher. It returns ErrUnknownBuffer if h is not served (never exported
-// here, or already revoked).
+// here, or already revoked), and the error of closing the duplicate.
 func (e *Exporter) Revoke(h Handle) error {
 	e.mu.Lock()
 	en, ok := e.entries[h.BufferID]
@@ -240,12 +250,12 @@ func (e *Exporter) Revoke(h Handle) error {
 	if en.stop != nil {
 		en.stop()
 	}
-	en.close()
+	err := en.close()
 	msg := encodeNotice(noticeRevoked, h.BufferID)
 	for _, w := range ws {
 		w.notify(msg)
 	}
-	return nil
+	return err
 }
 
 // notify sends msg, closing the connection of a watcher that cannot take
@@ -266,13 +276,19 @@ func (e *Exporter) Watchers() int {
 	return len(e.watchers)
 }
 
-func (en *entry) close() {
+// close closes the Exporter's duplicate, once no send uses it.
+func (en *entry) close() error {
 	en.mu.Lock()
 	defer en.mu.Unlock()
-	if en.fd >= 0 {
-		unix.Close(en.fd)
-		en.fd = -1
+	if en.fd < 0 {
+		return nil
 	}
+	fd := en.fd
+	en.fd = -1
+	if err := unix.Close(fd); err != nil {
+		return fmt.Errorf("ipc: close the duplicate of buffer %s: %w", hex.EncodeToString(en.h.BufferID[:]), err)
+	}
+	return nil
 }
 
 // Exported returns the number of buffers being served.
@@ -284,7 +300,8 @@ func (e *Exporter) Exported() int {
 
 // Close stops the service: it closes the socket and every connection in
 // progress, waits for the handlers, and closes every duplicate descriptor.
-// It is idempotent.
+// It returns the errors of closing them, and of the duplicates closed
+// before when a DMABuf closed (see Export). It is idempotent.
 func (e *Exporter) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -301,17 +318,19 @@ func (e *Exporter) Close() error {
 	e.mu.Lock()
 	entries := e.entries
 	e.entries = map[[16]byte]*entry{}
+	errs := e.deferred
+	e.deferred = nil
 	e.mu.Unlock()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		errs = append(errs, err)
+	}
 	for _, en := range entries {
 		if en.stop != nil {
 			en.stop()
 		}
-		en.close()
+		errs = append(errs, en.close())
 	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (e *Exporter) serve() {

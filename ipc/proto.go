@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 )
 
 // Wire protocol on a SOCK_SEQPACKET Unix socket, one request per
@@ -90,8 +91,10 @@ var (
 	ErrProtocol = errors.New("ipc: protocol error")
 	// ErrOtherHost: the handle comes from another machine or boot.
 	ErrOtherHost = errors.New("ipc: handle from another boot or machine")
-	// ErrClosed: the Exporter is closed.
-	ErrClosed = errors.New("ipc: exporter closed")
+	// ErrClosed: the Exporter, Cache or Watcher is closed. It is
+	// os.ErrClosed, the sentinel every package of the module uses for
+	// closed objects.
+	ErrClosed = os.ErrClosed
 )
 
 // RefusedError is the exporter's refusal to pass a descriptor.

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 )
 
 // Watcher receives an exporter's revocations. Watch opens one.
@@ -68,7 +70,7 @@ func (w *Watcher) read() {
 		if err != nil {
 			select {
 			case <-w.done:
-				w.err = ErrClosed
+				w.err = errclosed.New("ipc: watcher")
 			default:
 				w.err = fmt.Errorf("%w: %s: watch connection closed (exporter closed, died, or dropped this watcher)", ErrExporterGone, w.addr)
 			}
@@ -85,7 +87,7 @@ func (w *Watcher) read() {
 		select {
 		case w.ids <- id:
 		case <-w.done:
-			w.err = ErrClosed
+			w.err = errclosed.New("ipc: watcher")
 			close(w.ids)
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -28,7 +29,8 @@ type AllocOptions struct {
 //
 // Close unmaps, then frees, in that order. It refuses with ErrInUse while a
 // dma-buf exported from the buffer is open, and defers the release while a
-// transfer holds the buffer (see Hold): the last Release finishes it.
+// transfer holds the buffer (see Hold): the last Release finishes it and
+// returns its error.
 //
 // A Buffer is safe for concurrent use; Close is idempotent.
 type Buffer struct {
@@ -74,8 +76,8 @@ func (m *Manager) Alloc(size uint64, opts AllocOptions) (*Buffer, error) {
 	ok := !m.closed && m.devVA.insert(b.va, b.va+b.size, b)
 	m.mu.Unlock()
 	if !ok {
-		b.release()
-		return nil, fmt.Errorf("allocate device memory: address %#x overlaps a live buffer or the manager closed", b.va)
+		err := fmt.Errorf("allocate device memory: address %#x overlaps a live buffer or the manager closed", b.va)
+		return nil, errors.Join(err, b.release())
 	}
 	return b, nil
 }
@@ -106,8 +108,7 @@ func (b *Buffer) allocMapped(opts AllocOptions) error {
 	in.MapDevice().Handle = b.handle
 	in.MapDevice().HintAddr = opts.Hint
 	if err := b.m.memory(&a); err != nil {
-		b.free()
-		return fmt.Errorf("map device memory: %w", err)
+		return errors.Join(fmt.Errorf("map device memory: %w", err), b.free())
 	}
 	b.va = a.Out().DeviceVirtAddr()
 	return nil
@@ -148,26 +149,29 @@ func (b *Buffer) Size() uint64 { return b.size }
 func (b *Buffer) Handle() uint64 { return b.handle }
 
 // Hold marks the buffer as used by a transfer, so Close defers its release
-// until the matching Release. It fails with ErrClosed once Close was called.
+// until the matching Release. It fails with an error matching ErrClosed
+// once Close was called.
 func (b *Buffer) Hold() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed || b.closing {
-		return ErrClosed
+		return errclosed.New("device buffer")
 	}
 	b.holds++
 	return nil
 }
 
-// Release ends a Hold; the last one finishes a deferred Close.
-func (b *Buffer) Release() {
+// Release ends a Hold. The last one finishes a deferred Close and returns
+// its error: the Close that deferred the release returned nil.
+func (b *Buffer) Release() error {
 	b.mu.Lock()
 	b.holds--
 	finish := b.holds == 0 && b.closing
 	b.mu.Unlock()
 	if finish {
-		b.finishClose()
+		return b.finishClose()
 	}
+	return nil
 }
 
 // Close unmaps and frees the buffer. See Buffer for when it refuses

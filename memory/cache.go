@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -53,13 +54,15 @@ func (r HostRef) VA() uint64 { return r.va }
 // Len returns the length of that memory.
 func (r HostRef) Len() uint64 { return r.n }
 
-// Release drops the reference. Releasing twice is a bug that the cache
-// detects and ignores.
-func (r HostRef) Release() {
+// Release drops the reference. It returns the errors of unmapping what the
+// cache released because of it: the mapping itself if it was invalidated
+// while held, and mappings evicted beyond the cache's limits. Releasing
+// twice is a bug that the cache detects and ignores.
+func (r HostRef) Release() error {
 	if r.e == nil {
-		return
+		return nil
 	}
-	r.e.h.m.cache.put(r.e)
+	return r.e.h.m.cache.put(r.e)
 }
 
 // CacheStats counts the registration cache's work.
@@ -73,7 +76,8 @@ type CacheStats struct {
 // registration cache: when a cached mapping already covers mem, it is
 // reused without an ioctl. The memory must not be Go-heap memory
 // (ErrGoHeap) and must stay valid until it is invalidated (InvalidateHost)
-// or the Manager is closed.
+// or the Manager is closed. Mappings the call evicts are unmapped; errors
+// of those unmaps are returned by the Manager's Close.
 func (m *Manager) MapHostCached(mem []byte) (HostRef, error) {
 	if len(mem) == 0 {
 		return HostRef{}, fmt.Errorf("map host memory: empty: %w", ErrRange)
@@ -97,7 +101,7 @@ func (m *Manager) MapHostCached(mem []byte) (HostRef, error) {
 	}
 	// Entries that overlap the new range but do not cover it are dropped
 	// when nobody holds them.
-	c.invalidate(start, start+n, false)
+	m.report(c.invalidate(start, start+n, false))
 	h, err := m.mapCachedHost(mem)
 	if err != nil {
 		return HostRef{}, err
@@ -111,7 +115,7 @@ func (m *Manager) MapHostCached(mem []byte) (HostRef, error) {
 	}
 	victims := c.trim()
 	c.mu.Unlock()
-	c.unmap(victims)
+	m.report(c.unmap(victims))
 	return HostRef{e: e, va: h.va, n: n}, nil
 }
 
@@ -132,14 +136,15 @@ func (m *Manager) mapCachedHost(mem []byte) (*HostBuffer, error) {
 }
 
 // InvalidateHost drops cached mappings that overlap mem, for example before
-// the memory is freed: mappings nobody holds are unmapped now, the others
-// when their last reference is released.
-func (m *Manager) InvalidateHost(mem []byte) {
+// the memory is freed: mappings nobody holds are unmapped now, and the
+// errors of those unmaps returned; the others are unmapped when their last
+// reference is released (see HostRef.Release).
+func (m *Manager) InvalidateHost(mem []byte) error {
 	if len(mem) == 0 {
-		return
+		return nil
 	}
 	start := addrOf(mem)
-	m.cache.invalidate(start, start+uint64(len(mem)), true)
+	return m.cache.invalidate(start, start+uint64(len(mem)), true)
 }
 
 // CacheStats returns the registration cache's counters.
@@ -161,12 +166,12 @@ func (c *regCache) lookupHost(addr uint64) (*HostBuffer, uint64, bool) {
 	return s.val.h, addr - s.start, true
 }
 
-// put drops one reference.
-func (c *regCache) put(e *cacheEntry) {
+// put drops one reference and returns the errors of the unmaps it caused.
+func (c *regCache) put(e *cacheEntry) error {
 	c.mu.Lock()
 	if e.refs <= 0 {
 		c.mu.Unlock()
-		return
+		return nil
 	}
 	e.refs--
 	var victims []*cacheEntry
@@ -175,12 +180,13 @@ func (c *regCache) put(e *cacheEntry) {
 	}
 	victims = append(victims, c.trim()...)
 	c.mu.Unlock()
-	c.unmap(victims)
+	return c.unmap(victims)
 }
 
 // invalidate removes entries overlapping [start, end); with all set it
-// also removes held ones (unmapped on their last release).
-func (c *regCache) invalidate(start, end uint64, all bool) {
+// also removes held ones (unmapped on their last release). It returns the
+// errors of the unmaps it made.
+func (c *regCache) invalidate(start, end uint64, all bool) error {
 	c.mu.Lock()
 	var victims []*cacheEntry
 	for i := 0; i < len(c.idx.s); {
@@ -195,7 +201,7 @@ func (c *regCache) invalidate(start, end uint64, all bool) {
 		}
 	}
 	c.mu.Unlock()
-	c.unmap(victims)
+	return c.unmap(victims)
 }
 
 // trim picks least recently used, unheld entries beyond the limits and
@@ -241,12 +247,16 @@ func (c *regCache) touch(e *cacheEntry) {
 }
 
 // unmap releases the mappings of entries taken out of the cache, each
-// once no transfer holds it.
-func (c *regCache) unmap(victims []*cacheEntry) {
+// once no transfer holds it, and returns the errors of the releases done
+// now (the last Release of a held one returns its own).
+func (c *regCache) unmap(victims []*cacheEntry) error {
+	var errs []error
 	for _, e := range victims {
-		e.h.shut()
+		errs = append(errs, e.h.shut())
 	}
+	return errors.Join(errs...)
 }
 
-// clear unmaps every entry nobody holds and forgets the rest.
-func (c *regCache) clear() { c.invalidate(0, ^uint64(0), true) }
+// clear unmaps every entry nobody holds and forgets the rest, which are
+// unmapped on their last release.
+func (c *regCache) clear() error { return c.invalidate(0, ^uint64(0), true) }

@@ -20,6 +20,13 @@
 // never unmapped under a running DMA. Manager.Close releases whatever is
 // left.
 //
+// No error of a release (UNMAP, FREE, munmap) is dropped. Close returns
+// the errors of what it releases, joined with errors.Join; a release that a
+// deferred Close leaves to the last Release is returned by that Release;
+// and the mappings the registration cache evicts on its own are reported
+// by Manager.Close. A call on a closed Manager or buffer fails with an
+// error matching ErrClosed, which is os.ErrClosed.
+//
 // # Address lookup
 //
 // Manager.Lookup tells, in O(log n), which buffer or mapping covers an

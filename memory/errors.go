@@ -1,6 +1,9 @@
 package memory
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // Sentinel errors callers branch on; errors from the driver keep their
 // errno as well (errors.Is(err, unix.ENOMEM)).
@@ -8,8 +11,10 @@ var (
 	// ErrInUse reports that a buffer cannot be released yet: a dma-buf
 	// exported from it is still open.
 	ErrInUse = errors.New("memory in use")
-	// ErrClosed reports a call on a closed Manager, buffer or mapping.
-	ErrClosed = errors.New("memory closed")
+	// ErrClosed reports a call on a closed Manager, buffer or mapping. It
+	// is os.ErrClosed, the sentinel every package of the module uses for
+	// closed objects.
+	ErrClosed = os.ErrClosed
 	// ErrGoHeap reports host memory that belongs to the Go heap: the
 	// garbage collector may move or free it, so it must not be given to
 	// DMA. Allocate with Manager.AllocHost or mmap instead.

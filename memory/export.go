@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -53,7 +54,7 @@ func (b *Buffer) Export(offset, size uint64, opts ExportOptions) (*DMABuf, error
 	b.mu.Lock()
 	if b.closed || b.closing {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("export device memory: %w", ErrClosed)
+		return nil, fmt.Errorf("export device memory: %w", errclosed.New("device buffer"))
 	}
 	b.exports++
 	b.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -54,7 +55,9 @@ func (m *Manager) AllocHost(size uint64, opts HostOptions) (*HostBuffer, error) 
 	}
 	h, err := m.mapHost(mem, true)
 	if err != nil {
-		munmapRange(mem)
+		if uerr := munmapRange(mem); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("free host memory: %w", uerr))
+		}
 		return nil, err
 	}
 	h.huge = huge
@@ -81,13 +84,17 @@ func mmapHost(size uint64, huge bool) ([]byte, string, error) {
 		return nil, "", err
 	}
 	off := alignOffset(mem, hugePageSize)
+	var errs []error
 	if off > 0 {
-		munmapRange(mem[:off:off])
+		errs = append(errs, munmapRange(mem[:off:off]))
 	}
 	if tail := mem[off+n:]; len(tail) > 0 {
-		munmapRange(tail)
+		errs = append(errs, munmapRange(tail))
 	}
 	mem = mem[off : off+n : off+n]
+	if err := errors.Join(errs...); err != nil {
+		return nil, "", errors.Join(fmt.Errorf("trim host memory to huge pages: %w", err), munmapRange(mem))
+	}
 	kind := ""
 	if unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil {
 		kind = "thp"
@@ -135,8 +142,8 @@ func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
 	}
 	m.mu.Unlock()
 	if !ok {
-		h.unmap()
-		return nil, fmt.Errorf("map host memory at %#x: the range is already mapped, or the manager closed", host)
+		err := fmt.Errorf("map host memory at %#x: the range is already mapped, or the manager closed", host)
+		return nil, errors.Join(err, h.unmap())
 	}
 	return h, nil
 }
@@ -155,31 +162,36 @@ func (h *HostBuffer) Size() uint64 { return h.size }
 func (h *HostBuffer) HugePages() string { return h.huge }
 
 // Hold marks the mapping as used by a transfer, so Close defers the unmap
-// until the matching Release. It fails with ErrClosed once Close was called.
+// until the matching Release. It fails with an error matching ErrClosed
+// once Close was called.
 func (h *HostBuffer) Hold() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || h.closing {
-		return ErrClosed
+		return errclosed.New("host mapping")
 	}
 	h.holds++
 	return nil
 }
 
-// Release ends a Hold; the last one finishes a deferred Close.
-func (h *HostBuffer) Release() {
+// Release ends a Hold. The last one finishes a deferred Close and returns
+// its error: the Close that deferred the unmap returned nil.
+func (h *HostBuffer) Release() error {
 	h.mu.Lock()
 	h.holds--
 	finish := h.holds == 0 && h.closing && !h.closed
 	h.mu.Unlock()
 	if finish {
-		h.release()
+		return h.release()
 	}
+	return nil
 }
 
 // Close unmaps the memory from the device (after running transfers end)
-// and, for AllocHost memory, frees it. A mapping owned by the registration
-// cache is released by the cache instead.
+// and, for AllocHost memory, frees it; while a transfer holds the mapping
+// it returns nil, and the last Release does the work and returns its
+// error. A mapping owned by the registration cache is released by the
+// cache instead.
 func (h *HostBuffer) Close() error {
 	h.mu.Lock()
 	if h.closed || h.closing || h.cached {

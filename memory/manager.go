@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
@@ -31,6 +33,9 @@ type Manager struct {
 	hostPtr spans[*HostBuffer] // host mappings by host address
 	phys    *physAlloc         // DRAM allocator where the driver has none
 	cache   *regCache
+
+	errMu    sync.Mutex
+	deferred []error // release errors no call could return, for Close
 }
 
 // Options configure a Manager.
@@ -74,7 +79,10 @@ func (m *Manager) Device() *device.Device { return m.dev }
 // buffers and device buffers (exports must be closed first; Close reports
 // ErrInUse for buffers that still have one and leaves them). Memory a
 // transfer holds (see Buffer.Hold) is released by the transfer's last
-// Release instead, as with the buffers' own Close. It is idempotent.
+// Release instead, as with the buffers' own Close. It returns every error
+// of the releases it did, joined, and the errors of releases nobody could
+// return before (mappings the registration cache evicted). It is
+// idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -91,19 +99,28 @@ func (m *Manager) Close() error {
 		hosts = append(hosts, s.val)
 	}
 	m.mu.Unlock()
-	m.cache.clear()
-	var first error
+	errs := []error{m.cache.clear()}
 	for _, h := range hosts {
-		if err := h.shut(); err != nil && first == nil {
-			first = err
-		}
+		errs = append(errs, h.shut())
 	}
 	for _, b := range bufs {
-		if err := b.Close(); err != nil && first == nil {
-			first = err
-		}
+		errs = append(errs, b.Close())
 	}
-	return first
+	m.errMu.Lock()
+	errs = append(errs, m.deferred...)
+	m.deferred = nil
+	m.errMu.Unlock()
+	return errors.Join(errs...)
+}
+
+// report keeps the error of a release that no call can return, for Close.
+func (m *Manager) report(err error) {
+	if err == nil {
+		return
+	}
+	m.errMu.Lock()
+	m.deferred = append(m.deferred, err)
+	m.errMu.Unlock()
 }
 
 // memory issues MEMORY with args.
@@ -195,4 +212,6 @@ func (m *Manager) Lookup(addr uint64) Region {
 	return Region{}
 }
 
-func (m *Manager) errClosed(op string) error { return fmt.Errorf("%s: %w", op, ErrClosed) }
+func (m *Manager) errClosed(op string) error {
+	return fmt.Errorf("%s: %w", op, errclosed.New("memory manager"))
+}

@@ -104,7 +104,7 @@
 // mapping of this process refer to it (it looks in /proc/self), so a
 // descriptor passed to another process does not keep the export alive
 // here. Two exports that overlap without being the same range cannot share
-// pages: while the first is open, the second fails with EBUSY. The driver
+// pages: while the first is open, the second fails with EOPNOTSUPP. The driver
 // accepts an export whose offset + size wraps around; the simulator
 // answers EINVAL. HW blocks mapped through MAP_BLOCK handles are plain
 // zeroed memory.

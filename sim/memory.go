@@ -374,12 +374,14 @@ func exportAligned(addr, size, offset uint64) error {
 
 // exportErrno maps the simulator's export failures to errno values: no
 // descriptor left is EMFILE as from get_unused_fd_flags, an overlap with a
-// live export (a limit of the simulator) EBUSY, the rest ENOMEM.
+// live export (a limit of the simulator, which the driver does not have)
+// EOPNOTSUPP, the rest ENOMEM. An overlap is not EBUSY: every EBUSY of an
+// ioctl means a device that is not operational (ioctl.ErrNotOperational).
 func exportErrno(err error) error {
 	var errno unix.Errno
 	switch {
 	case errors.Is(err, errExportOverlap):
-		return unix.EBUSY
+		return unix.EOPNOTSUPP
 	case errors.Is(err, errDRAMClosed):
 		return unix.ENODEV
 	case errors.As(err, &errno) && (errno == unix.EMFILE || errno == unix.ENFILE):

@@ -18,9 +18,11 @@
 //     TimestampBuffer with RegisterTimestamp has the driver record when an
 //     interrupt brought a counter to its target.
 //
-// Errors keep the driver's errno (errors.Is(err, unix.EINVAL)); requests an
+// Errors keep the driver's errno (errors.Is(err, unix.EINVAL)) and match
+// the sentinels of package ioctl by its rule (see ioctl.Error): requests an
 // ASIC refuses by design (EPERM: multi-CS waits and staged submissions on
-// Gaudi2, user interrupts on Gaudi) also match ErrNotSupported.
+// Gaudi2, user interrupts on Gaudi) match ErrNotSupported, a device in
+// reset ioctl.ErrNotOperational, a closed device ioctl.ErrClosed.
 //
 // Blocking waits take a context.Context and are issued in slices, so
 // cancelling the context ends them promptly. A submission the driver

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -11,13 +10,13 @@ import (
 	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
-	"golang.org/x/sys/unix"
 )
 
 // ErrNotSupported matches requests the ASIC refuses by design (the driver
 // answers EPERM): multi-CS waits and staged submissions on Gaudi2, user
-// interrupts on Gaudi. It is ioctl.ErrNotSupported, so either sentinel
-// works with errors.Is; the errno stays reachable too.
+// interrupts on Gaudi. It is ioctl.ErrNotSupported, and the errors match
+// it by ioctl's rule (see ioctl.Error), so either sentinel works with
+// errors.Is; the errno stays reachable too.
 var ErrNotSupported = ioctl.ErrNotSupported
 
 // NoSeq is the sequence number a wait for a signal answers when the driver
@@ -113,19 +112,7 @@ func issueCS[T submit.Args](s *Streams, op string, a *T) (*hl.CSOut, error) {
 	return out, nil
 }
 
-// wrap adds op to an error; an EPERM also matches ErrNotSupported.
+// wrap adds op to an error. The sentinels it matches are ioctl's.
 func wrap(op string, err error) error {
-	if errors.Is(err, unix.EPERM) {
-		return &refusedError{op: op, err: err}
-	}
 	return fmt.Errorf("%s: %w", op, err)
 }
-
-// refusedError is a request the ASIC refuses (EPERM).
-type refusedError struct {
-	op  string
-	err error
-}
-
-func (e *refusedError) Error() string   { return e.op + ": " + e.err.Error() }
-func (e *refusedError) Unwrap() []error { return []error{ErrNotSupported, e.err} }

@@ -91,7 +91,9 @@ func collectHardware(nodes []device.Node, verbose bool) (*inventory, error) {
 		if nd.ControlPath != "" {
 			if d, err := device.OpenControl(nd.ControlPath); err == nil {
 				fill(&r, d, verbose)
-				d.Close()
+				if err := d.Close(); err != nil {
+					r.Errors = append(r.Errors, field{"close", err.Error()})
+				}
 			} else {
 				r.Errors = append(r.Errors, field{"open", err.Error()})
 			}
@@ -114,7 +116,9 @@ func collectSim(verbose bool) (*inventory, error) {
 			r.Errors = append(r.Errors, field{"open", err.Error()})
 		} else {
 			fill(&r, d, verbose)
-			d.Close()
+			if err := d.Close(); err != nil {
+				r.Errors = append(r.Errors, field{"close", err.Error()})
+			}
 		}
 		inv.Devices = append(inv.Devices, r)
 	}

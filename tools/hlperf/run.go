@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -31,22 +33,22 @@ type result struct {
 	P99us     float64 `json:"p99_us"`
 }
 
-func run(cfg config) ([]result, error) {
+func run(cfg config) (_ []result, err error) {
 	d, err := device.OpenDefault()
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer closeInto(&err, d)
 	m, err := memory.New(d, memory.Options{})
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
+	defer closeInto(&err, m)
 	e, err := dma.New(m, dma.Options{Streams: cfg.streams})
 	if err != nil {
 		return nil, err
 	}
-	defer e.Close()
+	defer closeInto(&err, e)
 	hostA, err := m.AllocHost(cfg.max, memory.HostOptions{HugePages: true})
 	if err != nil {
 		return nil, err
@@ -123,7 +125,7 @@ func run(cfg config) ([]result, error) {
 
 // measure runs the copies of one point (together, as one batch) and returns
 // the latency of each timed iteration.
-func measure(ctx context.Context, e *dma.Engine, copies [][3]uint64, warmup, iters int) ([]time.Duration, error) {
+func measure(ctx context.Context, e *dma.Engine, copies [][3]uint64, warmup, iters int) (_ []time.Duration, err error) {
 	b := e.NewBatch()
 	for _, c := range copies {
 		if err := b.Copy(c[0], c[1], c[2]); err != nil {
@@ -134,7 +136,7 @@ func measure(ctx context.Context, e *dma.Engine, copies [][3]uint64, warmup, ite
 	if err != nil {
 		return nil, err
 	}
-	defer p.Close()
+	defer closeInto(&err, p)
 	var lat []time.Duration
 	for i := 0; i < warmup+iters; i++ {
 		start := time.Now()
@@ -146,4 +148,10 @@ func measure(ctx context.Context, e *dma.Engine, copies [][3]uint64, warmup, ite
 		}
 	}
 	return lat, nil
+}
+
+// closeInto closes c, adding its error to *err: a release that fails is
+// reported with the run.
+func closeInto(err *error, c io.Closer) {
+	*err = errors.Join(*err, c.Close())
 }
