@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
@@ -40,7 +41,7 @@ func TestStalledEDMAHoldsCopies(t *testing.T) {
 	defer dst.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := eng.Copy(ctx, src.VA(), host.VA(), n); err != nil {
+	if err := eng.CopyToDevice(ctx, src.Range(0, n), host.Range(0, n)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -53,7 +54,11 @@ func TestStalledEDMAHoldsCopies(t *testing.T) {
 	if err := control.StallEngines(d, edmas...); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := eng.StartCopy(dst.VA(), src.VA(), n)
+	b := eng.NewBatch(dma.BatchOptions{})
+	if err := b.CopyOnDevice(dst.Range(0, n), src.Range(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := b.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +76,7 @@ func TestStalledEDMAHoldsCopies(t *testing.T) {
 	for i := range host.Bytes() {
 		host.Bytes()[i] = 0
 	}
-	if err := eng.Copy(ctx, host.VA(), dst.VA(), n); err != nil {
+	if err := eng.CopyToHost(ctx, host.Range(0, n), dst.Range(0, n)); err != nil {
 		t.Fatal(err)
 	}
 	for i, b := range host.Bytes() {

@@ -6,47 +6,112 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/memlink"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
-// op is one copy or fill of a batch, in device addresses.
+// op is one copy or fill of a batch, in device addresses, and the buffers
+// and mappings it touches (a *memory.Buffer or *memory.HostBuffer each).
 type op struct {
-	dir     Direction
-	dst     uint64
-	src     uint64 // source address, or the pattern of a fill
-	n       uint64
-	memset  bool
-	regions []memory.Region
+	dir    Direction
+	dst    uint64
+	src    uint64 // source address, or the pattern of a fill
+	n      uint64
+	memset bool
+	held   [2]any
 }
 
 // Batch collects copies and fills that are submitted together: as few CSs
 // as the driver's limits allow (512 jobs per CS, HL_MAX_CB_SIZE per
 // command buffer), their jobs spread over the queues of each direction.
-// The operations of a batch may run in any order and concurrently. A Batch
-// is not safe for concurrent use; the Transfer it starts is.
+// The operations of a batch may run in any order and concurrently, so
+// none may write memory another reads or writes. A Batch is not safe for
+// concurrent use; the Transfer it starts is.
 type Batch struct {
-	e       *Engine
-	ops     []op
-	err     error
-	timeout time.Duration // 0: the Engine's
+	e    *Engine
+	ops  []op
+	err  error
+	opts BatchOptions
 }
 
-// SetTimeout gives this batch's CSs their own timeout (whole seconds,
-// rounded up; HL_CS_FLAGS_CUSTOM_TIMEOUT), overriding Options.Timeout. 0,
-// or a negative d, leaves the Engine's; d is capped at 2^32-1 seconds, the
-// most the driver's field holds.
-func (b *Batch) SetTimeout(d time.Duration) { b.timeout = min(max(d, 0), maxTimeout) }
+// BatchOptions adjust a Batch.
+type BatchOptions struct {
+	// Timeout gives the batch's CSs their own timeout (whole seconds,
+	// rounded up; HL_CS_FLAGS_CUSTOM_TIMEOUT), overriding Options.Timeout.
+	// 0, or a negative value, leaves the Engine's; it is capped at 2^32-1
+	// seconds, the most the driver's field holds.
+	Timeout time.Duration
+}
 
 // NewBatch returns an empty batch.
-func (e *Engine) NewBatch() *Batch { return &Batch{e: e} }
+func (e *Engine) NewBatch(opts BatchOptions) *Batch {
+	opts.Timeout = min(max(opts.Timeout, 0), maxTimeout)
+	return &Batch{e: e, opts: opts}
+}
 
-// Copy adds a copy of n bytes from src to dst. Each address is a device
-// address of a buffer or host mapping, or a host pointer of mapped host
-// memory, and the whole range must lie in one buffer or mapping. The first
-// error of a batch is kept and returned by Start too.
-func (b *Batch) Copy(dst, src, n uint64) error {
+// CopyToDevice adds a copy from host memory to device memory. The ranges
+// must have the same length. The first error of a batch is kept and
+// returned by Start too.
+func (b *Batch) CopyToDevice(dst memory.DeviceRange, src memory.HostRange) error {
+	return b.add(HostToDevice, dst.Buffer(), dst.Check(), dst.VA(), dst.Len(), src.Buffer(), src.Check(), src.VA(), src.Len())
+}
+
+// CopyToHost adds a copy from device memory to host memory.
+func (b *Batch) CopyToHost(dst memory.HostRange, src memory.DeviceRange) error {
+	return b.add(DeviceToHost, dst.Buffer(), dst.Check(), dst.VA(), dst.Len(), src.Buffer(), src.Check(), src.VA(), src.Len())
+}
+
+// CopyOnDevice adds a copy between two ranges of device memory.
+func (b *Batch) CopyOnDevice(dst, src memory.DeviceRange) error {
+	return b.add(DeviceToDevice, dst.Buffer(), dst.Check(), dst.VA(), dst.Len(), src.Buffer(), src.Check(), src.VA(), src.Len())
+}
+
+// Memset adds a fill of device memory with a 64-bit pattern (the DMA
+// engine repeats it, low byte first).
+func (b *Batch) Memset(dst memory.DeviceRange, pattern uint64) error {
+	if b.err != nil {
+		return b.err
+	}
+	if err := dst.Check(); err != nil {
+		b.err = fmt.Errorf("memset destination: %w", err)
+		return b.err
+	}
+	if dst.Len() > 0 {
+		b.ops = append(b.ops, op{dir: DeviceToDevice, dst: dst.VA(), src: pattern, n: dst.Len(), memset: true, held: [2]any{dst.Buffer()}})
+	}
+	return nil
+}
+
+// add adds a copy between two checked ranges.
+func (b *Batch) add(dir Direction, dst any, dstErr error, dstVA, dstLen uint64, src any, srcErr error, srcVA, srcLen uint64) error {
+	if b.err != nil {
+		return b.err
+	}
+	switch {
+	case dstErr != nil:
+		b.err = fmt.Errorf("copy destination: %w", dstErr)
+	case srcErr != nil:
+		b.err = fmt.Errorf("copy source: %w", srcErr)
+	case dstLen != srcLen:
+		b.err = fmt.Errorf("copy of %d bytes into %d: %w", srcLen, dstLen, ErrLength)
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if dstLen > 0 {
+		b.ops = append(b.ops, op{dir: dir, dst: dstVA, src: srcVA, n: dstLen, held: [2]any{src, dst}})
+	}
+	return nil
+}
+
+// CopyAddr adds a copy of n bytes between two addresses, for programs that
+// compute addresses themselves. Each is a device address of a buffer or
+// host mapping of the Engine's Manager, or a host pointer of mapped host
+// memory, and the whole range must lie in one buffer or mapping; the
+// direction follows from what the addresses are. Prefer the typed copies.
+func (b *Batch) CopyAddr(dst, src, n uint64) error {
 	if b.err != nil {
 		return b.err
 	}
@@ -63,13 +128,13 @@ func (b *Batch) Copy(dst, src, n uint64) error {
 		b.err = err
 		return err
 	}
-	b.ops = append(b.ops, op{dir: direction(rd.Kind, rs.Kind), dst: rd.DeviceVA(), src: rs.DeviceVA(), n: n, regions: []memory.Region{rs, rd}})
+	b.ops = append(b.ops, op{dir: direction(rd.Kind, rs.Kind), dst: rd.DeviceVA(), src: rs.DeviceVA(), n: n, held: [2]any{regionOwner(rs), regionOwner(rd)}})
 	return nil
 }
 
-// Memset adds a fill of n bytes at dst with the 64-bit pattern (the DMA
-// engine repeats it, low byte first).
-func (b *Batch) Memset(dst, pattern, n uint64) error {
+// MemsetAddr adds a fill of n bytes at the address dst (see CopyAddr) with
+// a 64-bit pattern.
+func (b *Batch) MemsetAddr(dst, pattern, n uint64) error {
 	if b.err != nil {
 		return b.err
 	}
@@ -81,15 +146,20 @@ func (b *Batch) Memset(dst, pattern, n uint64) error {
 		b.err = err
 		return err
 	}
-	dir := HostToDevice
+	dir := DeviceToDevice
 	if rd.Kind == memory.HostMemory {
 		dir = HostToHost
 	}
-	if rd.Kind == memory.DeviceMemory {
-		dir = DeviceToDevice
-	}
-	b.ops = append(b.ops, op{dir: dir, dst: rd.DeviceVA(), src: pattern, n: n, memset: true, regions: []memory.Region{rd}})
+	b.ops = append(b.ops, op{dir: dir, dst: rd.DeviceVA(), src: pattern, n: n, memset: true, held: [2]any{regionOwner(rd)}})
 	return nil
+}
+
+// regionOwner returns the buffer or mapping of a resolved region.
+func regionOwner(r memory.Region) any {
+	if r.Kind == memory.DeviceMemory {
+		return r.Device
+	}
+	return r.Host
 }
 
 // Len returns the number of operations added.
@@ -97,19 +167,18 @@ func (b *Batch) Len() int { return len(b.ops) }
 
 // job is one CS chunk: a command buffer on a queue, filled up to buf.
 type job struct {
-	queue uint32
-	cb    *cmdBuf
-	buf   []byte // packets written so far, within cb.mem
+	queue  uint32
+	cb     *cmdBuf
+	buf    []byte // packets written so far, within cb.mem
+	flight flight // what its packets since the last engine barrier touch
 }
 
 // Start encodes and submits the batch and returns its Transfer. The
 // memory the batch touches is held, and the command buffers kept, until
-// the device is done with the transfer.
-func (b *Batch) Start() (*Transfer, error) { return b.start(context.Background()) }
-
-// start is Start with the context that bounds the retries of a submission
-// the driver refuses for now (EAGAIN).
-func (b *Batch) start(ctx context.Context) (*Transfer, error) {
+// the device is done with the transfer. ctx bounds the retries of a
+// submission the driver refuses for now (EAGAIN); once a CS is queued, the
+// transfer is the device's whatever ctx does.
+func (b *Batch) Start(ctx context.Context) (*Transfer, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -137,7 +206,7 @@ func (b *Batch) start(ctx context.Context) (*Transfer, error) {
 	}
 	for start := 0; start < len(jobs); start += hl.HL_MAX_JOBS_PER_CS {
 		part := jobs[start:min(start+hl.HL_MAX_JOBS_PER_CS, len(jobs))]
-		seq, queued, err := e.submit(ctx, part, b.timeout)
+		seq, queued, err := e.submit(ctx, part, b.opts.Timeout)
 		if queued {
 			t.seqs = append(t.seqs, seq)
 		}
@@ -176,37 +245,22 @@ func (b *Batch) start(ctx context.Context) (*Transfer, error) {
 	return t, nil
 }
 
-// holdAll holds every region the batch touches. On error the returned
-// slice has the holds taken so far, for the caller to release.
-func (b *Batch) holdAll() ([]holder, error) {
-	var hs []holder
+// holdAll holds every buffer and mapping the batch touches. On error the
+// returned slice has the holds taken so far, for the caller to release.
+func (b *Batch) holdAll() ([]any, error) {
+	hs := make([]any, 0, 2*len(b.ops))
 	for _, o := range b.ops {
-		for _, r := range o.regions {
-			h, err := hold(r)
-			if err != nil {
+		for _, x := range o.held {
+			if x == nil {
+				continue
+			}
+			if err := memlink.Hold(x); err != nil {
 				return hs, err
 			}
-			hs = append(hs, h)
+			hs = append(hs, x)
 		}
 	}
 	return hs, nil
-}
-
-// hold takes a hold on the buffer or mapping of a region.
-func hold(r memory.Region) (holder, error) {
-	switch r.Kind {
-	case memory.DeviceMemory:
-		if err := r.Device.Hold(); err != nil {
-			return nil, err
-		}
-		return r.Device, nil
-	case memory.HostMemory:
-		if err := r.Host.Hold(); err != nil {
-			return nil, err
-		}
-		return r.Host, nil
-	}
-	return nil, ErrUnmapped
 }
 
 // maxPacket is the most one LIN_DMA moves here: the driver's own 2 GiB
@@ -217,12 +271,10 @@ const maxPacket = packet.DriverChunkSize
 // different queues when large, and each stripe into LIN_DMA packets.
 func (b *Batch) encode() ([]*job, error) {
 	e := b.e
-	hdr := packet.Header{EngineBarrier: true, MsgBarrier: true, RegBarrier: e.format == packet.Gaudi}
-	copyEnc := packet.NewCopyEncoder(e.format, hdr, false, false)
-	fillEnc := packet.NewCopyEncoder(e.format, hdr, true, false)
+	enc := e.enc
 	current := map[uint32]*job{}
 	var jobs []*job
-	add := func(q uint32, enc packet.CopyEncoder, src, dst uint64, n uint32) error {
+	add := func(q uint32, memset bool, src, dst uint64, n uint32) error {
 		j := current[q]
 		for {
 			if j == nil {
@@ -234,7 +286,7 @@ func (b *Batch) encode() ([]*job, error) {
 				current[q] = j
 				jobs = append(jobs, j)
 			}
-			out, err := enc.Append(j.buf, src, dst, n)
+			out, err := enc.pick(memset, j.flight.admit(memset, src, dst, uint64(n))).Append(j.buf, src, dst, n)
 			if errors.Is(err, packet.ErrNoRoom) {
 				j = nil
 				continue
@@ -252,10 +304,6 @@ func (b *Batch) encode() ([]*job, error) {
 			stripes = min(uint64(len(e.q.byDir[o.dir].ids)), o.n/(e.opts.StripeSize/2))
 		}
 		per := (o.n + stripes - 1) / stripes
-		enc := copyEnc
-		if o.memset {
-			enc = fillEnc
-		}
 		for s := uint64(0); s < stripes; s++ {
 			q := e.queue(o.dir)
 			off := s * per
@@ -266,7 +314,7 @@ func (b *Batch) encode() ([]*job, error) {
 				if o.memset {
 					src = o.src
 				}
-				if err := add(q, enc, src, o.dst+off, uint32(n)); err != nil {
+				if err := add(q, o.memset, src, o.dst+off, uint32(n)); err != nil {
 					return jobs, fmt.Errorf("encode transfer: %w", err)
 				}
 				off += n
@@ -279,42 +327,51 @@ func (b *Batch) encode() ([]*job, error) {
 	return jobs, nil
 }
 
-// Copy copies n bytes from src to dst and waits for the copy; see
-// Batch.Copy for the addresses it takes.
-func (e *Engine) Copy(ctx context.Context, dst, src, n uint64) error {
-	if n == 0 {
-		return nil
-	}
+// CopyToDevice copies host memory to device memory and waits for the copy.
+// The ranges must have the same length. When ctx ends first it returns
+// ctx's error at once; the copy may still run, and the memory stays held
+// until the device is done (see Transfer.Wait).
+func (e *Engine) CopyToDevice(ctx context.Context, dst memory.DeviceRange, src memory.HostRange) error {
 	b := Batch{e: e}
-	if err := b.Copy(dst, src, n); err != nil {
+	if err := b.CopyToDevice(dst, src); err != nil {
 		return err
 	}
-	t, err := b.start(ctx)
-	if err != nil {
-		return err
-	}
-	return t.Wait(ctx)
+	return b.run(ctx)
 }
 
-// StartCopy starts a copy and returns without waiting.
-func (e *Engine) StartCopy(dst, src, n uint64) (*Transfer, error) {
+// CopyToHost copies device memory to host memory and waits for the copy.
+func (e *Engine) CopyToHost(ctx context.Context, dst memory.HostRange, src memory.DeviceRange) error {
 	b := Batch{e: e}
-	if err := b.Copy(dst, src, n); err != nil {
-		return nil, err
-	}
-	return b.Start()
-}
-
-// Memset fills n bytes at dst with a 64-bit pattern and waits.
-func (e *Engine) Memset(ctx context.Context, dst, pattern, n uint64) error {
-	if n == 0 {
-		return nil
-	}
-	b := Batch{e: e}
-	if err := b.Memset(dst, pattern, n); err != nil {
+	if err := b.CopyToHost(dst, src); err != nil {
 		return err
 	}
-	t, err := b.start(ctx)
+	return b.run(ctx)
+}
+
+// CopyOnDevice copies between two ranges of device memory and waits.
+func (e *Engine) CopyOnDevice(ctx context.Context, dst, src memory.DeviceRange) error {
+	b := Batch{e: e}
+	if err := b.CopyOnDevice(dst, src); err != nil {
+		return err
+	}
+	return b.run(ctx)
+}
+
+// Memset fills device memory with a 64-bit pattern and waits.
+func (e *Engine) Memset(ctx context.Context, dst memory.DeviceRange, pattern uint64) error {
+	b := Batch{e: e}
+	if err := b.Memset(dst, pattern); err != nil {
+		return err
+	}
+	return b.run(ctx)
+}
+
+// run starts the batch and waits for it; an empty batch does nothing.
+func (b *Batch) run(ctx context.Context) error {
+	if len(b.ops) == 0 {
+		return nil
+	}
+	t, err := b.Start(ctx)
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,9 @@ func BenchmarkPreparedRun(b *testing.B) {
 	r := newRig(b, sim.Gaudi2, Options{})
 	h, _ := r.m.AllocHost(4096, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
-	bt := r.e.NewBatch()
-	bt.Copy(buf.VA(), h.VA(), 64)
-	p, err := bt.Prepare()
+	bt := r.e.NewBatch(BatchOptions{})
+	bt.CopyAddr(buf.VA(), h.VA(), 64)
+	p, err := bt.Prepare(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,10 +44,10 @@ func BenchmarkCopy64MiB(b *testing.B) {
 	fill(h2.Bytes(), 2)
 	// Warm up: fault in every page on both sides.
 	for i := 0; i < 2; i++ {
-		if err := r.e.Copy(ctx, buf.VA(), h.VA(), n); err != nil {
+		if err := copyVA(ctx, r.e, buf.VA(), h.VA(), n); err != nil {
 			b.Fatal(err)
 		}
-		if err := r.e.Copy(ctx, h2.VA(), buf.VA(), n); err != nil {
+		if err := copyVA(ctx, r.e, h2.VA(), buf.VA(), n); err != nil {
 			b.Fatal(err)
 		}
 		copy(h2.Bytes(), h.Bytes())
@@ -57,8 +57,8 @@ func BenchmarkCopy64MiB(b *testing.B) {
 		run  func() error
 	}{
 		{"memcpy", func() error { copy(h2.Bytes(), h.Bytes()); return nil }},
-		{"h2d", func() error { return r.e.Copy(ctx, buf.VA(), h.VA(), n) }},
-		{"d2h", func() error { return r.e.Copy(ctx, h2.VA(), buf.VA(), n) }},
+		{"h2d", func() error { return copyVA(ctx, r.e, buf.VA(), h.VA(), n) }},
+		{"d2h", func() error { return copyVA(ctx, r.e, h2.VA(), buf.VA(), n) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(n)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gaudi-go/gaudi/internal/memlink"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -140,7 +141,7 @@ func (p *cbPool) allocSlab(n uint64) (*memory.HostBuffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Hold(); err != nil {
+	if err := memlink.Hold(h); err != nil {
 		h.Close()
 		return nil, err
 	}
@@ -231,7 +232,7 @@ func (p *cbPool) close() error {
 	for _, h := range slabs {
 		// The pool holds its slabs (see newSlab): Close marks them, and the
 		// Release of that hold unmaps them.
-		if err := errors.Join(h.Close(), h.Release()); err != nil {
+		if err := errors.Join(h.Close(), memlink.Release(h)); err != nil {
 			errs = append(errs, fmt.Errorf("free command buffers: %w", err))
 		}
 	}

@@ -88,14 +88,14 @@ func TestRoundTrip(t *testing.T) {
 			for i, n := range []uint64{1, 7, 4096, 4097, 1 << 20, max} {
 				fill(src.Bytes()[:n], uint64(i+1))
 				clear(dst.Bytes()[:n])
-				if err := r.e.Copy(ctx, a.VA()+3, src.VA(), n); err != nil {
+				if err := copyVA(ctx, r.e, a.VA()+3, src.VA(), n); err != nil {
 					t.Fatalf("%d bytes host to device: %v", n, err)
 				}
-				if err := r.e.Copy(ctx, b.VA(), a.VA()+3, n); err != nil {
+				if err := copyVA(ctx, r.e, b.VA(), a.VA()+3, n); err != nil {
 					t.Fatalf("%d bytes device to device: %v", n, err)
 				}
 				// Host pointers work as well as device addresses.
-				if err := r.e.Copy(ctx, addr(dst.Bytes()), b.VA(), n); err != nil {
+				if err := copyVA(ctx, r.e, addr(dst.Bytes()), b.VA(), n); err != nil {
 					t.Fatalf("%d bytes device to host: %v", n, err)
 				}
 				if !bytes.Equal(dst.Bytes()[:n], src.Bytes()[:n]) {
@@ -111,10 +111,10 @@ func TestMemsetAndBatch(t *testing.T) {
 	ctx := context.Background()
 	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
-	if err := r.e.Memset(ctx, buf.VA(), 0x0807060504030201, 4096); err != nil {
+	if err := memsetVA(ctx, r.e, buf.VA(), 0x0807060504030201, 4096); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.e.Copy(ctx, h.VA(), buf.VA(), 4096); err != nil {
+	if err := copyVA(ctx, r.e, h.VA(), buf.VA(), 4096); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 4096; i++ {
@@ -124,14 +124,14 @@ func TestMemsetAndBatch(t *testing.T) {
 	}
 	// A batch of 600 small copies needs more than one command buffer
 	// and is spread over queues.
-	b := r.e.NewBatch()
+	b := r.e.NewBatch(BatchOptions{})
 	for i := 0; i < 600; i++ {
 		h.Bytes()[i] = byte(i * 7)
-		if err := b.Copy(buf.VA()+uint64(i)*64, h.VA()+uint64(i), 1); err != nil {
+		if err := b.CopyAddr(buf.VA()+uint64(i)*64, h.VA()+uint64(i), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tr, err := b.Start()
+	tr, err := b.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestMemsetAndBatch(t *testing.T) {
 	}
 	out := make([]byte, 1)
 	for i := 0; i < 600; i += 97 {
-		if err := r.e.Copy(ctx, h.VA()+4096, buf.VA()+uint64(i)*64, 1); err != nil {
+		if err := copyVA(ctx, r.e, h.VA()+4096, buf.VA()+uint64(i)*64, 1); err != nil {
 			t.Fatal(err)
 		}
 		out[0] = h.Bytes()[4096]
@@ -159,15 +159,15 @@ func TestErrors(t *testing.T) {
 	r := newRig(t, sim.Gaudi2, Options{})
 	ctx := context.Background()
 	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
-	if err := r.e.Copy(ctx, buf.VA(), 0x1234, 8); !errors.Is(err, ErrUnmapped) {
+	if err := copyVA(ctx, r.e, buf.VA(), 0x1234, 8); !errors.Is(err, ErrUnmapped) {
 		t.Errorf("copy from an unmapped address: %v", err)
 	}
-	if err := r.e.Copy(ctx, buf.VA()+buf.Size()-4, buf.VA(), 8); !errors.Is(err, ErrUnmapped) {
+	if err := copyVA(ctx, r.e, buf.VA()+buf.Size()-4, buf.VA(), 8); !errors.Is(err, ErrUnmapped) {
 		t.Errorf("copy past the end of a buffer: %v", err)
 	}
 	// A closed buffer under a running transfer is released afterwards.
 	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
-	tr, err := r.e.StartCopy(buf.VA(), h.VA(), 1<<20)
+	tr, err := startCopyVA(r.e, buf.VA(), h.VA(), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestErrors(t *testing.T) {
 	c, cancel := context.WithCancel(ctx)
 	cancel()
 	b2, _ := r.m.Alloc(1, memory.AllocOptions{})
-	tr, err = r.e.StartCopy(b2.VA(), h.VA(), 4096)
+	tr, err = startCopyVA(r.e, b2.VA(), h.VA(), 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,9 +198,9 @@ func TestPrepared(t *testing.T) {
 	r := newRig(t, sim.Gaudi2, Options{})
 	h, _ := r.m.AllocHost(4096, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
-	b := r.e.NewBatch()
-	b.Copy(buf.VA(), h.VA(), 4096)
-	p, err := b.Prepare()
+	b := r.e.NewBatch(BatchOptions{})
+	b.CopyAddr(buf.VA(), h.VA(), 4096)
+	p, err := b.Prepare(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,10 +234,10 @@ func TestMappedKernelCBs(t *testing.T) {
 	out, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
 	fill(h.Bytes(), 9)
-	if err := r.e.Copy(ctx, buf.VA(), h.VA(), 1<<20); err != nil {
+	if err := copyVA(ctx, r.e, buf.VA(), h.VA(), 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.e.Copy(ctx, out.VA(), buf.VA(), 1<<20); err != nil {
+	if err := copyVA(ctx, r.e, out.VA(), buf.VA(), 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(h.Bytes(), out.Bytes()) {
@@ -251,13 +251,13 @@ func TestCloseFinishesUnwaited(t *testing.T) {
 	r := newRig(t, sim.Gaudi2, Options{})
 	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
-	tr, err := r.e.StartCopy(buf.VA(), h.VA(), 1<<20)
+	tr, err := startCopyVA(r.e, buf.VA(), h.VA(), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := r.e.NewBatch()
-	b.Copy(h.VA(), buf.VA(), 4096)
-	if _, err := b.Prepare(); err != nil {
+	b := r.e.NewBatch(BatchOptions{})
+	b.CopyAddr(h.VA(), buf.VA(), 4096)
+	if _, err := b.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -276,7 +276,7 @@ func TestCloseFinishesUnwaited(t *testing.T) {
 	if err := buf.Close(); err != nil || r.m.Lookup(buf.VA()).Kind != memory.Unknown {
 		t.Errorf("buffer still held after Engine.Close: %v", err)
 	}
-	if _, err := r.e.StartCopy(buf.VA(), h.VA(), 1); err == nil {
+	if _, err := startCopyVA(r.e, buf.VA(), h.VA(), 1); err == nil {
 		t.Error("StartCopy after Close succeeded")
 	}
 }
@@ -288,17 +288,16 @@ func TestBatchTimeout(t *testing.T) {
 	r := newRig(t, sim.Gaudi, Options{Timestamps: true})
 	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
-	b := r.e.NewBatch()
-	b.SetTimeout(1500 * time.Millisecond)
-	if err := b.Copy(buf.VA(), h.VA(), 1<<20); err != nil {
+	b := r.e.NewBatch(BatchOptions{Timeout: 1500 * time.Millisecond})
+	if err := b.CopyAddr(buf.VA(), h.VA(), 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	var a hl.CSChunksArgs
-	r.e.fillCS(&a, nil, b.timeout)
+	r.e.fillCS(&a, nil, b.opts.Timeout)
 	if in := &a; in.CSFlags&hl.HL_CS_FLAGS_CUSTOM_TIMEOUT == 0 || in.Timeout != 2 || in.CSFlags&hl.HL_CS_FLAGS_TIMESTAMP == 0 {
 		t.Errorf("CS flags %#x timeout %d, want CUSTOM_TIMEOUT|TIMESTAMP and 2 s", in.CSFlags, in.Timeout)
 	}
-	tr, err := b.Start()
+	tr, err := b.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

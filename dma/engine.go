@@ -10,6 +10,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/errclosed"
+	"github.com/gaudi-go/gaudi/internal/memlink"
 	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
@@ -88,6 +89,7 @@ type Engine struct {
 	dev    *device.Device
 	io     *ioctl.Device
 	format packet.Format
+	enc    *encoders
 	q      queueTable
 	cbs    *cbPool
 	opts   Options
@@ -120,15 +122,20 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 	if d.ASIC().IsGaudi() {
 		f = packet.Gaudi
 	}
-	return &Engine{
+	e := &Engine{
 		mem:    m,
 		dev:    d,
 		io:     d.Ioctl(),
 		format: f,
+		enc:    newEncoders(f),
 		q:      q,
 		cbs:    newCBPool(d.Ioctl(), m, q.userCB, opts.MappedKernelCBs),
 		opts:   opts,
-	}, nil
+	}
+	// The first open Engine moves the bytes of the Manager's ReadAt and
+	// WriteAt.
+	memlink.Attach(m, e)
+	return e, nil
 }
 
 // Close closes the Engine's prepared batches and waits until the device
@@ -158,6 +165,7 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.closing = make(chan struct{})
+	memlink.Detach(e.mem, e)
 	var ts []*Transfer
 	for t := range e.pending {
 		ts = append(ts, t)

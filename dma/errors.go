@@ -18,6 +18,8 @@ var (
 	// closed objects, so a memory buffer closed under a batch matches it
 	// too.
 	ErrClosed = os.ErrClosed
+	// ErrLength reports a copy between ranges of different lengths.
+	ErrLength = errors.New("copy ranges differ in length")
 	// ErrTooLarge reports a batch that does not fit the driver's limits
 	// even when split (it never happens for Copy and Memset).
 	ErrTooLarge = errors.New("batch too large")

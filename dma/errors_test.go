@@ -24,23 +24,23 @@ func TestClosedObjects(t *testing.T) {
 	}{
 		{"Engine.Copy", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
 			r.e.Close()
-			return r.e.Copy(ctx, buf.VA(), h.VA(), 4096)
+			return copyVA(ctx, r.e, buf.VA(), h.VA(), 4096)
 		}},
 		{"Engine.Memset", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
 			r.e.Close()
-			return r.e.Memset(ctx, buf.VA(), 0, 4096)
+			return memsetVA(ctx, r.e, buf.VA(), 0, 4096)
 		}},
 		{"Batch.Prepare", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
-			b := r.e.NewBatch()
-			b.Copy(buf.VA(), h.VA(), 4096)
+			b := r.e.NewBatch(BatchOptions{})
+			b.CopyAddr(buf.VA(), h.VA(), 4096)
 			r.e.Close()
-			_, err := b.Prepare()
+			_, err := b.Prepare(context.Background())
 			return err
 		}},
 		{"Prepared.Run", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
-			b := r.e.NewBatch()
-			b.Copy(buf.VA(), h.VA(), 4096)
-			p, err := b.Prepare()
+			b := r.e.NewBatch(BatchOptions{})
+			b.CopyAddr(buf.VA(), h.VA(), 4096)
+			p, err := b.Prepare(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,15 +48,15 @@ func TestClosedObjects(t *testing.T) {
 			return p.Run(ctx)
 		}},
 		{"buffer closed under a batch", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
-			b := r.e.NewBatch()
-			b.Copy(buf.VA(), h.VA(), 4096)
+			b := r.e.NewBatch(BatchOptions{})
+			b.CopyAddr(buf.VA(), h.VA(), 4096)
 			buf.Close()
-			_, err := b.Start()
+			_, err := b.Start(context.Background())
 			return err
 		}},
 		{"device closed", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
 			r.d.Close()
-			return r.e.Copy(ctx, buf.VA(), h.VA(), 4096)
+			return copyVA(ctx, r.e, buf.VA(), h.VA(), 4096)
 		}},
 	}
 	for _, tt := range tests {
@@ -93,28 +93,28 @@ func TestReleaseErrors(t *testing.T) {
 		run  func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error
 	}{
 		{"Gaudi kernel CBs", sim.Gaudi, Options{}, "DESTROY", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
-			if err := r.e.Copy(ctx, buf.VA(), h.VA(), 4096); err != nil {
+			if err := copyVA(ctx, r.e, buf.VA(), h.VA(), 4096); err != nil {
 				t.Fatal(err)
 			}
 			r.d.Sim().InjectFault(destroyFault)
 			return r.e.Close()
 		}},
 		{"Gaudi2 mapped kernel CBs", sim.Gaudi2, Options{MappedKernelCBs: true}, "DESTROY", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
-			if err := r.e.Copy(ctx, buf.VA(), h.VA(), 4096); err != nil {
+			if err := copyVA(ctx, r.e, buf.VA(), h.VA(), 4096); err != nil {
 				t.Fatal(err)
 			}
 			r.d.Sim().InjectFault(destroyFault)
 			return r.e.Close()
 		}},
 		{"Gaudi2 user CB slab", sim.Gaudi2, Options{}, "UNMAP", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
-			if err := r.e.Copy(ctx, buf.VA(), h.VA(), 4096); err != nil {
+			if err := copyVA(ctx, r.e, buf.VA(), h.VA(), 4096); err != nil {
 				t.Fatal(err)
 			}
 			r.d.Sim().InjectFault(unmapFault)
 			return r.e.Close()
 		}},
 		{"buffer released by a finished transfer", sim.Gaudi2, Options{}, "UNMAP", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
-			tr, err := r.e.StartCopy(buf.VA(), h.VA(), 4096)
+			tr, err := startCopyVA(r.e, buf.VA(), h.VA(), 4096)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,9 +131,9 @@ func TestReleaseErrors(t *testing.T) {
 			return r.e.Close()
 		}},
 		{"buffer released by Prepared.Close", sim.Gaudi2, Options{}, "UNMAP", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
-			b := r.e.NewBatch()
-			b.Copy(buf.VA(), h.VA(), 4096)
-			p, err := b.Prepare()
+			b := r.e.NewBatch(BatchOptions{})
+			b.CopyAddr(buf.VA(), h.VA(), 4096)
+			p, err := b.Prepare(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,10 +57,10 @@ func newInflight(t *testing.T) *inflight {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := x.e.Copy(ctx, x.src.VA(), x.host.VA(), inflightSize); err != nil {
+	if err := copyVA(ctx, x.e, x.src.VA(), x.host.VA(), inflightSize); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.e.Memset(ctx, x.dst.VA(), 0, inflightSize); err != nil {
+	if err := memsetVA(ctx, x.e, x.dst.VA(), 0, inflightSize); err != nil {
 		t.Fatal(err)
 	}
 	return x
@@ -126,7 +126,7 @@ func (x *inflight) reuseCBs(t *testing.T, e *Engine) {
 	defer spare.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.Copy(ctx, spare.VA(), x.host.VA(), 4096); err != nil {
+	if err := copyVA(ctx, e, spare.VA(), x.host.VA(), 4096); err != nil {
 		t.Errorf("a host-to-device copy while the EDMA engines are stalled: %v", err)
 	}
 }
@@ -213,7 +213,7 @@ func (x *inflight) check(t *testing.T) {
 	defer out.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.Copy(ctx, out.VA(), x.dst.VA(), inflightSize); err != nil {
+	if err := copyVA(ctx, e, out.VA(), x.dst.VA(), inflightSize); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out.Bytes(), x.host.Bytes()) {
@@ -231,11 +231,11 @@ func (x *inflight) check(t *testing.T) {
 // buffers or the memory while the CS is queued.
 func TestInFlightPreparedCancel(t *testing.T) {
 	x := newInflight(t)
-	b := x.e.NewBatch()
-	if err := b.Copy(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
+	b := x.e.NewBatch(BatchOptions{})
+	if err := b.CopyAddr(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.Prepare()
+	p, err := b.Prepare(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,11 +264,11 @@ func TestInFlightPreparedCancel(t *testing.T) {
 // without Engine.Close, and a Run after the resume succeeds.
 func TestInFlightPreparedRunAgain(t *testing.T) {
 	x := newInflight(t)
-	b := x.e.NewBatch()
-	if err := b.Copy(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
+	b := x.e.NewBatch(BatchOptions{})
+	if err := b.CopyAddr(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.Prepare()
+	p, err := b.Prepare(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,11 +299,11 @@ func TestInFlightPreparedRunAgain(t *testing.T) {
 // Engine left open.
 func TestInFlightPreparedCloseWithoutEngineClose(t *testing.T) {
 	x := newInflight(t)
-	b := x.e.NewBatch()
-	if err := b.Copy(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
+	b := x.e.NewBatch(BatchOptions{})
+	if err := b.CopyAddr(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.Prepare()
+	p, err := b.Prepare(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestInFlightPreparedCloseWithoutEngineClose(t *testing.T) {
 func TestInFlightTransferCancel(t *testing.T) {
 	x := newInflight(t)
 	x.stall(t)
-	tr, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize)
+	tr, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestInFlightCopyCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := within(t, 10*time.Second, "Engine.Copy", func() error {
-		return x.e.Copy(ctx, x.dst.VA(), x.src.VA(), inflightSize)
+		return copyVA(ctx, x.e, x.dst.VA(), x.src.VA(), inflightSize)
 	}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Copy on stalled engines with a 50 ms deadline: %v, want context.DeadlineExceeded", err)
 	}
@@ -385,15 +385,15 @@ func TestInFlightCopyCancel(t *testing.T) {
 func TestInFlightBatchClose(t *testing.T) {
 	x := newInflight(t)
 	x.stall(t)
-	b := x.e.NewBatch()
+	b := x.e.NewBatch(BatchOptions{})
 	const half = inflightSize / 2
-	if err := b.Copy(x.dst.VA(), x.src.VA(), half); err != nil {
+	if err := b.CopyAddr(x.dst.VA(), x.src.VA(), half); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Copy(x.dst.VA()+half, x.src.VA()+half, half); err != nil {
+	if err := b.CopyAddr(x.dst.VA()+half, x.src.VA()+half, half); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := b.Start()
+	tr, err := b.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestInFlightBatchClose(t *testing.T) {
 func TestInFlightReset(t *testing.T) {
 	x := newInflight(t)
 	x.stall(t)
-	tr, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize)
+	tr, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func TestInFlightAbandon(t *testing.T) {
 	t.Cleanup(func() { abandonAfter = saved })
 	x := newInflight(t)
 	x.stall(t)
-	tr, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize)
+	tr, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestInFlightAbandon(t *testing.T) {
 func TestEngineCloseConcurrent(t *testing.T) {
 	x := newInflight(t)
 	x.stall(t)
-	if _, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
+	if _, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize); err != nil {
 		t.Fatal(err)
 	}
 	x.closeSrc(t)
@@ -515,7 +515,7 @@ func TestInFlightManagerClose(t *testing.T) {
 	// device memory, which the closed one cannot give: keep the pattern
 	// check to the page fault and the completion.
 	x.stall(t)
-	tr, err := x.e.StartCopy(x.dst.VA(), x.src.VA(), inflightSize)
+	tr, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize)
 	if err != nil {
 		t.Fatal(err)
 	}

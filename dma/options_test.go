@@ -66,10 +66,10 @@ func TestSmallStripe(t *testing.T) {
 	out, _ := r.m.AllocHost(n, memory.HostOptions{})
 	buf, _ := r.m.Alloc(n, memory.AllocOptions{})
 	fill(h.Bytes(), 3)
-	if err := r.e.Copy(ctx, buf.VA(), h.VA(), n); err != nil {
+	if err := copyVA(ctx, r.e, buf.VA(), h.VA(), n); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.e.Copy(ctx, out.VA(), buf.VA(), n); err != nil {
+	if err := copyVA(ctx, r.e, out.VA(), buf.VA(), n); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
@@ -113,9 +113,9 @@ func TestCopyRanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			if tc.memset {
-				err = r.e.Memset(ctx, tc.dst, 0x5a, tc.n)
+				err = memsetVA(ctx, r.e, tc.dst, 0x5a, tc.n)
 			} else {
-				err = r.e.Copy(ctx, tc.dst, tc.src, tc.n)
+				err = copyVA(ctx, r.e, tc.dst, tc.src, tc.n)
 			}
 			if tc.wantOK {
 				if err != nil {
@@ -144,12 +144,11 @@ func TestBatchTimeoutRange(t *testing.T) {
 		{math.MaxInt64, math.MaxUint32},
 		{(math.MaxUint32 + 1) * time.Second, math.MaxUint32},
 	} {
-		b := r.e.NewBatch()
-		b.SetTimeout(tc.d)
+		b := r.e.NewBatch(BatchOptions{Timeout: tc.d})
 		var a hl.CSChunksArgs
-		r.e.fillCS(&a, nil, b.timeout)
+		r.e.fillCS(&a, nil, b.opts.Timeout)
 		if in := &a; in.CSFlags&hl.HL_CS_FLAGS_CUSTOM_TIMEOUT == 0 || in.Timeout != tc.want {
-			t.Errorf("SetTimeout(%v): flags %#x, timeout %d s; want CUSTOM_TIMEOUT and %d s", tc.d, in.CSFlags, in.Timeout, tc.want)
+			t.Errorf("BatchOptions.Timeout %v: flags %#x, timeout %d s; want CUSTOM_TIMEOUT and %d s", tc.d, in.CSFlags, in.Timeout, tc.want)
 		}
 	}
 }

@@ -23,7 +23,7 @@ type Prepared struct {
 	chunks []hl.CSChunk
 	wait   hl.WaitCSArgs
 	cbs    []*cmdBuf
-	holds  []holder
+	holds  []any
 	// seq is the CS of a Run whose context ended before the device was
 	// done with it, 0 for none: the next Run waits for it first, and Close
 	// leaves the resources to a reaper until it is done.
@@ -33,9 +33,15 @@ type Prepared struct {
 
 // Prepare encodes the batch for repeated runs. It must fit in one CS (512
 // jobs); a larger batch is ErrTooLarge.
-func (b *Batch) Prepare() (*Prepared, error) {
+//
+// Preparing issues ioctls (command buffers) but submits nothing; ctx, when
+// it has ended, refuses the work.
+func (b *Batch) Prepare(ctx context.Context) (*Prepared, error) {
 	if b.err != nil {
 		return nil, b.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("prepare transfer: %w", err)
 	}
 	e := b.e
 	if err := e.begin(); err != nil {
@@ -56,7 +62,7 @@ func (b *Batch) Prepare() (*Prepared, error) {
 	if err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
-	p.setJobs(jobs, b.timeout)
+	p.setJobs(jobs, b.opts.Timeout)
 	if !e.track(nil, p) {
 		p.Close()
 		return nil, ErrClosed

@@ -6,12 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/memlink"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
-
-// holder is memory a transfer keeps from being released. Release returns
-// the error of a release it finished (see memory.Buffer.Release).
-type holder interface{ Release() error }
 
 // Transfer is a submitted batch of copies and fills. Wait for it, or
 // select on Done. The memory it uses stays held, and the command buffers
@@ -22,7 +19,7 @@ type Transfer struct {
 	e     *Engine
 	seqs  []uint64
 	cbs   []*cmdBuf
-	holds []holder
+	holds []any // the *memory.Buffer and *memory.HostBuffer it holds (memlink)
 	// failed is the result when a submission failed after earlier CSs of
 	// the transfer were queued: they are waited for, and the transfer then
 	// fails with this error.
@@ -151,7 +148,7 @@ func (t *Transfer) release() error {
 		errs = append(errs, t.e.cbs.put(cb))
 	}
 	for _, h := range t.holds {
-		errs = append(errs, h.Release())
+		errs = append(errs, memlink.Release(h))
 	}
 	t.e.untrack(t, nil)
 	t.e.inflight.Done()

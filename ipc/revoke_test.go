@@ -156,7 +156,7 @@ func TestRevokeOnDMABufClose(t *testing.T) {
 	defer buf.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := eng.Copy(ctx, buf.VA(), host.VA(), testSize); err != nil {
+	if err := eng.CopyToDevice(ctx, buf.Range(0, testSize), host.Range(0, testSize)); err != nil {
 		t.Fatal(err)
 	}
 	x, err := buf.Export(0, testSize, memory.ExportOptions{})

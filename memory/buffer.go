@@ -29,8 +29,8 @@ type AllocOptions struct {
 //
 // Close unmaps, then frees, in that order. It refuses with ErrInUse while a
 // dma-buf exported from the buffer is open, and defers the release while a
-// transfer holds the buffer (see Hold): the last Release finishes it and
-// returns its error.
+// transfer holds the buffer: the transfer's end finishes it, and the
+// dma.Engine's Close returns its error.
 //
 // A Buffer is safe for concurrent use; Close is idempotent.
 type Buffer struct {
@@ -148,10 +148,11 @@ func (b *Buffer) Size() uint64 { return b.size }
 // driver does not allocate DRAM).
 func (b *Buffer) Handle() uint64 { return b.handle }
 
-// Hold marks the buffer as used by a transfer, so Close defers its release
-// until the matching Release. It fails with an error matching ErrClosed
-// once Close was called.
-func (b *Buffer) Hold() error {
+// addHold marks the buffer as used by a transfer, so Close defers its
+// release until the matching dropHold. It fails with an error matching
+// ErrClosed once Close was called. Package dma reaches it through
+// internal/memlink.
+func (b *Buffer) addHold() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed || b.closing {
@@ -161,10 +162,14 @@ func (b *Buffer) Hold() error {
 	return nil
 }
 
-// Release ends a Hold. The last one finishes a deferred Close and returns
-// its error: the Close that deferred the release returned nil.
-func (b *Buffer) Release() error {
+// dropHold ends an addHold. The last one finishes a deferred Close and
+// returns its error: the Close that deferred the release returned nil.
+func (b *Buffer) dropHold() error {
 	b.mu.Lock()
+	if b.holds == 0 {
+		b.mu.Unlock()
+		return errNotHeld
+	}
 	b.holds--
 	finish := b.holds == 0 && b.closing
 	b.mu.Unlock()
@@ -172,6 +177,13 @@ func (b *Buffer) Release() error {
 		return b.finishClose()
 	}
 	return nil
+}
+
+// isClosed reports whether Close was called.
+func (b *Buffer) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed || b.closing
 }
 
 // Close unmaps and frees the buffer. See Buffer for when it refuses
@@ -216,7 +228,7 @@ func (b *Buffer) release() error {
 		in.Op = hl.HL_MEM_OP_FREE
 		// Gaudi's FREE takes the size to un-account in the alloc arm.
 		in.Alloc().MemSize = b.size
-		err := m.memory(&a)
+		err := m.releaseCall(&a)
 		m.mu.Lock()
 		m.phys.release(b.va, b.size)
 		m.mu.Unlock()
@@ -229,7 +241,7 @@ func (b *Buffer) release() error {
 	in := a.In()
 	in.Op = hl.HL_MEM_OP_UNMAP
 	in.Unmap().DeviceVirtAddr = b.va
-	uerr := m.memory(&a)
+	uerr := m.releaseCall(&a)
 	if uerr != nil {
 		uerr = fmt.Errorf("unmap device memory: %w", uerr)
 	}
@@ -242,7 +254,7 @@ func (b *Buffer) free() error {
 	in := a.In()
 	in.Op = hl.HL_MEM_OP_FREE
 	in.Free().Handle = b.handle
-	if err := b.m.memory(&a); err != nil {
+	if err := b.m.releaseCall(&a); err != nil {
 		return fmt.Errorf("free device memory: %w", err)
 	}
 	return nil

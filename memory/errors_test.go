@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/ioctl"
@@ -54,7 +55,7 @@ func TestClosedObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.Close()
-			return b.Hold()
+			return b.addHold()
 		}},
 		{"Buffer.Export", func(t *testing.T, d *device.Device, m *Manager) error {
 			b, err := m.Alloc(1, AllocOptions{})
@@ -71,7 +72,7 @@ func TestClosedObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.Close()
-			return h.Hold()
+			return h.addHold()
 		}},
 		{"device closed", func(t *testing.T, d *device.Device, m *Manager) error {
 			d.Close()
@@ -117,14 +118,14 @@ func TestReleaseErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Hold(); err != nil {
+			if err := b.addHold(); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.Close(); err != nil {
 				t.Fatalf("deferred Close: %v", err)
 			}
 			unmapFault(d)
-			return b.Release()
+			return b.dropHold()
 		}},
 		{"HostBuffer.Close", func(t *testing.T, d *device.Device, m *Manager) error {
 			h, err := m.AllocHost(4096, HostOptions{})
@@ -139,14 +140,14 @@ func TestReleaseErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Hold(); err != nil {
+			if err := h.addHold(); err != nil {
 				t.Fatal(err)
 			}
 			if err := h.Close(); err != nil {
 				t.Fatalf("deferred Close: %v", err)
 			}
 			unmapFault(d)
-			return h.Release()
+			return h.dropHold()
 		}},
 		{"Manager.Close", func(t *testing.T, d *device.Device, m *Manager) error {
 			if _, err := m.Alloc(1, AllocOptions{}); err != nil {
@@ -226,5 +227,44 @@ func TestAllocCleanupErrors(t *testing.T) {
 	_, err := m.Alloc(1, AllocOptions{})
 	if !errors.Is(err, unix.ENOMEM) || !errors.Is(err, unix.EIO) {
 		t.Errorf("Alloc: %v, want the MAP's ENOMEM and the FREE's EIO", err)
+	}
+}
+
+// TestReleaseRetriedWhileNotOperational: an UNMAP the driver refuses with
+// EBUSY (a reset in progress) is asked again until the device answers; a
+// device that never comes back gives the error after releaseRetryFor.
+func TestReleaseRetriedWhileNotOperational(t *testing.T) {
+	d, m := openSim(t, sim.Gaudi2)
+	b, err := m.Alloc(4096, AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 3; n++ {
+		d.Sim().InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Nth: 1, Errno: unix.EBUSY})
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close through three EBUSY answers: %v", err)
+	}
+	if r := m.Lookup(b.VA()); r.Kind != Unknown {
+		t.Fatal("the buffer is still indexed")
+	}
+
+	old := releaseRetryFor
+	releaseRetryFor = 20 * time.Millisecond
+	defer func() { releaseRetryFor = old }()
+	b2, err := m.Alloc(4096, AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		d.Sim().InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Nth: 1, Errno: unix.EBUSY})
+	}
+	start := time.Now()
+	err = b2.Close()
+	if !errors.Is(err, ioctl.ErrNotOperational) {
+		t.Fatalf("Close of a device that stays busy: %v, want ErrNotOperational", err)
+	}
+	if el := time.Since(start); el < 20*time.Millisecond || el > 5*time.Second {
+		t.Errorf("gave up after %v, want about releaseRetryFor", el)
 	}
 }

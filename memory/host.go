@@ -24,8 +24,7 @@ type HostOptions struct {
 // caller's.
 //
 // Close unmaps the memory from the device; it defers that while a transfer
-// holds the mapping (see Hold), so memory is never unmapped under a
-// running DMA. A HostBuffer is safe for concurrent use; Close is idempotent.
+// holds the mapping, so memory is never unmapped under a running DMA. A HostBuffer is safe for concurrent use; Close is idempotent.
 type HostBuffer struct {
 	m    *Manager
 	mem  []byte
@@ -161,10 +160,10 @@ func (h *HostBuffer) Size() uint64 { return h.size }
 // (transparent huge pages requested) or "" (normal pages).
 func (h *HostBuffer) HugePages() string { return h.huge }
 
-// Hold marks the mapping as used by a transfer, so Close defers the unmap
-// until the matching Release. It fails with an error matching ErrClosed
-// once Close was called.
-func (h *HostBuffer) Hold() error {
+// addHold marks the mapping as used by a transfer, so Close defers the
+// unmap until the matching dropHold. It fails with an error matching
+// ErrClosed once Close was called.
+func (h *HostBuffer) addHold() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || h.closing {
@@ -174,10 +173,14 @@ func (h *HostBuffer) Hold() error {
 	return nil
 }
 
-// Release ends a Hold. The last one finishes a deferred Close and returns
-// its error: the Close that deferred the unmap returned nil.
-func (h *HostBuffer) Release() error {
+// dropHold ends an addHold. The last one finishes a deferred Close and
+// returns its error: the Close that deferred the unmap returned nil.
+func (h *HostBuffer) dropHold() error {
 	h.mu.Lock()
+	if h.holds == 0 {
+		h.mu.Unlock()
+		return errNotHeld
+	}
 	h.holds--
 	finish := h.holds == 0 && h.closing && !h.closed
 	h.mu.Unlock()
@@ -185,6 +188,13 @@ func (h *HostBuffer) Release() error {
 		return h.release()
 	}
 	return nil
+}
+
+// isClosed reports whether Close was called.
+func (h *HostBuffer) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed || h.closing
 }
 
 // Close unmaps the memory from the device (after running transfers end)
@@ -253,7 +263,7 @@ func (h *HostBuffer) unmap() error {
 	in := a.In()
 	in.Op = hl.HL_MEM_OP_UNMAP
 	in.Unmap().DeviceVirtAddr = h.va
-	if err := h.m.memory(&a); err != nil {
+	if err := h.m.releaseCall(&a); err != nil {
 		return fmt.Errorf("unmap host memory: %w", err)
 	}
 	return nil

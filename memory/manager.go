@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/errclosed"
@@ -36,6 +37,10 @@ type Manager struct {
 
 	errMu    sync.Mutex
 	deferred []error // release errors no call could return, for Close
+
+	moverMu sync.Mutex
+	mover   Mover         // the DMA engine ReadAt and WriteAt use (io.go)
+	stages  []*HostBuffer // pooled staging buffers of ReadAt and WriteAt
 }
 
 // Options configure a Manager.
@@ -126,6 +131,38 @@ func (m *Manager) report(err error) {
 // memory issues MEMORY with args.
 func (m *Manager) memory(args *hl.MemArgs) error {
 	return m.io.Memory(args)
+}
+
+// releaseRetryFor bounds how long a release (UNMAP, FREE) is retried while
+// the device is not operational; releaseRetryMax is the longest pause.
+var (
+	releaseRetryFor = 10 * time.Second
+	releaseRetryMax = 100 * time.Millisecond
+)
+
+// releaseCall issues a MEMORY call that gives memory back. While the
+// device is not operational (EBUSY, a reset in progress: the driver's
+// hl_mem_ioctl checks hl_device_operational first) the call is retried
+// with a growing pause, for up to releaseRetryFor: a transfer a reset
+// aborted finishes, and releases its memory, while the reset still runs.
+func (m *Manager) releaseCall(args *hl.MemArgs) error {
+	saved := *args
+	pause := time.Millisecond
+	var start time.Time
+	for {
+		err := m.io.Memory(args)
+		if err == nil || !errors.Is(err, ioctl.ErrNotOperational) {
+			return err
+		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > releaseRetryFor {
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, releaseRetryMax)
+		*args = saved
+	}
 }
 
 // pageSize is the unit device memory is allocated in.

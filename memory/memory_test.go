@@ -274,10 +274,10 @@ func TestHoldDefersClose(t *testing.T) {
 	_, m := openSim(t, sim.Gaudi2)
 	b, _ := m.Alloc(1, AllocOptions{})
 	h, _ := m.AllocHost(4096, HostOptions{})
-	if err := b.Hold(); err != nil {
+	if err := b.addHold(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Hold(); err != nil {
+	if err := h.addHold(); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -285,11 +285,11 @@ func TestHoldDefersClose(t *testing.T) {
 	if m.Lookup(b.VA()).Kind != DeviceMemory || m.Lookup(h.VA()).Kind != HostMemory {
 		t.Fatal("Close released memory a transfer holds")
 	}
-	if b.Hold() == nil || h.Hold() == nil {
+	if b.addHold() == nil || h.addHold() == nil {
 		t.Error("Hold after Close succeeded")
 	}
-	b.Release()
-	h.Release()
+	b.dropHold()
+	h.dropHold()
 	if m.Lookup(b.VA()).Kind != Unknown || m.Lookup(h.VA()).Kind != Unknown {
 		t.Error("the last Release did not finish Close")
 	}
@@ -591,10 +591,10 @@ func TestHoldDefersManagerClose(t *testing.T) {
 	_, m := openSim(t, sim.Gaudi2)
 	b, _ := m.Alloc(1, AllocOptions{})
 	h, _ := m.AllocHost(4096, HostOptions{})
-	if err := b.Hold(); err != nil {
+	if err := b.addHold(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Hold(); err != nil {
+	if err := h.addHold(); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Close(); err != nil {
@@ -606,8 +606,8 @@ func TestHoldDefersManagerClose(t *testing.T) {
 	if m.Lookup(h.VA()).Kind != HostMemory {
 		t.Error("Manager.Close unmapped host memory a transfer holds")
 	}
-	b.Release()
-	h.Release()
+	b.dropHold()
+	h.dropHold()
 	if m.Lookup(b.VA()).Kind != Unknown || m.Lookup(h.VA()).Kind != Unknown {
 		t.Error("the last Release did not finish Manager.Close")
 	}
@@ -636,7 +636,7 @@ func TestHoldDefersCacheEviction(t *testing.T) {
 			if r.Kind != HostMemory {
 				t.Fatalf("Lookup of a cached mapping: %+v", r)
 			}
-			if err := r.Host.Hold(); err != nil {
+			if err := r.Host.addHold(); err != nil {
 				t.Fatal(err)
 			}
 			ref.Release()
@@ -657,10 +657,42 @@ func TestHoldDefersCacheEviction(t *testing.T) {
 			if m.Lookup(ref.VA()).Kind != HostMemory {
 				t.Fatal("the cache unmapped host memory a transfer holds")
 			}
-			r.Host.Release()
+			r.Host.dropHold()
 			if m.Lookup(ref.VA()).Kind != Unknown {
 				t.Error("the last Release did not unmap the dropped mapping")
 			}
 		})
+	}
+}
+
+// TestHoldUnderflow: a hold released more often than taken is an error,
+// and does not finish a Close.
+func TestHoldUnderflow(t *testing.T) {
+	_, m := openSim(t, sim.Gaudi2)
+	b, err := m.Alloc(4096, AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := m.AllocHost(4096, HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.dropHold(); !errors.Is(err, errNotHeld) {
+		t.Errorf("buffer dropHold without a hold: %v, want errNotHeld", err)
+	}
+	if err := h.dropHold(); !errors.Is(err, errNotHeld) {
+		t.Errorf("host dropHold without a hold: %v, want errNotHeld", err)
+	}
+	if err := b.addHold(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.dropHold(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.dropHold(); !errors.Is(err, errNotHeld) {
+		t.Errorf("second dropHold: %v, want errNotHeld", err)
 	}
 }

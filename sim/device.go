@@ -224,14 +224,19 @@ func (d *Device) finish(f *File) {
 func (d *Device) Reset() {
 	d.mu.Lock()
 	d.state = InReset
-	d.hardResets++
 	clear(d.hwEvents)
 	files := make([]*File, 0, len(d.files))
 	for f := range d.files {
 		files = append(files, f)
 	}
 	d.mu.Unlock()
+	// Halt first: counting the reset starts a new epoch, which ends the
+	// engines' stalls (cs_control.go), and a stalled queue must not start
+	// a job the reset aborts.
 	d.haltEngines()
+	d.mu.Lock()
+	d.hardResets++
+	d.mu.Unlock()
 	for _, f := range files {
 		f.abort()
 	}

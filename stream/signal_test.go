@@ -40,7 +40,11 @@ func signalWaitDMA(t *testing.T, r *rig, e *dma.Engine, size uint64, seed byte) 
 	for i := range src.Bytes() {
 		src.Bytes()[i] = byte(i*7) + seed
 	}
-	in, err := e.StartCopy(dev.VA(), src.VA(), size)
+	bin := e.NewBatch(dma.BatchOptions{})
+	if err := bin.CopyToDevice(dev.Range(0, size), src.Range(0, size)); err != nil {
+		return err
+	}
+	in, err := bin.Start(ctxT(t))
 	if err != nil {
 		return err
 	}
@@ -53,7 +57,11 @@ func signalWaitDMA(t *testing.T, r *rig, e *dma.Engine, size uint64, seed byte) 
 	if err != nil {
 		return fmt.Errorf("wait for signal: %w", err)
 	}
-	out, err := e.StartCopy(dst.VA(), dev.VA(), size)
+	bout := e.NewBatch(dma.BatchOptions{})
+	if err := bout.CopyToHost(dst.Range(0, size), dev.Range(0, size)); err != nil {
+		return err
+	}
+	out, err := bout.Start(ctxT(t))
 	if err != nil {
 		return err
 	}

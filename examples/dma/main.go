@@ -73,16 +73,16 @@ func run(size uint64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	steps := []struct {
-		name     string
-		dst, src uint64
+		name string
+		copy func() error
 	}{
-		{"host to device", a.VA(), src.VA()},
-		{"device to device", b.VA(), a.VA()},
-		{"device to host", dst.VA(), b.VA()},
+		{"host to device", func() error { return e.CopyToDevice(ctx, a.Range(0, size), src.Range(0, size)) }},
+		{"device to device", func() error { return e.CopyOnDevice(ctx, b.Range(0, size), a.Range(0, size)) }},
+		{"device to host", func() error { return e.CopyToHost(ctx, dst.Range(0, size), b.Range(0, size)) }},
 	}
 	for _, s := range steps {
 		start := time.Now()
-		if err := e.Copy(ctx, s.dst, s.src, size); err != nil {
+		if err := s.copy(); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		el := time.Since(start)

@@ -87,7 +87,7 @@ func exporter() error {
 	const offset = size // export the second half of the buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := e.Copy(ctx, buf.VA()+offset, host.VA(), size); err != nil {
+	if err := e.CopyToDevice(ctx, buf.Range(offset, size), host.Range(0, size)); err != nil {
 		return fmt.Errorf("DMA host -> HBM: %w", err)
 	}
 	x, err := buf.Export(offset, size, memory.ExportOptions{Name: "ipc-example"})

@@ -87,7 +87,11 @@ func run(size uint64) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	in, err := e.StartCopy(buf.VA(), src.VA(), size)
+	bin := e.NewBatch(dma.BatchOptions{})
+	if err := bin.CopyToDevice(buf.Range(0, size), src.Range(0, size)); err != nil {
+		return fmt.Errorf("copy in: %w", err)
+	}
+	in, err := bin.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("copy in: %w", err)
 	}
@@ -99,7 +103,11 @@ func run(size uint64) error {
 	if err != nil {
 		return err
 	}
-	out, err := e.StartCopy(dst.VA(), buf.VA(), size)
+	bout := e.NewBatch(dma.BatchOptions{})
+	if err := bout.CopyToHost(dst.Range(0, size), buf.Range(0, size)); err != nil {
+		return fmt.Errorf("copy out: %w", err)
+	}
+	out, err := bout.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("copy out: %w", err)
 	}

@@ -349,10 +349,10 @@ func copyRoundTrip(t *testing.T, r *rig) {
 	for i := range src {
 		src[i] = byte(i*7 + 1)
 	}
-	if err := r.e.Copy(r.ctx, b.VA(), h.VA(), n); err != nil {
+	if err := r.e.CopyToDevice(r.ctx, b.Range(0, n), h.Range(0, n)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.e.Copy(r.ctx, h.VA()+n, b.VA(), n); err != nil {
+	if err := r.e.CopyToHost(r.ctx, h.Range(n, n), b.Range(0, n)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(src, dst) {

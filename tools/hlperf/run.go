@@ -88,16 +88,17 @@ func run(cfg config) (_ []result, err error) {
 			if cfg.progress {
 				fmt.Fprintf(os.Stderr, "\r[%3d/%d] %-5s %10d bytes", i*len(sizes)+j+1, total, dir, size)
 			}
-			var copies [][3]uint64 // dst, src, n
+			var copies []func(*dma.Batch) error
+			h2d := func(b *dma.Batch) error { return b.CopyToDevice(devA.Range(0, size), hostA.Range(0, size)) }
 			switch dir {
 			case "h2d":
-				copies = [][3]uint64{{devA.VA(), hostA.VA(), size}}
+				copies = append(copies, h2d)
 			case "d2h":
-				copies = [][3]uint64{{hostA.VA(), devA.VA(), size}}
+				copies = append(copies, func(b *dma.Batch) error { return b.CopyToHost(hostA.Range(0, size), devA.Range(0, size)) })
 			case "d2d":
-				copies = [][3]uint64{{devB.VA(), devA.VA(), size}}
+				copies = append(copies, func(b *dma.Batch) error { return b.CopyOnDevice(devB.Range(0, size), devA.Range(0, size)) })
 			case "bidir":
-				copies = [][3]uint64{{devA.VA(), hostA.VA(), size}, {hostB.VA(), devB.VA(), size}}
+				copies = append(copies, h2d, func(b *dma.Batch) error { return b.CopyToHost(hostB.Range(0, size), devB.Range(0, size)) })
 			}
 			lat, err := measure(ctx, e, copies, cfg.warmup, cfg.iters)
 			if err != nil {
@@ -125,14 +126,14 @@ func run(cfg config) (_ []result, err error) {
 
 // measure runs the copies of one point (together, as one batch) and returns
 // the latency of each timed iteration.
-func measure(ctx context.Context, e *dma.Engine, copies [][3]uint64, warmup, iters int) (_ []time.Duration, err error) {
-	b := e.NewBatch()
-	for _, c := range copies {
-		if err := b.Copy(c[0], c[1], c[2]); err != nil {
+func measure(ctx context.Context, e *dma.Engine, copies []func(*dma.Batch) error, warmup, iters int) (_ []time.Duration, err error) {
+	b := e.NewBatch(dma.BatchOptions{})
+	for _, add := range copies {
+		if err := add(b); err != nil {
 			return nil, err
 		}
 	}
-	p, err := b.Prepare()
+	p, err := b.Prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
