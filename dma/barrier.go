@@ -60,6 +60,13 @@ const maxTracked = 32
 // barrier read and write.
 type flight struct {
 	reads, writes []span
+	// Inline storage for the first few, so that a job allocates nothing.
+	readArr, writeArr [4]span
+}
+
+// init points the lists at the inline storage.
+func (f *flight) init() {
+	f.reads, f.writes = f.readArr[:0], f.writeArr[:0]
 }
 
 // admit records a packet and reports whether it needs the engine barrier.

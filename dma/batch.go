@@ -179,25 +179,34 @@ type job struct {
 // submission the driver refuses for now (EAGAIN); once a CS is queued, the
 // transfer is the device's whatever ctx does.
 func (b *Batch) Start(ctx context.Context) (*Transfer, error) {
+	t := new(Transfer)
+	t.init(b.e)
+	if err := b.startInto(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// startInto is Start into a Transfer the caller initialized.
+func (b *Batch) startInto(ctx context.Context, t *Transfer) error {
 	if b.err != nil {
-		return nil, b.err
+		return b.err
 	}
 	e := b.e
 	if err := e.begin(); err != nil {
-		return nil, err
+		return err
 	}
-	t := &Transfer{e: e}
 	// fail ends a transfer of which nothing was queued.
-	fail := func(err error) (*Transfer, error) {
+	fail := func(err error) error {
 		t.finish(err, 0)
-		return nil, err
+		return err
 	}
 	// Hold the memory first: a Close from now on waits for the transfer.
 	var err error
-	if t.holds, err = b.holdAll(); err != nil {
+	if t.holds, err = b.holdAll(t.holds); err != nil {
 		return fail(fmt.Errorf("start transfer: %w", err))
 	}
-	jobs, err := b.encode()
+	jobs, err := b.encode(t.jobPtrs[:0], t.jobArr[:])
 	for _, j := range jobs {
 		t.cbs = append(t.cbs, j.cb)
 	}
@@ -206,7 +215,14 @@ func (b *Batch) Start(ctx context.Context) (*Transfer, error) {
 	}
 	for start := 0; start < len(jobs); start += hl.HL_MAX_JOBS_PER_CS {
 		part := jobs[start:min(start+hl.HL_MAX_JOBS_PER_CS, len(jobs))]
-		seq, queued, err := e.submit(ctx, part, b.opts.Timeout)
+		var chunks []hl.CSChunk
+		var args *hl.CSChunksArgs
+		if start == 0 && len(part) <= len(t.chunkArr) {
+			chunks, args = t.chunkArr[:len(part)], &t.args
+		} else {
+			args = new(hl.CSChunksArgs)
+		}
+		seq, queued, err := e.submit(ctx, part, b.opts.Timeout, chunks, args)
 		if queued {
 			t.seqs = append(t.seqs, seq)
 		}
@@ -219,7 +235,7 @@ func (b *Batch) Start(ctx context.Context) (*Transfer, error) {
 			// and the command buffers.
 			t.failed = err
 			e.adopt(t)
-			return nil, err
+			return err
 		}
 		t.seqs = append(t.seqs, seq)
 	}
@@ -242,13 +258,13 @@ func (b *Batch) Start(ctx context.Context) (*Transfer, error) {
 		// finished in the background for Close to return.
 		e.adopt(t)
 	}
-	return t, nil
+	return nil
 }
 
-// holdAll holds every buffer and mapping the batch touches. On error the
-// returned slice has the holds taken so far, for the caller to release.
-func (b *Batch) holdAll() ([]any, error) {
-	hs := make([]any, 0, 2*len(b.ops))
+// holdAll holds every buffer and mapping the batch touches, appending them
+// to hs. On error the returned slice has the holds taken so far, for the
+// caller to release.
+func (b *Batch) holdAll(hs []any) ([]any, error) {
 	for _, o := range b.ops {
 		for _, x := range o.held {
 			if x == nil {
@@ -269,21 +285,38 @@ const maxPacket = packet.DriverChunkSize
 
 // encode turns the operations into jobs: each op is split into stripes on
 // different queues when large, and each stripe into LIN_DMA packets.
-func (b *Batch) encode() ([]*job, error) {
+//
+// The jobs are appended to jobs, and taken from store before any is
+// allocated: a transfer's inline storage, so that a small transfer
+// allocates nothing here.
+func (b *Batch) encode(jobs []*job, store []job) ([]*job, error) {
 	e := b.e
 	enc := e.enc
-	current := map[uint32]*job{}
-	var jobs []*job
+	first := len(jobs)
+	// current returns the job being filled for queue q: the last one.
+	current := func(q uint32) *job {
+		for i := len(jobs) - 1; i >= first; i-- {
+			if jobs[i].queue == q {
+				return jobs[i]
+			}
+		}
+		return nil
+	}
 	add := func(q uint32, memset bool, src, dst uint64, n uint32) error {
-		j := current[q]
+		j := current(q)
 		for {
 			if j == nil {
 				cb, err := e.cbs.get(cbSize)
 				if err != nil {
 					return err
 				}
-				j = &job{queue: q, cb: cb, buf: cb.mem[:0]}
-				current[q] = j
+				if len(store) > 0 {
+					j, store = &store[0], store[1:]
+				} else {
+					j = new(job)
+				}
+				*j = job{queue: q, cb: cb, buf: cb.mem[:0]}
+				j.flight.init()
 				jobs = append(jobs, j)
 			}
 			out, err := enc.pick(memset, j.flight.admit(memset, src, dst, uint64(n))).Append(j.buf, src, dst, n)
@@ -321,8 +354,8 @@ func (b *Batch) encode() ([]*job, error) {
 			}
 		}
 	}
-	if len(jobs) == 0 {
-		return nil, errors.New("encode transfer: empty batch")
+	if len(jobs) == first {
+		return jobs, errors.New("encode transfer: empty batch")
 	}
 	return jobs, nil
 }
@@ -330,40 +363,63 @@ func (b *Batch) encode() ([]*job, error) {
 // CopyToDevice copies host memory to device memory and waits for the copy.
 // The ranges must have the same length. When ctx ends first it returns
 // ctx's error at once; the copy may still run, and the memory stays held
-// until the device is done (see Transfer.Wait).
+// until the device is done (see Transfer.Wait). In steady state it
+// allocates nothing.
 func (e *Engine) CopyToDevice(ctx context.Context, dst memory.DeviceRange, src memory.HostRange) error {
-	b := Batch{e: e}
-	if err := b.CopyToDevice(dst, src); err != nil {
+	t := e.getTransfer()
+	if err := t.batch.CopyToDevice(dst, src); err != nil {
+		e.putTransfer(t)
 		return err
 	}
-	return b.run(ctx)
+	return e.runOwned(ctx, t)
 }
 
 // CopyToHost copies device memory to host memory and waits for the copy.
 func (e *Engine) CopyToHost(ctx context.Context, dst memory.HostRange, src memory.DeviceRange) error {
-	b := Batch{e: e}
-	if err := b.CopyToHost(dst, src); err != nil {
+	t := e.getTransfer()
+	if err := t.batch.CopyToHost(dst, src); err != nil {
+		e.putTransfer(t)
 		return err
 	}
-	return b.run(ctx)
+	return e.runOwned(ctx, t)
 }
 
 // CopyOnDevice copies between two ranges of device memory and waits.
 func (e *Engine) CopyOnDevice(ctx context.Context, dst, src memory.DeviceRange) error {
-	b := Batch{e: e}
-	if err := b.CopyOnDevice(dst, src); err != nil {
+	t := e.getTransfer()
+	if err := t.batch.CopyOnDevice(dst, src); err != nil {
+		e.putTransfer(t)
 		return err
 	}
-	return b.run(ctx)
+	return e.runOwned(ctx, t)
 }
 
 // Memset fills device memory with a 64-bit pattern and waits.
 func (e *Engine) Memset(ctx context.Context, dst memory.DeviceRange, pattern uint64) error {
-	b := Batch{e: e}
-	if err := b.Memset(dst, pattern); err != nil {
+	t := e.getTransfer()
+	if err := t.batch.Memset(dst, pattern); err != nil {
+		e.putTransfer(t)
 		return err
 	}
-	return b.run(ctx)
+	return e.runOwned(ctx, t)
+}
+
+// runOwned starts the batch inside a pooled Transfer and waits for it; an
+// empty batch does nothing. The Transfer goes back to the pool once
+// nothing refers to it: here when the wait ended it, else when the reaper
+// that adopted it is done.
+func (e *Engine) runOwned(ctx context.Context, t *Transfer) error {
+	if len(t.batch.ops) == 0 {
+		e.putTransfer(t)
+		return nil
+	}
+	if err := t.batch.startInto(ctx, t); err != nil {
+		t.recycle()
+		return err
+	}
+	err := t.Wait(ctx)
+	t.recycle()
+	return err
 }
 
 // run starts the batch and waits for it; an empty batch does nothing.

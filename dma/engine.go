@@ -95,6 +95,9 @@ type Engine struct {
 	opts   Options
 	next   [4]atomic.Uint32 // round-robin position per direction
 
+	transfers sync.Pool // *Transfer: the Engine's own, for copies that wait
+	waitArgs  sync.Pool // *hl.WaitCSArgs
+
 	// inflight counts the unfinished Transfers and open Prepareds, and
 	// the reapers that wait for Transfers (flight.go).
 	inflight sync.WaitGroup

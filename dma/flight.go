@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gaudi-go/gaudi/internal/submit"
@@ -45,9 +46,11 @@ import (
 // with errors other than the CS's outcome before it gives up on the CS.
 var abandonAfter = 10 * time.Second
 
-// waitSlice is the longest single wait the Engine asks the driver for; a
-// longer wait is a series of them.
-const waitSlice = time.Second
+// waitForever is the timeout await gives WAIT_CS: none. The ioctl layer
+// then waits until the CS ends or ctx does, issuing it in short slices
+// only so that a cancelled ctx or a Close ends it promptly, and reads no
+// clock on the way (a timed wait reads it twice).
+const waitForever = math.MaxUint64
 
 // issueCS submits CS arguments the caller filled (fillCS); keep is what
 // they point at. It is the one submission path of the package: Copy,
@@ -86,7 +89,7 @@ func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts ti
 		*a = hl.WaitCSArgs{}
 		in := a.In()
 		in.SetSeq(seq)
-		in.SetTimeoutUs(uint64(waitSlice / time.Microsecond))
+		in.SetTimeoutUs(waitForever)
 		err := e.io.WaitCS(ctx, a)
 		out := a.Out()
 		switch {
@@ -139,13 +142,18 @@ func (e *Engine) adopt(t *Transfer) {
 	e.inflight.Add(1)
 	go func() {
 		defer e.inflight.Done()
-		t.reap()
+		if t.reap() && t.owned {
+			// A Copy gave its Transfer up to this reaper, which was the
+			// last to refer to it.
+			e.putTransfer(t)
+		}
 	}()
 }
 
 // reap waits, without a context, until the device is done with every CS
-// of the Transfer, then finishes it; or gives up (see abandonAfter).
-func (t *Transfer) reap() {
+// of the Transfer, then finishes it; or gives up (see abandonAfter), and
+// then reports false.
+func (t *Transfer) reap() bool {
 	e := t.e
 	var a hl.WaitCSArgs
 	var first error
@@ -155,7 +163,7 @@ func (t *Transfer) reap() {
 		pause := time.Millisecond
 		for {
 			if t.isFinished() {
-				return // a Wait saw it done
+				return true // a Wait saw it done
 			}
 			ts, final, err := e.await(context.Background(), seq, &a)
 			if final {
@@ -169,13 +177,14 @@ func (t *Transfer) reap() {
 				troubled = time.Now()
 			} else if time.Since(troubled) > abandonAfter {
 				t.abandon(err)
-				return
+				return false
 			}
 			time.Sleep(pause)
 			pause = min(2*pause, 100*time.Millisecond)
 		}
 	}
 	t.finish(first, last)
+	return true
 }
 
 // abandon ends a Transfer whose CSs the device never reported done:

@@ -49,10 +49,10 @@ func (b *Batch) Prepare(ctx context.Context) (*Prepared, error) {
 	}
 	p := &Prepared{e: e}
 	var err error
-	if p.holds, err = b.holdAll(); err != nil {
+	if p.holds, err = b.holdAll(nil); err != nil {
 		return nil, errors.Join(fmt.Errorf("prepare transfer: %w", err), p.Close())
 	}
-	jobs, err := b.encode()
+	jobs, err := b.encode(nil, nil)
 	for _, j := range jobs {
 		p.cbs = append(p.cbs, j.cb)
 	}
@@ -73,7 +73,7 @@ func (b *Batch) Prepare(ctx context.Context) (*Prepared, error) {
 // setJobs sets the CS arguments that Run submits: one execute chunk per
 // encoded job.
 func (p *Prepared) setJobs(jobs []*job, timeout time.Duration) {
-	p.chunks = p.e.chunksFor(jobs)
+	p.chunks = p.e.chunksFor(jobs, nil)
 	p.e.fillCS(&p.args, p.chunks, timeout)
 	p.saved = p.args
 }

@@ -9,18 +9,26 @@ import (
 
 // submit issues one CS whose execute chunks are jobs through issueCS, the
 // package's one submission path, and returns its sequence number.
-func (e *Engine) submit(ctx context.Context, jobs []*job, timeout time.Duration) (seq uint64, queued bool, err error) {
-	chunks := e.chunksFor(jobs)
-	a := new(hl.CSChunksArgs)
+// The chunks go into chunks when it has room for them, and the arguments
+// into a, which must stay alive and in place until the device is done:
+// both are a Transfer's, or allocated.
+func (e *Engine) submit(ctx context.Context, jobs []*job, timeout time.Duration, chunks []hl.CSChunk, a *hl.CSChunksArgs) (seq uint64, queued bool, err error) {
+	chunks = e.chunksFor(jobs, chunks)
+	*a = hl.CSChunksArgs{}
 	e.fillCS(a, chunks, timeout)
 	return e.issueCS(ctx, a)
 }
 
-// chunksFor returns the execute chunks of jobs: one per command buffer.
-func (e *Engine) chunksFor(jobs []*job) []hl.CSChunk {
-	chunks := make([]hl.CSChunk, len(jobs))
+// chunksFor returns the execute chunks of jobs: one per command buffer, in
+// into when it is long enough.
+func (e *Engine) chunksFor(jobs []*job, into []hl.CSChunk) []hl.CSChunk {
+	chunks := into
+	if len(chunks) != len(jobs) {
+		chunks = make([]hl.CSChunk, len(jobs))
+	}
 	for i, j := range jobs {
 		c := &chunks[i]
+		*c = hl.CSChunk{}
 		c.QueueIndex = j.queue
 		c.SetCBHandle(j.cb.handle)
 		c.SetCBSize(uint32(len(j.buf)))

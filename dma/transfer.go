@@ -31,6 +31,66 @@ type Transfer struct {
 	err      error
 	ts       time.Duration
 	done     chan struct{}
+
+	// owned marks a Transfer of the Engine's own (a Copy that waits), which
+	// returns to the Engine's pool when nothing refers to it any more; batch
+	// is the batch it runs.
+	owned bool
+	batch Batch
+
+	// Inline storage, so that a transfer of a few jobs (every single copy
+	// below the stripe size) allocates nothing beyond the Transfer.
+	seqArr   [1]uint64
+	cbArr    [inlineJobs]*cmdBuf
+	holdArr  [4]any
+	jobArr   [inlineJobs]job
+	jobPtrs  [inlineJobs]*job
+	chunkArr [inlineJobs]hl.CSChunk
+	opArr    [1]op
+	args     hl.CSChunksArgs // the CS arguments of its first CS
+}
+
+// inlineJobs is how many jobs a Transfer holds without allocating.
+const inlineJobs = 8
+
+// init prepares a zero Transfer for e.
+func (t *Transfer) init(e *Engine) {
+	t.e = e
+	t.seqs, t.cbs, t.holds = t.seqArr[:0], t.cbArr[:0], t.holdArr[:0]
+}
+
+// getTransfer returns a pooled Transfer of the Engine's own, with an empty
+// batch.
+func (e *Engine) getTransfer() *Transfer {
+	t, _ := e.transfers.Get().(*Transfer)
+	if t == nil {
+		t = new(Transfer)
+	}
+	t.init(e)
+	t.owned = true
+	t.batch = Batch{e: e, ops: t.opArr[:0]}
+	return t
+}
+
+// putTransfer clears a Transfer of the Engine's own and pools it. Nothing
+// may refer to it any more.
+func (e *Engine) putTransfer(t *Transfer) {
+	*t = Transfer{}
+	e.transfers.Put(t)
+}
+
+// recycle pools an owned Transfer once it finished, unless a reaper
+// adopted it: the reaper pools it when it is done with it.
+func (t *Transfer) recycle() {
+	if !t.owned {
+		return
+	}
+	t.mu.Lock()
+	pool := t.finished && !t.adopted
+	t.mu.Unlock()
+	if pool {
+		t.e.putTransfer(t)
+	}
 }
 
 // Seqs returns the sequence numbers of the transfer's CSs.
@@ -59,11 +119,12 @@ func (t *Transfer) Wait(ctx context.Context) error {
 		return err
 	}
 	t.mu.Unlock()
-	var a hl.WaitCSArgs
+	a := t.e.getWaitArgs()
+	defer t.e.waitArgs.Put(a)
 	var first error
 	var last time.Duration
 	for _, seq := range t.seqs {
-		ts, final, err := t.e.await(ctx, seq, &a)
+		ts, final, err := t.e.await(ctx, seq, a)
 		if !final {
 			// The CS may still run: the transfer stays the device's, and a
 			// reaper finishes it when the device is done.
@@ -143,14 +204,27 @@ func (t *Transfer) finish(err error, ts time.Duration) {
 // release gives back the command buffers and the memory holds of a
 // transfer that ended, and returns the errors of those releases.
 func (t *Transfer) release() error {
-	var errs []error
+	var err error
 	for _, cb := range t.cbs {
-		errs = append(errs, t.e.cbs.put(cb))
+		if e := t.e.cbs.put(cb); e != nil {
+			err = errors.Join(err, e)
+		}
 	}
 	for _, h := range t.holds {
-		errs = append(errs, memlink.Release(h))
+		if e := memlink.Release(h); e != nil {
+			err = errors.Join(err, e)
+		}
 	}
 	t.e.untrack(t, nil)
 	t.e.inflight.Done()
-	return errors.Join(errs...)
+	return err
+}
+
+// getWaitArgs returns pooled WAIT_CS arguments; put them back in
+// e.waitArgs.
+func (e *Engine) getWaitArgs() *hl.WaitCSArgs {
+	if a, _ := e.waitArgs.Get().(*hl.WaitCSArgs); a != nil {
+		return a
+	}
+	return new(hl.WaitCSArgs)
 }
