@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gaudi-go/gaudi/internal/devio/hook"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -18,6 +19,7 @@ import (
 // A Device is safe for concurrent use. Close is idempotent.
 type Device struct {
 	io      *ioctl.Device
+	file    ioctl.File // what io issues its calls on
 	path    string
 	control bool
 	simdev  *sim.Device // set for simulated devices
@@ -29,9 +31,14 @@ type Device struct {
 	closeErr  error
 }
 
+func init() {
+	hook.Ioctl = func(d any) *ioctl.Device { return d.(*Device).io }
+	hook.File = func(d any) ioctl.File { return d.(*Device).file }
+}
+
 // newDevice wraps an open File and reads its identity.
 func newDevice(f ioctl.File, path string, control bool, simdev *sim.Device) (*Device, error) {
-	d := &Device{io: ioctl.New(f), path: path, control: control, simdev: simdev}
+	d := &Device{io: ioctl.New(f), file: f, path: path, control: control, simdev: simdev}
 	hw, err := d.readHWIPInfo()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), d.io.Close())
@@ -63,10 +70,6 @@ func (d *Device) HWIPInfo() HWIPInfo { return d.hw }
 
 // Encoding returns the ioctl encoding the kernel speaks for this node.
 func (d *Device) Encoding() ioctl.Encoding { return d.io.Encoding() }
-
-// Ioctl returns the typed ioctl layer, for packages that issue MEMORY, CB,
-// CS and WAIT_CS (memory, dma).
-func (d *Device) Ioctl() *ioctl.Device { return d.io }
 
 // Close closes the node; for a compute node this releases the device's
 // compute context. Calls on a closed Device fail with an error matching

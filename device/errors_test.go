@@ -81,7 +81,7 @@ func TestNotOperational(t *testing.T) {
 	}
 	defer d.Close()
 	s.Device(0).SetState(sim.InReset)
-	_, err = d.Ioctl().CBUsage(1)
+	_, err = d.io.CBUsage(1)
 	if !errors.Is(err, ioctl.ErrNotOperational) || !errors.Is(err, unix.EBUSY) || errors.Is(err, ioctl.ErrDeviceBusy) {
 		t.Errorf("CB INFO in reset: %v, want ErrNotOperational and EBUSY, not ErrDeviceBusy", err)
 	}

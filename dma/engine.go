@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
@@ -123,10 +124,10 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 	return &Engine{
 		mem:    m,
 		dev:    d,
-		io:     d.Ioctl(),
+		io:     devio.Of(d),
 		format: f,
 		q:      q,
-		cbs:    newCBPool(d.Ioctl(), m, q.userCB, opts.MappedKernelCBs),
+		cbs:    newCBPool(devio.Of(d), m, q.userCB, opts.MappedKernelCBs),
 		opts:   opts,
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/sim"
@@ -110,7 +111,7 @@ type cb struct {
 
 func (r *rig) newCB(t *testing.T, b []byte) cb {
 	t.Helper()
-	io := r.dev.Ioctl()
+	io := devio.Of(r.dev)
 	var a hl.CBArgs
 	a.In().Op = hl.HL_CB_OP_CREATE
 	a.In().CBSize = uint32(max(len(b), 4096))
