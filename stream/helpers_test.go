@@ -11,6 +11,7 @@ import (
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/stream"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -49,7 +50,7 @@ func newRigB(t testing.TB, asic sim.ASIC) *rig {
 // open opens the device (again).
 func (r *rig) open(t testing.TB) {
 	t.Helper()
-	d, err := device.OpenSim(r.sys.Device(0))
+	d, err := simdevice.OpenSim(r.sys.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}
