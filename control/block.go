@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -21,7 +22,7 @@ func BlockInfo(d *device.Device, addr uint64) (handle uint64, size uint32, err e
 	var a hl.MemArgs
 	a.In().Op = hl.HL_MEM_OP_MAP_BLOCK
 	a.In().MapBlock().BlockAddr = addr
-	if err := d.Ioctl().Memory(&a); err != nil {
+	if err := devio.Of(d).Memory(&a); err != nil {
 		return 0, 0, fmt.Errorf("hw block %#x: %w", addr, err)
 	}
 	return a.Out().BlockHandle(), a.Out().BlockSize(), nil
@@ -50,11 +51,11 @@ func MapBlock(d *device.Device, addr uint64) (*Block, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := d.Ioctl().Mmap(int64(handle), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := devio.Of(d).Mmap(int64(handle), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("map hw block %#x: %w", addr, err)
 	}
-	return &Block{io: d.Ioctl(), addr: addr, handle: handle, mem: mem}, nil
+	return &Block{io: devio.Of(d), addr: addr, handle: handle, mem: mem}, nil
 }
 
 // Addr returns the block's device address.

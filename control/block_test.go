@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/sim"
 	"golang.org/x/sys/unix"
 )
@@ -51,7 +52,7 @@ func TestMapBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Ioctl().Mmap(int64(h), 4096, unix.PROT_READ, unix.MAP_SHARED); !errors.Is(err, unix.EINVAL) {
+	if _, err := devio.Of(d).Mmap(int64(h), 4096, unix.PROT_READ, unix.MAP_SHARED); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("partial block mmap: %v", err)
 	}
 	if _, err := control.MapBlock(d, cfgBase+0x123000); !errors.Is(err, unix.EINVAL) {

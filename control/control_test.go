@@ -8,6 +8,7 @@ import (
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -18,7 +19,7 @@ func open(t *testing.T, asic sim.ASIC) *device.Device { return simtest.Device(t,
 
 func TestEngineCores(t *testing.T) {
 	d := open(t, sim.Gaudi2)
-	sd := d.Sim()
+	sd := simdevice.Sim(d)
 	if err := control.HaltEngineCores(d, 0, 7, 68); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestEngineCores(t *testing.T) {
 
 func TestStallResume(t *testing.T) {
 	d := open(t, sim.Gaudi2)
-	sd := d.Sim()
+	sd := simdevice.Sim(d)
 	tpc := uint32(hl.GAUDI2_DCORE2_ENGINE_ID_TPC_5)
 	mme := uint32(hl.GAUDI2_DCORE0_ENGINE_ID_MME)
 	if err := control.StallEngines(d, tpc, mme); err != nil {
@@ -80,7 +81,7 @@ func TestEnginesGaudiNotSupported(t *testing.T) {
 	if err := control.FlushPCIWrites(d); err != nil {
 		t.Fatal(err)
 	}
-	if n := d.Sim().HBWFlushes(); n != 1 {
+	if n := simdevice.Sim(d).HBWFlushes(); n != 1 {
 		t.Errorf("%d flushes, want 1", n)
 	}
 }

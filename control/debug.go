@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -26,7 +27,7 @@ func SetDebugMode(d *device.Device, on bool) error {
 	if on {
 		a.Enable = 1
 	}
-	if err := d.Ioctl().Debug(&a, nil, nil); err != nil {
+	if err := devio.Of(d).Debug(&a, nil, nil); err != nil {
 		return fmt.Errorf("debug mode %v: %w", on, err)
 	}
 	return nil
@@ -203,7 +204,7 @@ func coresight(d *device.Device, op, component uint32, enable bool, in, out []by
 	if enable {
 		a.Enable = 1
 	}
-	if err := d.Ioctl().Debug(&a, in, out); err != nil {
+	if err := devio.Of(d).Debug(&a, in, out); err != nil {
 		return fmt.Errorf("debug %s %d: %w", hl.DebugOpNames[op], component, err)
 	}
 	return nil

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/control"
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -63,7 +63,7 @@ func TestDebugSession(t *testing.T) {
 	}
 	// The simulator recorded the configuration as the driver received it.
 	var got []string
-	for _, op := range d.Sim().DebugOps() {
+	for _, op := range simdevice.Sim(d).DebugOps() {
 		got = append(got, hl.DebugOpNames[op.Op])
 		if op.Op == hl.HL_DEBUG_OP_STM && (op.RegIdx != 4 || op.Input[0] != 0xff || op.Input[16] != 7) {
 			t.Errorf("STM recorded as %+v", op)
@@ -76,7 +76,7 @@ func TestDebugSession(t *testing.T) {
 	if err := control.SetDebugMode(d, false); err != nil {
 		t.Fatal(err)
 	}
-	if d.Sim().DebugMode() {
+	if simdevice.Sim(d).DebugMode() {
 		t.Error("still in debug mode")
 	}
 }
@@ -93,7 +93,7 @@ func TestCloseWithoutReleasingDebug(t *testing.T) {
 	}
 	defer s.Close()
 	for i := range 2 {
-		d, err := device.OpenSim(s.Device(0))
+		d, err := simdevice.OpenSim(s.Device(0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -53,7 +54,7 @@ func RunEngineCores(d *device.Device, cores ...uint32) error {
 }
 
 func setCores(d *device.Device, cmd EngineCommand, cores []uint32) error {
-	if err := d.Ioctl().EngineCores(hl.EngineCommand(cmd), cores); err != nil {
+	if err := devio.Of(d).EngineCores(hl.EngineCommand(cmd), cores); err != nil {
 		return fmt.Errorf("engine cores %s: %w", cmd, err)
 	}
 	return nil
@@ -78,7 +79,7 @@ func ResumeEngines(d *device.Device, engines ...uint32) error {
 // hlthunk_engines_command. On first-generation Gaudi the error matches
 // ErrNotSupported.
 func Engines(d *device.Device, cmd EngineCommand, engines ...uint32) error {
-	if err := d.Ioctl().Engines(hl.EngineCommand(cmd), engines); err != nil {
+	if err := devio.Of(d).Engines(hl.EngineCommand(cmd), engines); err != nil {
 		return fmt.Errorf("engines %s: %w", cmd, err)
 	}
 	return nil
@@ -88,7 +89,7 @@ func Engines(d *device.Device, cmd EngineCommand, engines ...uint32) error {
 // PCIe (through mapped hardware blocks or device memory) have landed. It
 // replaces hlthunk_cs_flush_pci_hbw_writes.
 func FlushPCIWrites(d *device.Device) error {
-	if err := d.Ioctl().FlushPCIHBWWrites(); err != nil {
+	if err := devio.Of(d).FlushPCIHBWWrites(); err != nil {
 		return fmt.Errorf("flush pci writes: %w", err)
 	}
 	return nil

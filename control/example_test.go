@@ -8,6 +8,7 @@ import (
 	"github.com/gaudi-go/gaudi/control"
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -23,7 +24,7 @@ func exampleDevice(asic sim.ASIC) (*device.Device, func()) {
 	if err != nil {
 		panic(err)
 	}
-	d, err := device.OpenSim(s.Device(0))
+	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		panic(err)
 	}
@@ -41,12 +42,12 @@ func ExampleStallEngines() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("stalled:", d.Sim().EngineStalled(tpc), d.Sim().EngineStalled(mme))
+	fmt.Println("stalled:", simdevice.Sim(d).EngineStalled(tpc), simdevice.Sim(d).EngineStalled(mme))
 	if err := control.ResumeEngines(d, tpc, mme); err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("stalled after resume:", d.Sim().EngineStalled(tpc))
+	fmt.Println("stalled after resume:", simdevice.Sim(d).EngineStalled(tpc))
 
 	g, done1 := exampleDevice(sim.Gaudi)
 	defer done1()

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gaudi-go/gaudi/internal/devio/hook"
 	"github.com/gaudi-go/gaudi/ioctl"
-	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -18,9 +18,9 @@ import (
 // A Device is safe for concurrent use. Close is idempotent.
 type Device struct {
 	io      *ioctl.Device
+	file    ioctl.File // what io issues its calls on
 	path    string
 	control bool
-	simdev  *sim.Device // set for simulated devices
 
 	hw   HWIPInfo
 	asic ASIC
@@ -29,9 +29,15 @@ type Device struct {
 	closeErr  error
 }
 
-// newDevice wraps an open File and reads its identity.
-func newDevice(f ioctl.File, path string, control bool, simdev *sim.Device) (*Device, error) {
-	d := &Device{io: ioctl.New(f), path: path, control: control, simdev: simdev}
+func init() {
+	hook.Ioctl = func(d any) *ioctl.Device { return d.(*Device).io }
+	hook.File = func(d any) ioctl.File { return d.(*Device).file }
+}
+
+// newDevice wraps an open File and reads its identity; on error f is
+// closed.
+func newDevice(f ioctl.File, path string, control bool) (*Device, error) {
+	d := &Device{io: ioctl.New(f), file: f, path: path, control: control}
 	hw, err := d.readHWIPInfo()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), d.io.Close())
@@ -41,19 +47,23 @@ func newDevice(f ioctl.File, path string, control bool, simdev *sim.Device) (*De
 	return d, nil
 }
 
-// Path returns the node the device was opened from: a /dev path, or
-// "sim:accelN" for a simulated device.
+// Path returns the node the device was opened from: a /dev path,
+// "sim:accelN" for a simulated device, or what FileOptions.Path (by
+// default the File's Name) said for FromFile.
 func (d *Device) Path() string { return d.path }
 
 // IsControl reports whether this is a control node (INFO only).
 func (d *Device) IsControl() bool { return d.control }
 
-// Simulated reports whether the device is the software Gaudi.
-func (d *Device) Simulated() bool { return d.simdev != nil }
-
-// Sim returns the simulated device behind d, or nil on hardware. Tests use
-// it to inject faults and resets.
-func (d *Device) Sim() *sim.Device { return d.simdev }
+// Simulated reports whether the device is the software Gaudi: whether the
+// File it was opened over has a method Simulated() bool that returns true,
+// as the simulator's files (sim.File) do. A File that wraps another one
+// answers for itself; see FromFile. Package simdevice returns the
+// simulated device itself.
+func (d *Device) Simulated() bool {
+	s, ok := d.file.(interface{ Simulated() bool })
+	return ok && s.Simulated()
+}
 
 // ASIC returns the chip, from the PCI device id and revision.
 func (d *Device) ASIC() ASIC { return d.asic }
@@ -63,10 +73,6 @@ func (d *Device) HWIPInfo() HWIPInfo { return d.hw }
 
 // Encoding returns the ioctl encoding the kernel speaks for this node.
 func (d *Device) Encoding() ioctl.Encoding { return d.io.Encoding() }
-
-// Ioctl returns the typed ioctl layer, for packages that issue MEMORY, CB,
-// CS and WAIT_CS (memory, dma).
-func (d *Device) Ioctl() *ioctl.Device { return d.io }
 
 // Close closes the node; for a compute node this releases the device's
 // compute context. Calls on a closed Device fail with an error matching
@@ -162,11 +168,33 @@ func cString(b []byte) string {
 	return string(b)
 }
 
-// FromFile returns a compute Device over f, an open device file that the
-// Device now owns and closes: typically a File that records, traces or
-// injects faults around a kernel file or the simulator. It reads the
-// device's identity with INFO, as Open does; on error f is closed.
-// Simulated reports false for it, whatever f wraps.
-func FromFile(f ioctl.File) (*Device, error) {
-	return newDevice(f, f.Name(), false, nil)
+// FileOptions adjust FromFile. The zero value makes a compute Device
+// named after the File.
+type FileOptions struct {
+	// Control makes a control Device: INFO only, as OpenControl opens.
+	// Packages that need the compute context (memory, dma, stream,
+	// control) refuse it.
+	Control bool
+	// Path is what Device.Path reports; empty means f.Name().
+	Path string
+}
+
+// FromFile returns a Device over f, an open device file that the Device
+// now owns and closes: a kernel file opened by the caller
+// (ioctl.OpenFile), or a File that records, traces or injects faults
+// around one or around the simulator. It reads the device's identity
+// with INFO HW_IP_INFO, as Open does; on error f is closed.
+//
+// f is used as it is: it must be safe for concurrent use, and every call
+// of the packages above goes through it. Simulated and PCIAddress ask f
+// itself (see the package documentation), so a wrapper around a
+// simulated File that should count as simulated forwards
+// Simulated() bool, PCIAddress() string and, for package simdevice,
+// Device() *sim.Device.
+func FromFile(f ioctl.File, opts FileOptions) (*Device, error) {
+	path := opts.Path
+	if path == "" {
+		path = f.Name()
+	}
+	return newDevice(f, path, opts.Control)
 }

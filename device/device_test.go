@@ -1,11 +1,8 @@
 package device
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +20,43 @@ func testSystem(t *testing.T, cfg sim.Config) *sim.System {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// simFile opens a node of a simulated device and reports a refused open
+// as ioctl.OpenFile reports a kernel one.
+func simFile(sd *sim.Device, control bool) (ioctl.File, error) {
+	open := sd.Open
+	if control {
+		open = sd.OpenControl
+	}
+	f, err := open()
+	if err != nil {
+		var errno unix.Errno
+		if errors.As(err, &errno) {
+			return nil, &ioctl.Error{Op: "OPEN", Sub: sd.Name(), Errno: errno}
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// openSim opens the compute node of a simulated device, as
+// simdevice.OpenSim does (which this package's tests cannot import).
+func openSim(sd *sim.Device) (*Device, error) {
+	f, err := simFile(sd, false)
+	if err != nil {
+		return nil, err
+	}
+	return FromFile(f, FileOptions{Path: sd.Name()})
+}
+
+// openSimControl opens the control node of a simulated device.
+func openSimControl(sd *sim.Device) (*Device, error) {
+	f, err := simFile(sd, true)
+	if err != nil {
+		return nil, err
+	}
+	return FromFile(f, FileOptions{Control: true, Path: sd.Name()})
 }
 
 func TestASICFromPCI(t *testing.T) {
@@ -56,7 +90,7 @@ func TestOpenSimIdentity(t *testing.T) {
 		cfg := sim.Default(tt.asic, 2)
 		cfg.Legacy = tt.legacy
 		s := testSystem(t, cfg)
-		d, err := OpenSim(s.Device(1))
+		d, err := openSim(s.Device(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,16 +134,16 @@ func TestOpenClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := OpenSim(s.Device(0))
+	d, err := openSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	_, err = OpenSim(s.Device(0))
+	_, err = openSim(s.Device(0))
 	if !errors.Is(err, ioctl.ErrDeviceBusy) || !errors.Is(err, unix.EBUSY) {
 		t.Fatalf("second open: %v, want ErrDeviceBusy and EBUSY", err)
 	}
-	c, err := OpenSimControl(s.Device(0))
+	c, err := openSimControl(s.Device(0))
 	if err != nil {
 		t.Fatalf("control open next to the owner: %v", err)
 	}
@@ -125,7 +159,7 @@ func TestOpenClose(t *testing.T) {
 		t.Errorf("OpenStats = %+v, %v; want active, 4 opens", stats, err)
 	}
 	s.Device(0).SetState(sim.InReset)
-	_, err = OpenSim(s.Device(0))
+	_, err = openSim(s.Device(0))
 	s.Device(0).SetState(sim.Operational)
 	if err == nil {
 		t.Fatal("open during reset succeeded")
@@ -134,7 +168,7 @@ func TestOpenClose(t *testing.T) {
 
 func TestNotifierReset(t *testing.T) {
 	s := testSystem(t, sim.Default(sim.Gaudi2, 1))
-	d, err := OpenSim(s.Device(0))
+	d, err := openSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,62 +224,17 @@ func TestNotifierReset(t *testing.T) {
 	n2.Close()
 }
 
-func TestOpenDefault(t *testing.T) {
-	t.Setenv("GAUDI_SIM", "gaudi2:2")
-	t.Setenv("GAUDI_SIM_LOCKDIR", t.TempDir())
-	none := func() ([]Node, error) { return nil, nil }
-	d, why, err := openDefault("", none)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !d.Simulated() || !strings.Contains(why, "simulator") {
-		t.Errorf("no hardware: got %v (%s)", d, why)
-	}
-	// The first device is taken: the next free one is chosen.
-	d2, _, err := openDefault("sim", none)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d2.Path() == d.Path() {
-		t.Errorf("second default open reused %s", d.Path())
-	}
-	if _, _, err := openDefault("sim", none); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("all simulated devices taken: %v, want ErrNoDevice", err)
-	}
-	d.Close()
-	d2.Close()
-	if _, _, err := openDefault("bogus", none); err == nil {
-		t.Error("GAUDI_DEVICE=bogus accepted")
-	}
-	listErr := func() ([]Node, error) { return nil, errors.New("sysfs broken") }
-	if _, _, err := openDefault("", listErr); err == nil {
-		t.Error("a listing error was hidden")
-	}
-	var buf bytes.Buffer
-	stderr = &buf
-	t.Cleanup(func() { stderr = os.Stderr })
-	t.Setenv("GAUDI_DEVICE", "sim:1")
-	d3, err := OpenDefault()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d3.Close()
-	if !strings.Contains(buf.String(), "sim:accel1") || !strings.Contains(buf.String(), "simulator") {
-		t.Errorf("stderr = %q", buf.String())
-	}
-}
-
 // TestControlNodeEveryQuery ports hl-thunk's control_device scenario: every
 // INFO query works on a control node while another process would own the
 // compute node.
 func TestControlNodeEveryQuery(t *testing.T) {
 	s := testSystem(t, sim.Default(sim.Gaudi2, 1))
-	owner, err := OpenSim(s.Device(0))
+	owner, err := openSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer owner.Close()
-	c, err := OpenSimControl(s.Device(0))
+	c, err := openSimControl(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}

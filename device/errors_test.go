@@ -55,7 +55,7 @@ func TestClosedObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := OpenSim(testSystem(t, sim.Default(sim.Gaudi2, 1)).Device(0))
+			d, err := openSim(testSystem(t, sim.Default(sim.Gaudi2, 1)).Device(0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,27 +75,27 @@ func TestClosedObjects(t *testing.T) {
 // and the open of the first free device skips it.
 func TestNotOperational(t *testing.T) {
 	s := testSystem(t, sim.Default(sim.Gaudi2, 2))
-	d, err := OpenSim(s.Device(0))
+	d, err := openSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	s.Device(0).SetState(sim.InReset)
-	_, err = d.Ioctl().CBUsage(1)
+	_, err = d.io.CBUsage(1)
 	if !errors.Is(err, ioctl.ErrNotOperational) || !errors.Is(err, unix.EBUSY) || errors.Is(err, ioctl.ErrDeviceBusy) {
 		t.Errorf("CB INFO in reset: %v, want ErrNotOperational and EBUSY, not ErrDeviceBusy", err)
 	}
 	s.Device(0).SetState(sim.Operational)
 
 	s.Device(1).SetState(sim.Malfunction)
-	_, err = OpenSim(s.Device(1))
+	_, err = openSim(s.Device(1))
 	if !errors.Is(err, ioctl.ErrNotOperational) || !errors.Is(err, unix.EPERM) || errors.Is(err, ioctl.ErrDeviceBusy) {
 		t.Errorf("open of a malfunctioning device: %v, want ErrNotOperational and EPERM", err)
 	}
 	if !unavailable(err) {
-		t.Errorf("open of a malfunctioning device: %v is not skipped by OpenFirstFree", err)
+		t.Errorf("open of a malfunctioning device: %v is not skipped by Open", err)
 	}
-	_, err = OpenSim(s.Device(0))
+	_, err = openSim(s.Device(0))
 	if !errors.Is(err, ioctl.ErrDeviceBusy) || errors.Is(err, ioctl.ErrNotOperational) || !unavailable(err) {
 		t.Errorf("open of an owned device: %v, want ErrDeviceBusy only", err)
 	}

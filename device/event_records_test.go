@@ -18,7 +18,7 @@ func TestEventRecords(t *testing.T) {
 	s := testSystem(t, sim.Default(sim.Gaudi2, 1))
 	defer s.Close()
 	sd := s.Device(0)
-	d, err := OpenSim(sd)
+	d, err := openSim(sd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 func TestFirmwareRequestsSim(t *testing.T) {
 	s := testSystem(t, sim.Default(sim.Gaudi2, 1))
 	defer s.Close()
-	d, err := OpenSimControl(s.Device(0))
+	d, err := openSimControl(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}

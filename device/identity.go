@@ -12,11 +12,12 @@ import (
 // "0000:19:00.0", for a compute or a control node. On hardware it finds
 // the node's sysfs entry from the device number of the open descriptor
 // (see SysFS.NodeByDevNumber), so it names the device the descriptor is
-// open on even if nodes were renumbered since; a simulated device reports
-// its configured address. It replaces hlthunk_get_pci_bus_id_from_fd.
+// open on even if nodes were renumbered since. A File with a method
+// PCIAddress() string answers for itself: a simulated device reports its
+// configured address. It replaces hlthunk_get_pci_bus_id_from_fd.
 func (d *Device) PCIAddress() (string, error) {
-	if d.simdev != nil {
-		return d.simdev.Config().PCIAddress, nil
+	if a, ok := d.file.(interface{ PCIAddress() string }); ok {
+		return a.PCIAddress(), nil
 	}
 	major, minor, err := d.io.DevNumber()
 	if err != nil {
@@ -138,4 +139,15 @@ func (s SysFS) Count(a ASIC) (int, error) {
 		return 0, err
 	}
 	return len(matchASIC(nodes, a)), nil
+}
+
+// matchASIC keeps the nodes of chip a, or all of them for AnyASIC.
+func matchASIC(nodes []Node, a ASIC) []Node {
+	var out []Node
+	for _, n := range nodes {
+		if a == AnyASIC || ASICFromPCI(uint32(n.DeviceID), n.Revision) == a {
+			out = append(out, n)
+		}
+	}
+	return out
 }

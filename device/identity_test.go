@@ -8,6 +8,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -107,7 +108,7 @@ func TestCount(t *testing.T) {
 func TestPCIAddressSim(t *testing.T) {
 	s := testSystemExt(t, sim.Default(sim.Gaudi2, 2))
 	for i, want := range []string{"0000:19:00.0", "0000:1a:00.0"} {
-		d, err := device.OpenSimControl(s.Device(i))
+		d, err := simdevice.OpenSimControl(s.Device(i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,145 +3,147 @@ package device
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/gaudi-go/gaudi/ioctl"
-	"github.com/gaudi-go/gaudi/sim"
-	"golang.org/x/sys/unix"
 )
 
-// ErrNoDevice reports that no device matched: none present, or none free.
+// ErrNoDevice reports that no device matched a selector: none present,
+// none of that index, address, module or chip, or none free.
 var ErrNoDevice = errors.New("no gaudi device")
 
-// Open opens the compute node at path (/dev/accel/accelN, or /dev/hlN on
-// old kernels), which makes this process the device's single user. A device
-// owned by another process gives an error matching ioctl.ErrDeviceBusy and
-// unix.EBUSY; one in reset, ioctl.ErrInReset and unix.EAGAIN; one that is
-// disabled or needs a reset, ioctl.ErrNotOperational and unix.EPERM.
+// Open opens the compute node of the hardware device sel selects (see
+// ParseSelector; "" is the first free device), which makes this process
+// the device's single user.
 //
-// The path "sim:N" opens simulated device N of the default simulated system
-// (see SimSystem).
-func Open(path string) (*Device, error) {
-	if n, ok := simIndex(path); ok {
-		return openSimIndex(n, false)
-	}
-	f, err := ioctl.OpenFile(path)
+// A device owned by another process gives an error matching
+// ioctl.ErrDeviceBusy and unix.EBUSY; one in reset, ioctl.ErrInReset and
+// unix.EAGAIN; one that is disabled or needs a reset,
+// ioctl.ErrNotOperational and unix.EPERM. The selectors that may match
+// several devices ("" and a chip name) skip those three and take the
+// first that opens. No matching device, or none free, gives an error
+// matching ErrNoDevice; a selector that does not parse, ErrBadSelector.
+// A control node's path is refused: use OpenControl.
+func Open(sel string) (*Device, error) {
+	s, err := ParseSelector(sel)
 	if err != nil {
 		return nil, err
 	}
-	return newDevice(f, path, false, nil)
+	return live.open(s)
 }
 
-// OpenControl opens a control node (/dev/accel/accel_controlDN, or
-// /dev/hl_controlDN on old kernels; "sim:N" for a simulated one). Control
-// nodes serve INFO only and never conflict with the device's owner.
-func OpenControl(path string) (*Device, error) {
-	if n, ok := simIndex(path); ok {
-		return openSimIndex(n, true)
-	}
-	f, err := ioctl.OpenFile(path)
+// OpenControl opens the control node of the hardware device sel selects
+// (see ParseSelector): INFO only, any number of them, and never in
+// conflict with the device's owner, so busy devices are not skipped. ""
+// and a chip name take the first device (of that chip) that has a
+// control node. The path of a compute node opens its control node
+// (/dev/accel/accelN: /dev/accel/accel_controlDN). Errors are as for
+// Open.
+func OpenControl(sel string) (*Device, error) {
+	s, err := ParseSelector(sel)
 	if err != nil {
 		return nil, err
 	}
-	return newDevice(f, path, true, nil)
+	return live.openControl(s)
 }
 
-// OpenSim opens the compute node of a simulated device.
-func OpenSim(sd *sim.Device) (*Device, error) {
-	f, err := sd.Open()
-	if err != nil {
-		return nil, openError(sd.Name(), err)
-	}
-	return newDevice(f, sd.Name(), false, sd)
+// opener opens the nodes a sysfs tree lists. Tests replace both.
+type opener struct {
+	sys  SysFS
+	file func(path string) (ioctl.File, error)
 }
 
-// OpenSimControl opens the control node of a simulated device.
-func OpenSimControl(sd *sim.Device) (*Device, error) {
-	f, err := sd.OpenControl()
-	if err != nil {
-		return nil, openError(sd.Name()+"-control", err)
-	}
-	return newDevice(f, sd.Name(), true, sd)
-}
+// live opens the nodes of this machine.
+var live = opener{file: ioctl.OpenFile}
 
-var (
-	simOnce sync.Once
-	simSys  *sim.System
-	simErr  error
-)
-
-// SimSystem returns the process's default simulated system, built once from
-// GAUDI_SIM (see sim.FromEnv: eight Gaudi2 devices unless it says
-// otherwise). Processes share its devices through lock files, so each
-// device still has one owner at a time across processes.
-func SimSystem() (*sim.System, error) {
-	simOnce.Do(func() {
-		cfg, err := sim.FromEnv()
-		if err != nil {
-			simErr = err
-			return
+func (o opener) open(s Selector) (*Device, error) {
+	if s.Kind == SelectPath {
+		if _, isControl := controlPath(s.Path); isControl {
+			return nil, &SelectorError{Input: s.Path, Reason: "a control node; use OpenControl"}
 		}
-		simSys, simErr = sim.New(cfg)
-	})
-	return simSys, simErr
+		return o.node(s.Path, false)
+	}
+	nodes, err := o.sys.Nodes()
+	if err != nil {
+		return nil, fmt.Errorf("open %s: list devices: %w", s.describe(), err)
+	}
+	var match []Node
+	for _, n := range nodes {
+		if s.matches(n) {
+			match = append(match, n)
+		}
+	}
+	switch {
+	case len(match) == 0:
+		return nil, fmt.Errorf("open %s: %w", s.describe(), ErrNoDevice)
+	case s.Kind == SelectFirst || s.Kind == SelectASIC:
+		return o.firstFree(s, match)
+	}
+	return o.node(match[0].Path, false)
 }
 
-func openSimIndex(n int, control bool) (*Device, error) {
-	s, err := SimSystem()
-	if err != nil {
-		return nil, err
-	}
-	sd := s.Device(n)
-	if sd == nil {
-		return nil, fmt.Errorf("open sim:%d: %w", n, ErrNoDevice)
-	}
-	if control {
-		return OpenSimControl(sd)
-	}
-	return OpenSim(sd)
-}
-
-// OpenFirstFreeSim opens the first simulated device no process owns,
-// skipping the ones OpenFirstFree skips.
-func OpenFirstFreeSim() (*Device, error) {
-	s, err := SimSystem()
-	if err != nil {
-		return nil, err
-	}
-	for _, sd := range s.Devices() {
-		d, err := OpenSim(sd)
+// firstFree opens the first of nodes that no process owns, skipping busy
+// ones, ones in reset and ones that are not operational.
+func (o opener) firstFree(s Selector, nodes []Node) (*Device, error) {
+	var why []string
+	for _, n := range nodes {
+		d, err := o.node(n.Path, false)
 		if err == nil {
 			return d, nil
 		}
 		if !unavailable(err) {
 			return nil, err
 		}
+		why = append(why, err.Error())
 	}
-	return nil, fmt.Errorf("every simulated device is in use: %w", ErrNoDevice)
+	return nil, fmt.Errorf("open %s: none is free (%s): %w", s.describe(), strings.Join(why, "; "), ErrNoDevice)
 }
 
-// simIndex parses "sim:N".
-func simIndex(path string) (int, bool) {
-	rest, ok := strings.CutPrefix(path, "sim:")
-	if !ok {
-		return 0, false
+func (o opener) openControl(s Selector) (*Device, error) {
+	if s.Kind == SelectPath {
+		ctl, isControl := controlPath(s.Path)
+		if !isControl && ctl == "" {
+			ctl = s.Path // a name the kernel does not give: taken as it is
+		}
+		return o.node(ctl, true)
 	}
-	rest = strings.TrimPrefix(rest, "accel")
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
-		return 0, false
+	nodes, err := o.sys.Nodes()
+	if err != nil {
+		return nil, fmt.Errorf("open control node of %s: list devices: %w", s.describe(), err)
 	}
-	return n, true
+	var found bool
+	for _, n := range nodes {
+		if !s.matches(n) {
+			continue
+		}
+		found = true
+		if n.ControlPath != "" {
+			return o.node(n.ControlPath, true)
+		}
+		if s.Kind != SelectFirst && s.Kind != SelectASIC {
+			break
+		}
+	}
+	if found {
+		// The driver adds the control node shortly after the compute node.
+		return nil, fmt.Errorf("open control node of %s: none in sysfs yet: %w", s.describe(), ErrNoDevice)
+	}
+	return nil, fmt.Errorf("open control node of %s: %w", s.describe(), ErrNoDevice)
 }
 
-// openError reports a failed simulated open the way ioctl.OpenFile
-// reports a kernel one.
-func openError(name string, err error) error {
-	var errno unix.Errno
-	if errors.As(err, &errno) {
-		return &ioctl.Error{Op: "OPEN", Sub: name, Errno: errno}
+// node opens the node at path.
+func (o opener) node(path string, control bool) (*Device, error) {
+	f, err := o.file(path)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("open %s: %w", name, err)
+	return newDevice(f, path, control)
+}
+
+// unavailable reports whether an open failed only because the device
+// cannot be had now: another process owns it (ioctl.ErrDeviceBusy), it is
+// resetting (ioctl.ErrInReset), or it is not operational
+// (ioctl.ErrNotOperational).
+func unavailable(err error) bool {
+	return errors.Is(err, ioctl.ErrDeviceBusy) || errors.Is(err, ioctl.ErrInReset) || errors.Is(err, ioctl.ErrNotOperational)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -30,7 +31,7 @@ func newRig(t testing.TB, asic sim.ASIC, opts Options) rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := device.OpenSim(s.Device(0))
+	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}

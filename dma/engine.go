@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/internal/memlink"
 	"github.com/gaudi-go/gaudi/internal/submit"
@@ -128,11 +129,11 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 	e := &Engine{
 		mem:    m,
 		dev:    d,
-		io:     d.Ioctl(),
+		io:     devio.Of(d),
 		format: f,
 		enc:    newEncoders(f),
 		q:      q,
-		cbs:    newCBPool(d.Ioctl(), m, q.userCB, opts.MappedKernelCBs),
+		cbs:    newCBPool(devio.Of(d), m, q.userCB, opts.MappedKernelCBs),
 		opts:   opts,
 	}
 	// The first open Engine moves the bytes of the Manager's ReadAt and

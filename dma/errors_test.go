@@ -9,6 +9,7 @@ import (
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -96,21 +97,21 @@ func TestReleaseErrors(t *testing.T) {
 			if err := copyVA(ctx, r.e, buf.VA(), h.VA(), 4096); err != nil {
 				t.Fatal(err)
 			}
-			r.d.Sim().InjectFault(destroyFault)
+			simdevice.Sim(r.d).InjectFault(destroyFault)
 			return r.e.Close()
 		}},
 		{"Gaudi2 mapped kernel CBs", sim.Gaudi2, Options{MappedKernelCBs: true}, "DESTROY", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
 			if err := copyVA(ctx, r.e, buf.VA(), h.VA(), 4096); err != nil {
 				t.Fatal(err)
 			}
-			r.d.Sim().InjectFault(destroyFault)
+			simdevice.Sim(r.d).InjectFault(destroyFault)
 			return r.e.Close()
 		}},
 		{"Gaudi2 user CB slab", sim.Gaudi2, Options{}, "UNMAP", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
 			if err := copyVA(ctx, r.e, buf.VA(), h.VA(), 4096); err != nil {
 				t.Fatal(err)
 			}
-			r.d.Sim().InjectFault(unmapFault)
+			simdevice.Sim(r.d).InjectFault(unmapFault)
 			return r.e.Close()
 		}},
 		{"buffer released by a finished transfer", sim.Gaudi2, Options{}, "UNMAP", func(t *testing.T, r rig, h *memory.HostBuffer, buf *memory.Buffer) error {
@@ -121,7 +122,7 @@ func TestReleaseErrors(t *testing.T) {
 			if err := buf.Close(); err != nil {
 				t.Fatalf("Close of a held buffer: %v", err)
 			}
-			r.d.Sim().InjectFault(unmapFault)
+			simdevice.Sim(r.d).InjectFault(unmapFault)
 			if err := tr.Wait(ctx); err != nil {
 				t.Fatalf("the transfer itself: %v", err)
 			}
@@ -140,7 +141,7 @@ func TestReleaseErrors(t *testing.T) {
 			if err := buf.Close(); err != nil {
 				t.Fatalf("Close of a held buffer: %v", err)
 			}
-			r.d.Sim().InjectFault(unmapFault)
+			simdevice.Sim(r.d).InjectFault(unmapFault)
 			return p.Close()
 		}},
 	}

@@ -11,6 +11,25 @@
 // interface, so the code above runs unchanged on both. Tests fake a File
 // with a single function that answers ioctls.
 //
+// # Opening a device yourself
+//
+// The package is public, in the manner of golang.org/x/sys, for programs
+// that issue ioctls the packages above do not: Open (or OpenFile and New)
+// gives a Device of their own. Package device does not hand out the
+// Device its device.Device issues calls on, because memory, dma, stream
+// and control keep state about that context (buffers, mappings, command
+// buffers) that a stray MEMORY FREE or CB DESTROY would make wrong. What
+// is safe next to a device.Device:
+//
+//   - a control node (/dev/accel/accel_controlDN) opened here: it serves
+//     INFO only, and any number can be open at once;
+//   - a compute node opened here is a context of its own, but the driver
+//     lets only one file hold it: while a device.Device (of this process
+//     or another) has the node open, the open fails with ErrDeviceBusy.
+//
+// A File of one's own (one that records or injects faults) can also be
+// given to device.FromFile, which then owns it.
+//
 // # Encodings
 //
 // Kernels from 6.6 on serve Gaudi as an accel (DRM) device, /dev/accel/accelN,

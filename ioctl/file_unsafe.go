@@ -33,7 +33,7 @@ type File interface {
 	// twice does nothing and returns nil.
 	Close() error
 
-	// Name returns the path of the file, or a name such as "sim:0" for a
+	// Name returns the path of the file, or a name such as "sim:accel0" for a
 	// software device.
 	Name() string
 }

@@ -29,8 +29,8 @@ type DeviceID struct {
 // module id.
 func DeviceIDOf(d *device.Device) DeviceID {
 	id := DeviceID{ModuleID: d.HWIPInfo().ModuleID}
-	if sd := d.Sim(); sd != nil {
-		id.PCIAddress = sd.Config().PCIAddress
+	if d.Simulated() {
+		id.PCIAddress, _ = d.PCIAddress()
 		return id
 	}
 	if nodes, err := device.Nodes(); err == nil {

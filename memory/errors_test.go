@@ -9,6 +9,7 @@ import (
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -93,7 +94,7 @@ func TestClosedObjects(t *testing.T) {
 
 // unmapFault makes the next MEMORY UNMAP of d fail with EIO.
 func unmapFault(d *device.Device) {
-	d.Sim().InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Errno: unix.EIO})
+	simdevice.Sim(d).InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Errno: unix.EIO})
 }
 
 // TestReleaseErrors: an UNMAP that fails while memory is released is
@@ -156,7 +157,7 @@ func TestReleaseErrors(t *testing.T) {
 			if _, err := m.AllocHost(4096, HostOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			d.Sim().InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Nth: 2, Errno: unix.EIO})
+			simdevice.Sim(d).InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Nth: 2, Errno: unix.EIO})
 			return m.Close()
 		}},
 		{"InvalidateHost", func(t *testing.T, d *device.Device, m *Manager) error {
@@ -222,8 +223,8 @@ func TestReleaseErrors(t *testing.T) {
 // too is returned with the MAP error.
 func TestAllocCleanupErrors(t *testing.T) {
 	d, m := openSim(t, sim.Gaudi2)
-	d.Sim().InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_MAP, Errno: unix.ENOMEM})
-	d.Sim().InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_FREE, Errno: unix.EIO})
+	simdevice.Sim(d).InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_MAP, Errno: unix.ENOMEM})
+	simdevice.Sim(d).InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_FREE, Errno: unix.EIO})
 	_, err := m.Alloc(1, AllocOptions{})
 	if !errors.Is(err, unix.ENOMEM) || !errors.Is(err, unix.EIO) {
 		t.Errorf("Alloc: %v, want the MAP's ENOMEM and the FREE's EIO", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -60,7 +61,7 @@ func New(d *device.Device, opts Options) (*Manager, error) {
 	hw := d.HWIPInfo()
 	m := &Manager{
 		dev:         d,
-		io:          d.Ioctl(),
+		io:          devio.Of(d),
 		hw:          hw,
 		virtualDRAM: d.ASIC().IsGaudi2() || d.ASIC() == device.Gaudi3,
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +23,7 @@ func openSim(t testing.TB, asic sim.ASIC) (*device.Device, *Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := device.OpenSim(s.Device(0))
+	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func openSimCache(t *testing.T, entries int, bytes uint64) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := device.OpenSim(s.Device(0))
+	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,14 @@ func (f *File) Name() string { return f.name }
 // Device returns the simulated device the file belongs to.
 func (f *File) Device() *Device { return f.dev }
 
+// Simulated returns true. It is how package device tells a simulated file
+// from a kernel one without importing this package (device.Device.Simulated).
+func (f *File) Simulated() bool { return true }
+
+// PCIAddress returns the device's configured PCI address, which
+// device.Device.PCIAddress reports for a simulated device.
+func (f *File) PCIAddress() string { return f.dev.cfg.PCIAddress }
+
 // Mmap implements the ioctl layer's File. The control node has no mmap.
 func (f *File) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 	f.mu.Lock()

@@ -6,8 +6,8 @@ import (
 	"log"
 	"os"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/stream"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
@@ -27,7 +27,7 @@ func ExampleStreams_Signal() {
 		log.Fatal(err)
 	}
 	defer sys.Close()
-	d, err := device.OpenSim(sys.Device(0))
+	d, err := simdevice.OpenSim(sys.Device(0))
 	if err != nil {
 		log.Fatal(err)
 	}

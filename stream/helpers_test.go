@@ -7,9 +7,11 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/stream"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -48,7 +50,7 @@ func newRigB(t testing.TB, asic sim.ASIC) *rig {
 // open opens the device (again).
 func (r *rig) open(t testing.TB) {
 	t.Helper()
-	d, err := device.OpenSim(r.sys.Device(0))
+	d, err := simdevice.OpenSim(r.sys.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ type cb struct {
 
 func (r *rig) newCB(t *testing.T, b []byte) cb {
 	t.Helper()
-	io := r.dev.Ioctl()
+	io := devio.Of(r.dev)
 	var a hl.CBArgs
 	a.In().Op = hl.HL_CB_OP_CREATE
 	a.In().CBSize = uint32(max(len(b), 4096))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -39,7 +40,7 @@ func New(d *device.Device) (*Streams, error) {
 	if d.IsControl() {
 		return nil, fmt.Errorf("stream: %s is a control node", d.Path())
 	}
-	return &Streams{dev: d, io: d.Ioctl(), gaudi: d.ASIC().IsGaudi()}, nil
+	return &Streams{dev: d, io: devio.Of(d), gaudi: d.ASIC().IsGaudi()}, nil
 }
 
 // Device returns the device the Streams uses.

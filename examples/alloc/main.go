@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 func main() {
 	log.SetFlags(0)
-	d, err := device.OpenDefault()
+	d, err := simdevice.OpenDefault()
 	if err != nil {
 		log.Fatalf("alloc: %v", err)
 	}

@@ -14,9 +14,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 func main() {
@@ -29,7 +29,7 @@ func main() {
 }
 
 func run(size uint64) error {
-	d, err := device.OpenDefault()
+	d, err := simdevice.OpenDefault()
 	if err != nil {
 		return err
 	}

@@ -11,13 +11,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 func main() {
 	log.SetFlags(0)
-	d, err := device.OpenDefault()
+	d, err := simdevice.OpenDefault()
 	if err != nil {
 		log.Fatalf("export: %v", err)
 	}

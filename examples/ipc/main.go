@@ -30,6 +30,7 @@ import (
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/ipc"
 	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 const (
@@ -55,7 +56,7 @@ func main() {
 }
 
 func exporter() error {
-	d, err := device.OpenDefault()
+	d, err := simdevice.OpenDefault()
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ const importerReady = "importer: bytes checked; waiting for the exporter to revo
 func importer() error {
 	// The child owns a device of its own, as a real peer process would:
 	// the parent holds the first free one, so this is the next.
-	d, err := device.OpenDefault()
+	d, err := simdevice.OpenDefault()
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/ib"
 	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 func main() {
@@ -35,7 +36,7 @@ func main() {
 
 // run does the example's work, printing to w.
 func run(w io.Writer) error {
-	d, err := device.OpenDefault()
+	d, err := simdevice.OpenDefault()
 	if err != nil {
 		return err
 	}

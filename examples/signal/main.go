@@ -21,9 +21,9 @@ import (
 	"log"
 	"time"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/stream"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
@@ -38,7 +38,7 @@ func main() {
 }
 
 func run(size uint64) error {
-	d, err := device.OpenDefault()
+	d, err := simdevice.OpenDefault()
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 // System returns a fresh simulated server of one asic device.
@@ -28,7 +29,7 @@ func System(t testing.TB, asic sim.ASIC) *sim.System {
 // Device opens the compute node of a fresh simulated asic.
 func Device(t testing.TB, asic sim.ASIC) *device.Device {
 	t.Helper()
-	d, err := device.OpenSim(System(t, asic).Device(0))
+	d, err := simdevice.OpenSim(System(t, asic).Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -402,7 +402,7 @@ func TestAddressesSurviveStackMoves(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := &movingFile{File: sf, t: t, calls: map[string]int{}}
-			d, err := device.FromFile(f)
+			d, err := device.FromFile(f, device.FileOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/ib"
 	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"golang.org/x/sys/unix"
 )
 
@@ -104,14 +105,14 @@ func collectHardware(nodes []device.Node, verbose bool) (*inventory, error) {
 }
 
 func collectSim(verbose bool) (*inventory, error) {
-	s, err := device.SimSystem()
+	s, err := simdevice.System()
 	if err != nil {
 		return nil, err
 	}
 	inv := &inventory{Source: "simulator"}
 	for _, sd := range s.Devices() {
 		r := report{Index: sd.Index(), PCIAddress: sd.Config().PCIAddress, NUMANode: -1, Node: sd.Name(), ControlNode: sd.Name() + "-control"}
-		d, err := device.OpenSimControl(sd)
+		d, err := simdevice.OpenSimControl(sd)
 		if err != nil {
 			r.Errors = append(r.Errors, field{"open", err.Error()})
 		} else {

@@ -16,7 +16,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// The simulated system is built once per process (device.SimSystem), so
+// The simulated system is built once per process (simdevice.System), so
 // every test here uses the same configuration.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hlinfo-test-")

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 type config struct {
@@ -34,7 +34,7 @@ type result struct {
 }
 
 func run(cfg config) (_ []result, err error) {
-	d, err := device.OpenDefault()
+	d, err := simdevice.OpenDefault()
 	if err != nil {
 		return nil, err
 	}

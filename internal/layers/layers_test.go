@@ -1,0 +1,70 @@
+package layers
+
+import (
+	"go/build"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const (
+	module     = "github.com/gaudi-go/gaudi"
+	moduleRoot = "../.."
+)
+
+// library lists the packages a program that uses hardware only imports.
+var library = []string{"device", "memory", "dma", "stream", "control", "ipc", "ib", "ioctl", "packet"}
+
+// deps returns the packages of this module that pkg (a directory relative
+// to the module root) imports, directly or not, in its non-test files as
+// ctx builds them, with the chain of imports that reaches each.
+func deps(t *testing.T, ctx *build.Context, pkg string) map[string][]string {
+	t.Helper()
+	chains := map[string][]string{}
+	var visit func(dir string, chain []string)
+	visit = func(dir string, chain []string) {
+		p, err := ctx.ImportDir(filepath.Join(moduleRoot, filepath.FromSlash(dir)), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, imp := range p.Imports {
+			rel, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			if _, seen := chains[rel]; seen {
+				continue
+			}
+			chains[rel] = append(slices.Clone(chain), rel)
+			visit(rel, chains[rel])
+		}
+	}
+	visit(pkg, []string{pkg})
+	return chains
+}
+
+// TestNoSimulatorInLibrary fails when a library package depends on sim:
+// the simulator is opened through package simdevice, which tools,
+// examples and tests import.
+func TestNoSimulatorInLibrary(t *testing.T) {
+	for _, cgo := range []bool{false, true} {
+		ctx := build.Default
+		ctx.CgoEnabled = cgo
+		for _, pkg := range library {
+			for dep, chain := range deps(t, &ctx, pkg) {
+				if dep == "sim" || strings.HasPrefix(dep, "sim/") || dep == "simdevice" || dep == "internal/simtest" {
+					t.Errorf("cgo=%v: %s depends on %s: %s", cgo, pkg, dep, strings.Join(chain, " -> "))
+				}
+			}
+		}
+	}
+}
+
+// TestCheckSeesSimulator proves the check can fail: simdevice does depend
+// on sim.
+func TestCheckSeesSimulator(t *testing.T) {
+	if _, ok := deps(t, &build.Default, "simdevice")["sim"]; !ok {
+		t.Fatal("simdevice's dependencies lack sim: the check is blind")
+	}
+}
