@@ -51,7 +51,7 @@ func instantRig(b *testing.B) (*memory.Manager, *Engine) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := device.FromFile(&instantFile{File: sf})
+	d, err := device.FromFile(&instantFile{File: sf}, device.FileOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

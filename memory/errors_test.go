@@ -241,7 +241,7 @@ func TestReleaseRetriedWhileNotOperational(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 1; n <= 3; n++ {
-		d.Sim().InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Nth: 1, Errno: unix.EBUSY})
+		simdevice.Sim(d).InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Nth: 1, Errno: unix.EBUSY})
 	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("Close through three EBUSY answers: %v", err)
@@ -258,7 +258,7 @@ func TestReleaseRetriedWhileNotOperational(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 1000 {
-		d.Sim().InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Nth: 1, Errno: unix.EBUSY})
+		simdevice.Sim(d).InjectFault(sim.Fault{Ioctl: "MEMORY", MatchOp: true, Op: hl.HL_MEM_OP_UNMAP, Nth: 1, Errno: unix.EBUSY})
 	}
 	start := time.Now()
 	err = b2.Close()

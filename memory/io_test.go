@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 // rig opens a simulated device with a Manager and, when withEngine, a DMA
@@ -24,7 +24,7 @@ func rig(t *testing.T, asic sim.ASIC, withEngine bool) (*memory.Manager, *dma.En
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := device.OpenSim(s.Device(0))
+	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
 	}
