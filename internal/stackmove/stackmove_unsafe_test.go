@@ -310,17 +310,18 @@ var scenarios = []scenario{
 		}
 	}},
 	{"engine commands", sim.Gaudi2, func(t *testing.T, r *rig) {
-		mme := uint32(hl.GAUDI2_DCORE0_ENGINE_ID_MME)
+		mme := device.Gaudi2Engine(hl.GAUDI2_DCORE0_ENGINE_ID_MME)
 		if err := control.StallEngines(r.d, mme); err != nil {
 			t.Fatal(err)
 		}
 		if err := control.ResumeEngines(r.d, mme); err != nil {
 			t.Fatal(err)
 		}
-		if err := control.HaltEngineCores(r.d, 7); err != nil {
+		core := device.Gaudi2EngineCore(7)
+		if err := control.HaltEngineCores(r.d, core); err != nil {
 			t.Fatal(err)
 		}
-		if err := control.RunEngineCores(r.d, 7); err != nil {
+		if err := control.RunEngineCores(r.d, core); err != nil {
 			t.Fatal(err)
 		}
 	}},
