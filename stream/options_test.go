@@ -25,7 +25,9 @@ func TestSubmitOptions(t *testing.T) {
 		{"1.5s", SubmitOptions{Timeout: 1500 * time.Millisecond}, custom, 2},
 		{"immediate", SubmitOptions{Timeout: ImmediateTimeout}, custom, 0},
 		{"negative", SubmitOptions{Timeout: -time.Hour}, custom, 0},
-		{"huge", SubmitOptions{Timeout: math.MaxInt64}, custom, math.MaxUint32},
+		{"max", SubmitOptions{Timeout: MaxTimeout}, custom, 4294967},
+		{"past max", SubmitOptions{Timeout: MaxTimeout + 1}, custom, 4294967},
+		{"huge", SubmitOptions{Timeout: math.MaxInt64}, custom, 4294967},
 		{"timestamp", SubmitOptions{Timestamp: true}, hl.HL_CS_FLAGS_TIMESTAMP, 0},
 		{"skip reset", SubmitOptions{SkipResetOnTimeout: true}, hl.HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT, 0},
 	} {

@@ -53,7 +53,9 @@ type SubmitOptions struct {
 	// timeout_locked module parameter) for the submission
 	// (HL_CS_FLAGS_CUSTOM_TIMEOUT); it is what hl-thunk's *_timeout
 	// variants do. The driver counts whole seconds, so a positive Timeout
-	// is rounded up to the next second.
+	// is rounded up to the next second; it turns them into milliseconds in
+	// 32 bits, so one longer than MaxTimeout is cut to MaxTimeout (a longer
+	// one would wrap around to a short timeout).
 	//
 	// 0, the zero value, keeps the driver's default. A negative Timeout
 	// (ImmediateTimeout) asks for a custom timeout of 0 seconds, which the
@@ -76,6 +78,11 @@ type SubmitOptions struct {
 	Restore []Chunk
 }
 
+// MaxTimeout is the longest SubmitOptions.Timeout the driver can hold:
+// 4294967 seconds (about 49 days), whose milliseconds still fit in 32
+// bits.
+const MaxTimeout = math.MaxUint32 / 1000 * time.Second
+
 // ImmediateTimeout is the SubmitOptions.Timeout that makes the driver time
 // the submission out at once (a custom timeout of 0 seconds). Every
 // negative Timeout means the same.
@@ -95,7 +102,7 @@ func (o SubmitOptions) apply(flags, timeout *uint32) {
 		if o.Timeout%time.Second > 0 {
 			secs++
 		}
-		*timeout = uint32(min(secs, math.MaxUint32))
+		*timeout = uint32(min(secs, MaxTimeout/time.Second))
 	}
 }
 
