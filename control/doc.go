@@ -9,6 +9,19 @@
 // simulator (sim), which applies the 6.12 driver's rules and keeps the
 // state the calls leave.
 //
+// Engines and engine cores are device.Engine and device.EngineCore values,
+// found by the driver's names (Device.Engine("DCORE0_TPC_0"),
+// Device.EngineCore("SCHED_ARC0")) or made from its enums
+// (device.Gaudi2Engine(hl.GAUDI2_DCORE0_ENGINE_ID_MME)). One of another
+// ASIC than the device's is refused with a *device.WrongASICError, before
+// any request goes out.
+//
+// The calls here do not take a context: each is one ioctl (or, for
+// DebugFS, one file read or write) that the driver completes within the
+// call. It may poll the hardware briefly, as a core halt waits for the
+// core to stop, but nothing there can be cancelled, and nothing in Go
+// retries or sleeps.
+//
 // # Errors
 //
 // Errors keep the driver's errno (errors.Is(err, unix.EINVAL)) and match

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
 // TestClosedObjects: calls on a closed DebugFS, or on a device that was
@@ -30,7 +32,7 @@ func TestClosedObjects(t *testing.T) {
 		{"Engines", func(t *testing.T) error {
 			d := open(t, sim.Gaudi2)
 			d.Close()
-			return control.StallEngines(d, 0)
+			return control.StallEngines(d, device.Gaudi2Engine(hl.GAUDI2_DCORE0_ENGINE_ID_MME))
 		}},
 		{"BlockInfo", func(t *testing.T) error {
 			d := open(t, sim.Gaudi2)

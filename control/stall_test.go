@@ -2,15 +2,16 @@ package control_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
-	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
 // TestStalledEDMAHoldsCopies: a device-to-device copy (EDMA queues) does
@@ -45,11 +46,14 @@ func TestStalledEDMAHoldsCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	edmas := []uint32{
-		uint32(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_1),
-		uint32(hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_1),
-		uint32(hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_1),
-		uint32(hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_1),
+	var edmas []device.Engine
+	for _, e := range d.Engines() {
+		if strings.Contains(e.String(), "_EDMA_") {
+			edmas = append(edmas, e)
+		}
+	}
+	if len(edmas) != 8 {
+		t.Fatalf("EDMA engines %v, want 8", edmas)
 	}
 	if err := control.StallEngines(d, edmas...); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -22,11 +23,11 @@ import (
 // wait, close the Prepared, close the buffers, close the Engine.
 
 // gaudi2EDMAs are the engine ids of every Gaudi2 EDMA engine.
-var gaudi2EDMAs = []uint32{
-	uint32(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_1),
-	uint32(hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_1),
-	uint32(hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_1),
-	uint32(hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_0), uint32(hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_1),
+var gaudi2EDMAs = []device.Engine{
+	device.Gaudi2Engine(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_0), device.Gaudi2Engine(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_1),
+	device.Gaudi2Engine(hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_0), device.Gaudi2Engine(hl.GAUDI2_DCORE1_ENGINE_ID_EDMA_1),
+	device.Gaudi2Engine(hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_0), device.Gaudi2Engine(hl.GAUDI2_DCORE2_ENGINE_ID_EDMA_1),
+	device.Gaudi2Engine(hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_0), device.Gaudi2Engine(hl.GAUDI2_DCORE3_ENGINE_ID_EDMA_1),
 }
 
 // inflightSize is the size of the stalled device-to-device copy.

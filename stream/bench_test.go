@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/stream"
 )
 
 // BenchmarkSignalWait measures a signal CS, a wait CS for it on another
@@ -16,11 +17,11 @@ func BenchmarkSignalWait(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				sig, _, err := r.s.Signal(r.down())
+				sig, _, err := r.s.Signal(ctx, r.down(), stream.SubmitOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
-				w, err := r.s.WaitForSignal(r.up(), sig)
+				w, err := r.s.WaitForSignal(ctx, r.up(), sig, stream.SubmitOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -39,9 +40,10 @@ func BenchmarkSignalWait(b *testing.B) {
 // BenchmarkPollMulti measures a multi-CS poll of 32 completed CSs (Gaudi).
 func BenchmarkPollMulti(b *testing.B) {
 	r := newRigB(b, sim.Gaudi)
+	ctx := context.Background()
 	seqs := make([]uint64, 32)
 	for i := range seqs {
-		s, _, err := r.s.Signal(r.down())
+		s, _, err := r.s.Signal(ctx, r.down(), stream.SubmitOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,7 +54,7 @@ func BenchmarkPollMulti(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := r.s.PollMulti(seqs); err != nil {
+		if _, err := r.s.PollMulti(ctx, seqs); err != nil {
 			b.Fatal(err)
 		}
 	}

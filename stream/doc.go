@@ -11,12 +11,20 @@
 //   - Signal, WaitForSignal and CollectiveWait submit the driver-made
 //     signal and wait command submissions of a queue's sync stream;
 //   - Reserve and Unreserve manage encapsulated signals, which a staged
-//     submission (Submit with Staged) claims and WaitForReserved waits on;
+//     submission (SubmitStagedEncaps) claims and WaitForReserved waits on;
+//   - Submit, SubmitStaged and SubmitStagedEncaps submit command buffers
+//     of the caller's own;
 //   - Wait, WaitMulti and PollMulti wait for command submissions, with
 //     their completion timestamps;
 //   - WaitInterrupt and WaitKernelCQ wait for user interrupts, and
 //     TimestampBuffer with RegisterTimestamp has the driver record when an
 //     interrupt brought a counter to its target.
+//
+// Queues are device.Queue values (from Device.Queue, Device.Queues or
+// device.Gaudi2Queue), and the collective engine a device.Engine; one of
+// another ASIC than the device's is refused with a *device.WrongASICError
+// before anything reaches the driver. Every submission takes a
+// SubmitOptions, whose zero value asks for the driver's defaults.
 //
 // Errors keep the driver's errno (errors.Is(err, unix.EINVAL)) and match
 // the sentinels of package ioctl by its rule (see ioctl.Error): requests an
@@ -24,9 +32,11 @@
 // Gaudi2, user interrupts on Gaudi) match ErrNotSupported, a device in
 // reset ioctl.ErrNotOperational, a closed device ioctl.ErrClosed.
 //
-// Blocking waits take a context.Context and are issued in slices, so
-// cancelling the context ends them promptly. A submission the driver
-// refuses for the moment (EAGAIN: a queue is full, or too many submissions
-// are in flight) is issued again after a pause growing from 10 µs to
-// 10 ms, at most 1000 times, as hl-thunk retries it.
+// Every call that submits or waits takes a context.Context first. Waits
+// are issued in slices, so cancelling the context ends them promptly. A
+// submission the driver refuses for the moment (EAGAIN: a queue is full,
+// or too many submissions are in flight) is issued again after a pause
+// growing from 10 µs to 10 ms, at most 1000 times, as hl-thunk retries
+// it, for as long as the context lasts. A context that has ended before a
+// call stops it before it reaches the driver.
 package stream

@@ -7,10 +7,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/stream"
+	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,8 +24,8 @@ const gaudiWSSOB0 = 0x492000
 // queue q (Gaudi): reserve count signals, signal them from the first part
 // of a staged submission claiming the reservation, wait for them on the
 // matching up queue, end the staged submission with a NOP last part.
-func encapsRound(t *testing.T, r *rig, q uint32, count uint32, alone bool) error {
-	res, err := r.s.Reserve(q, count)
+func encapsRound(t *testing.T, r *rig, q device.Queue, count uint32, alone bool) error {
+	res, err := r.s.Reserve(ctxT(t), q, count)
 	if err != nil {
 		return fmt.Errorf("reserve: %w", err)
 	}
@@ -34,11 +36,11 @@ func encapsRound(t *testing.T, r *rig, q uint32, count uint32, alone bool) error
 			Value: w, Offset: sob * 4, Base: packet.GaudiBaseSOB})
 	})
 	c := r.newCB(t, signal)
-	staged, err := r.s.SubmitStagedEncaps([]stream.Chunk{r.chunk(c, q, len(signal))}, stream.StagedFirst, res.ID)
+	staged, err := r.s.SubmitStagedEncaps(ctxT(t), []stream.Chunk{r.chunk(c, q, len(signal))}, stream.StagedFirst, res.ID, stream.SubmitOptions{})
 	if err != nil {
 		return fmt.Errorf("staged first part: %w", err)
 	}
-	w, err := r.s.WaitForReserved(q+4, staged, count)
+	w, err := r.s.WaitForReserved(ctxT(t), r.plus(q, 4), staged, count, stream.SubmitOptions{})
 	if err != nil {
 		return fmt.Errorf("wait for reserved: %w", err)
 	}
@@ -51,7 +53,7 @@ func encapsRound(t *testing.T, r *rig, q uint32, count uint32, alone bool) error
 	}
 	nop := r.build(t, func(b *packet.Builder) { b.Nop(packet.Nop{}) })
 	n := r.newCB(t, nop)
-	if got, err := r.s.SubmitStaged([]stream.Chunk{r.chunk(n, q, len(nop))}, stream.StagedLast, staged); err != nil || got != staged {
+	if got, err := r.s.SubmitStaged(ctxT(t), []stream.Chunk{r.chunk(n, q, len(nop))}, stream.StagedLast, staged, stream.SubmitOptions{}); err != nil || got != staged {
 		return fmt.Errorf("staged last part = %d, %v; want %d", got, err, staged)
 	}
 	if _, err := r.s.Wait(ctx, staged); err != nil {
@@ -63,7 +65,7 @@ func encapsRound(t *testing.T, r *rig, q uint32, count uint32, alone bool) error
 	if !alone {
 		return nil
 	}
-	if err := r.s.Unreserve(res.ID); !errors.Is(err, unix.EINVAL) {
+	if err := r.s.Unreserve(ctxT(t), res.ID); !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("unreserve of a claimed reservation: %v", err)
 	}
 	return nil
@@ -73,7 +75,7 @@ func encapsRound(t *testing.T, r *rig, q uint32, count uint32, alone bool) error
 func TestEncapsSignalWait(t *testing.T) {
 	r := newRig(t, sim.Gaudi)
 	for i := 0; i < 3; i++ {
-		if err := encapsRound(t, r, 0, 200, true); err != nil {
+		if err := encapsRound(t, r, r.queue(0), 200, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +91,7 @@ func TestEncapsSignalWaitParallel(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := encapsRound(t, r, uint32(i%4), 200, false); err != nil {
+			if err := encapsRound(t, r, r.queue(uint32(i%4)), 200, false); err != nil {
 				errs <- err
 			}
 		}()
@@ -106,19 +108,20 @@ func TestEncapsSignalWaitParallel(t *testing.T) {
 // signalling and completing both frees them, and reserving works again.
 func TestEncapsSignalWaitSOBWA(t *testing.T) {
 	r := newRig(t, sim.Gaudi)
-	const q, count = 1, 32000
-	first, err := r.s.Reserve(q, count)
+	const count = 32000
+	q := r.queue(1)
+	first, err := r.s.Reserve(ctxT(t), q, count)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := r.s.Reserve(q, count)
+	second, err := r.s.Reserve(ctxT(t), q, count)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first.SOBAddr == second.SOBAddr {
 		t.Fatalf("second reservation did not switch SOBs: %#x", first.SOBAddr)
 	}
-	if _, err := r.s.Reserve(q, count); !errors.Is(err, unix.EINVAL) {
+	if _, err := r.s.Reserve(ctxT(t), q, count); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("third reservation: %v, want EINVAL (both SOBs in use)", err)
 	}
 	for _, res := range []stream.Reservation{first, second} {
@@ -128,11 +131,11 @@ func TestEncapsSignalWaitSOBWA(t *testing.T) {
 			b.MsgShort(packet.MsgShort{Header: packet.Header{MsgBarrier: true, RegBarrier: true}, Value: w, Offset: sob * 4, Base: packet.GaudiBaseSOB})
 		})
 		c := r.newCB(t, b)
-		staged, err := r.s.SubmitStagedEncaps([]stream.Chunk{r.chunk(c, q, len(b))}, stream.StagedFirst|stream.StagedLast, res.ID)
+		staged, err := r.s.SubmitStagedEncaps(ctxT(t), []stream.Chunk{r.chunk(c, q, len(b))}, stream.StagedFirst|stream.StagedLast, res.ID, stream.SubmitOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := r.s.WaitForReserved(q+4, staged, count)
+		w, err := r.s.WaitForReserved(ctxT(t), r.plus(q, 4), staged, count, stream.SubmitOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,11 +144,11 @@ func TestEncapsSignalWaitSOBWA(t *testing.T) {
 		}
 		r.wait(t, staged)
 	}
-	res, err := r.s.Reserve(q, count)
+	res, err := r.s.Reserve(ctxT(t), q, count)
 	if err != nil {
 		t.Fatalf("reservation after both completed: %v", err)
 	}
-	if err := r.s.Unreserve(res.ID); err != nil {
+	if err := r.s.Unreserve(ctxT(t), res.ID); err != nil {
 		t.Fatalf("unreserve: %v", err)
 	}
 }
@@ -154,7 +157,7 @@ func TestEncapsSignalWaitSOBWA(t *testing.T) {
 // the simulated Gaudi has no NIC ports, so the driver refuses it.
 func TestEncapsSignalCollectiveWait(t *testing.T) {
 	r := newRig(t, sim.Gaudi)
-	if _, err := r.s.CollectiveWaitForReserved(0, 1, 1, 0); !errors.Is(err, unix.EINVAL) {
+	if _, err := r.s.CollectiveWaitForReserved(ctxT(t), r.queue(0), 1, 1, device.GaudiEngine(hl.GAUDI_ENGINE_ID_DMA_5), stream.SubmitOptions{}); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("collective wait for reserved signals: %v, want EINVAL", err)
 	}
 }
@@ -166,22 +169,32 @@ func TestReserveRules(t *testing.T) {
 		t.Run(a.String(), func(t *testing.T) {
 			r := newRig(t, a)
 			q := r.down()
+			// A queue without a sync stream: Gaudi's DMA_2_0 (an internal
+			// queue), Gaudi2's NIC_0_0.
+			noStream, other := r.queue(9), device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_PDMA_0_0)
+			if a == sim.Gaudi2 {
+				noStream, other = r.queue(156), device.GaudiQueue(hl.GAUDI_QUEUE_ID_DMA_0_0)
+			}
 			for _, tc := range []struct {
-				name         string
-				queue, count uint32
+				name  string
+				queue device.Queue
+				count uint32
 			}{
 				{"count 32768", q, 1 << 15},
-				{"queue out of range", 1000, 1},
-				{"queue without sync stream", 9, 1}, // Gaudi DMA_2_0 / Gaudi2 EDMA: see below
+				{"queue out of range", r.queue(1000), 1},
+				{"queue without sync stream", noStream, 1},
+				{"queue of the other ASIC", other, 1},
+				{"no queue", device.Queue{}, 1},
 			} {
-				if a == sim.Gaudi2 && tc.queue == 9 {
-					tc.queue = 156 // NIC_0_0
-				}
-				if _, err := r.s.Reserve(tc.queue, tc.count); !errors.Is(err, unix.EINVAL) {
+				if _, err := r.s.Reserve(ctxT(t), tc.queue, tc.count); !errors.Is(err, unix.EINVAL) {
 					t.Errorf("%s: %v, want EINVAL", tc.name, err)
 				}
 			}
-			res, err := r.s.Reserve(q, 10)
+			var wrong *device.WrongASICError
+			if _, err := r.s.Reserve(ctxT(t), other, 1); !errors.As(err, &wrong) {
+				t.Errorf("queue of the other ASIC: %v, want a *device.WrongASICError", err)
+			}
+			res, err := r.s.Reserve(ctxT(t), q, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +202,7 @@ func TestReserveRules(t *testing.T) {
 				t.Errorf("reservation %+v, want ID 1, next 11", res)
 			}
 			// A signal in between moves the stream: unreserve refuses.
-			seq, sob, err := r.s.Signal(q)
+			seq, sob, err := r.s.Signal(ctxT(t), q, stream.SubmitOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,33 +210,33 @@ func TestReserveRules(t *testing.T) {
 				t.Errorf("signal after reserving 10: value %d, want 11", sob.Value)
 			}
 			r.wait(t, seq)
-			if err := r.s.Unreserve(res.ID); !errors.Is(err, unix.EINVAL) {
+			if err := r.s.Unreserve(ctxT(t), res.ID); !errors.Is(err, unix.EINVAL) {
 				t.Errorf("unreserve after a signal: %v, want EINVAL", err)
 			}
-			res2, err := r.s.Reserve(q, 5)
+			res2, err := r.s.Reserve(ctxT(t), q, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.s.Unreserve(res2.ID); err != nil {
+			if err := r.s.Unreserve(ctxT(t), res2.ID); err != nil {
 				t.Errorf("unreserve: %v", err)
 			}
-			if err := r.s.Unreserve(res2.ID); !errors.Is(err, unix.EINVAL) {
+			if err := r.s.Unreserve(ctxT(t), res2.ID); !errors.Is(err, unix.EINVAL) {
 				t.Errorf("second unreserve: %v, want EINVAL", err)
 			}
 			// The signals came back: the next signal continues at 12.
-			seq, sob, err = r.s.Signal(q)
+			seq, sob, err = r.s.Signal(ctxT(t), q, stream.SubmitOptions{})
 			if err != nil || sob.Value != 12 {
 				t.Errorf("signal after unreserve: %+v, %v; want value 12", sob, err)
 			}
 			r.wait(t, seq)
 			if a == sim.Gaudi2 {
 				// Staged submissions are Gaudi's only.
-				_, err := r.s.SubmitStagedEncaps(nil, stream.StagedFirst, res.ID)
+				_, err := r.s.SubmitStagedEncaps(ctxT(t), nil, stream.StagedFirst, res.ID, stream.SubmitOptions{})
 				if !errors.Is(err, stream.ErrNotSupported) || !errors.Is(err, unix.EPERM) {
 					t.Errorf("Gaudi2 staged submission: %v, want EPERM", err)
 				}
 				// Nothing claimed the reservation: a wait finds no handle.
-				if w, err := r.s.WaitForReserved(r.up(), seq, 1); err != nil || w != stream.NoSeq {
+				if w, err := r.s.WaitForReserved(ctxT(t), r.up(), seq, 1, stream.SubmitOptions{}); err != nil || w != stream.NoSeq {
 					t.Errorf("wait for unclaimed reservation = %#x, %v; want NoSeq", w, err)
 				}
 			}
@@ -283,7 +296,7 @@ func stagedRound(t *testing.T, r *rig, u userSync, size uint32, seed byte) error
 		r.sobWrite(t, b, u.sob, 1, false, false)
 	})
 	c1 := r.newCB(t, first)
-	staged, err := r.s.SubmitStaged([]stream.Chunk{r.chunk(c1, r.down(), len(first))}, stream.StagedFirst, 0)
+	staged, err := r.s.SubmitStaged(ctxT(t), []stream.Chunk{r.chunk(c1, r.down(), len(first))}, stream.StagedFirst, 0, stream.SubmitOptions{})
 	if err != nil {
 		return fmt.Errorf("first part: %w", err)
 	}
@@ -291,7 +304,7 @@ func stagedRound(t *testing.T, r *rig, u userSync, size uint32, seed byte) error
 		b.LinDMA(packet.LinDMA{Header: packet.Header{EngineBarrier: true}, Src: dev.VA(), Dst: dst.VA(), Size: size})
 	})
 	c2 := r.newCB(t, last)
-	got, err := r.s.SubmitStaged([]stream.Chunk{r.chunk(c2, r.up(), len(last))}, stream.StagedLast, staged)
+	got, err := r.s.SubmitStaged(ctxT(t), []stream.Chunk{r.chunk(c2, r.up(), len(last))}, stream.StagedLast, staged, stream.SubmitOptions{})
 	if err != nil || got != staged {
 		return fmt.Errorf("last part = %d, %v; want %d", got, err, staged)
 	}
@@ -312,34 +325,34 @@ func TestStagedRules(t *testing.T) {
 	nop := r.build(t, func(b *packet.Builder) { b.Nop(packet.Nop{}) })
 	c := r.newCB(t, nop)
 	ch := []stream.Chunk{r.chunk(c, r.down(), len(nop))}
-	if _, err := r.s.SubmitStaged(ch, stream.StagedLast, 12345); !errors.Is(err, unix.EINVAL) {
+	if _, err := r.s.SubmitStaged(ctxT(t), ch, stream.StagedLast, 12345, stream.SubmitOptions{}); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("last part without a first: %v, want EINVAL", err)
 	}
 	// A gate keeps the first part in flight.
 	u := r.firstSOB(t)
 	gate := r.monitorFence(t, r.down(), u, u.mon, 1, nil)
 	g := r.newCB(t, gate)
-	staged, err := r.s.SubmitStaged([]stream.Chunk{r.chunk(g, r.down(), len(gate))}, stream.StagedFirst, 0)
+	staged, err := r.s.SubmitStaged(ctxT(t), []stream.Chunk{r.chunk(g, r.down(), len(gate))}, stream.StagedFirst, 0, stream.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.s.SubmitStaged(ch, 0, staged); err != nil {
+	if _, err := r.s.SubmitStaged(ctxT(t), ch, 0, staged, stream.SubmitOptions{}); err != nil {
 		t.Fatalf("middle part: %v", err)
 	}
-	if _, err := r.s.SubmitStaged(ch, stream.StagedLast, staged); err != nil {
+	if _, err := r.s.SubmitStaged(ctxT(t), ch, stream.StagedLast, staged, stream.SubmitOptions{}); err != nil {
 		t.Fatalf("last part: %v", err)
 	}
-	if _, err := r.s.SubmitStaged(ch, stream.StagedLast, staged); !errors.Is(err, unix.EINVAL) {
+	if _, err := r.s.SubmitStaged(ctxT(t), ch, stream.StagedLast, staged, stream.SubmitOptions{}); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("part after the last: %v, want EINVAL", err)
 	}
 	if c, err := r.s.Wait(ctxShort(t), staged); err == nil {
 		t.Fatalf("staged submission completed with its first part blocked: %+v", c)
 	}
-	r.run(t, r.down()+1, r.setSOB(t, u.sob, 1))
+	r.run(t, r.plus(r.down(), 1), r.setSOB(t, u.sob, 1))
 	r.wait(t, staged)
 
 	r2 := newRig(t, sim.Gaudi2)
-	if _, err := r2.s.SubmitStaged(nil, stream.StagedFirst, 0); !errors.Is(err, stream.ErrNotSupported) {
+	if _, err := r2.s.SubmitStaged(ctxT(t), nil, stream.StagedFirst, 0, stream.SubmitOptions{}); !errors.Is(err, stream.ErrNotSupported) {
 		t.Errorf("Gaudi2 staged: %v, want ErrNotSupported", err)
 	}
 }
@@ -350,31 +363,31 @@ func TestStagedRules(t *testing.T) {
 // SOBs back, so a new context's stream can switch SOBs).
 func TestReserveAcrossResetAndClose(t *testing.T) {
 	r := newRig(t, sim.Gaudi)
-	res, err := r.s.Reserve(0, 10)
+	res, err := r.s.Reserve(ctxT(t), r.queue(0), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.sys.Device(0).Reset()
-	if err := r.s.Unreserve(res.ID); !errors.Is(err, unix.EINVAL) {
+	if err := r.s.Unreserve(ctxT(t), res.ID); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("unreserve after a reset: %v, want EINVAL", err)
 	}
-	res, err = r.s.Reserve(0, 5)
+	res, err = r.s.Reserve(ctxT(t), r.queue(0), 5)
 	if err != nil || res.ID != 1 || res.Next != 6 {
 		t.Errorf("reserve after a reset = %+v, %v; want ID 1, next 6", res, err)
 	}
 	// Fill the stream's first SOB with a reservation the file never gives
 	// back, then close the file.
-	if _, err := r.s.Reserve(0, 30000); err != nil {
+	if _, err := r.s.Reserve(ctxT(t), r.queue(0), 30000); err != nil {
 		t.Fatal(err)
 	}
 	r.close()
 	r.open(t)
 	// A switch to the other SOB and back needs the first SOB free again:
 	// the closed file's reservations must have given it back.
-	if _, err := r.s.Reserve(0, 32000); err != nil {
+	if _, err := r.s.Reserve(ctxT(t), r.queue(0), 32000); err != nil {
 		t.Fatalf("first switch after the close: %v", err)
 	}
-	if _, err := r.s.Reserve(0, 32000); err != nil {
+	if _, err := r.s.Reserve(ctxT(t), r.queue(0), 32000); err != nil {
 		t.Fatalf("switch back after the close: %v", err)
 	}
 }

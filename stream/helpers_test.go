@@ -88,19 +88,31 @@ func (r *rig) engine(t *testing.T, opts dma.Options) *dma.Engine {
 
 // Queues: host to device and device to host, stream 0 of each, as
 // hl-thunk's tests choose them.
-func (r *rig) down() uint32 {
+func (r *rig) down() device.Queue {
 	if r.asic == sim.Gaudi {
-		return uint32(hl.GAUDI_QUEUE_ID_DMA_0_0)
+		return device.GaudiQueue(hl.GAUDI_QUEUE_ID_DMA_0_0)
 	}
-	return uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_0)
+	return device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_PDMA_0_0)
 }
 
-func (r *rig) up() uint32 {
+func (r *rig) up() device.Queue {
 	if r.asic == sim.Gaudi {
-		return uint32(hl.GAUDI_QUEUE_ID_DMA_1_0)
+		return device.GaudiQueue(hl.GAUDI_QUEUE_ID_DMA_1_0)
 	}
-	return uint32(hl.GAUDI2_QUEUE_ID_PDMA_1_0)
+	return device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_PDMA_1_0)
 }
+
+// queue returns the rig's queue with the driver's number id.
+func (r *rig) queue(id uint32) device.Queue {
+	if r.asic == sim.Gaudi {
+		return device.GaudiQueue(hl.GaudiQueueID(id))
+	}
+	return device.Gaudi2Queue(hl.Gaudi2QueueID(id))
+}
+
+// plus returns the queue n after q in the driver's numbering: with n from
+// 1 to 3, another stream of q's queue manager.
+func (r *rig) plus(q device.Queue, n uint32) device.Queue { return r.queue(q.ID() + n) }
 
 // cb is a command buffer the queues can run: a kernel CB on Gaudi, a
 // kernel CB mapped into the device MMU and given by address on Gaudi2.
@@ -150,7 +162,7 @@ func (r *rig) newCB(t *testing.T, b []byte) cb {
 }
 
 // chunk returns the chunk that runs the first n bytes of c on queue.
-func (r *rig) chunk(c cb, queue uint32, n int) stream.Chunk {
+func (r *rig) chunk(c cb, queue device.Queue, n int) stream.Chunk {
 	if r.asic == sim.Gaudi2 {
 		return stream.Chunk{Queue: queue, CB: c.va, Size: uint32(n), UserCB: true}
 	}
@@ -158,10 +170,16 @@ func (r *rig) chunk(c cb, queue uint32, n int) stream.Chunk {
 }
 
 // run submits packets on queue and returns the sequence number.
-func (r *rig) run(t *testing.T, queue uint32, b []byte, opts ...stream.Option) uint64 {
+func (r *rig) run(t *testing.T, queue device.Queue, b []byte) uint64 {
+	t.Helper()
+	return r.runOpts(t, queue, b, stream.SubmitOptions{})
+}
+
+// runOpts is run with options.
+func (r *rig) runOpts(t *testing.T, queue device.Queue, b []byte, opts stream.SubmitOptions) uint64 {
 	t.Helper()
 	c := r.newCB(t, b)
-	seq, err := r.s.Submit([]stream.Chunk{r.chunk(c, queue, len(b))}, opts...)
+	seq, err := r.s.Submit(ctxT(t), []stream.Chunk{r.chunk(c, queue, len(b))}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +197,7 @@ func (r *rig) build(t *testing.T, fn func(b *packet.Builder)) []byte {
 	return b.Bytes()
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -231,7 +249,8 @@ func (r *rig) monRegs() (payH, data, arm, cfg uint16) {
 
 // fenceAddr is the CP_FENCE0_RDATA register of queue's stream of its QMAN
 // (the down, up, TPC 0 and MME 0 queues of the tests).
-func (r *rig) fenceAddr(queue uint32) uint64 {
+func (r *rig) fenceAddr(q device.Queue) uint64 {
+	queue := q.ID()
 	cfg, fence0 := uint64(0x1000007FF8000000), uint64(0x290)
 	qms := map[uint32]uint64{
 		uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_0):       0x4C8A000,
@@ -293,7 +312,7 @@ func (r *rig) monitor(t *testing.T, b *packet.Builder, sob, mon uint16, val uint
 // monitorFence is hl-thunk's add_monitor_and_fence on stream 0 of queue:
 // the monitor writes 1 to the queue's fence counter 0 when sob equals val,
 // and a FENCE waits for it; then runs after.
-func (r *rig) monitorFence(t *testing.T, queue uint32, u userSync, mon uint16, val uint16, then func(b *packet.Builder)) []byte {
+func (r *rig) monitorFence(t *testing.T, queue device.Queue, u userSync, mon uint16, val uint16, then func(b *packet.Builder)) []byte {
 	return r.build(t, func(b *packet.Builder) {
 		r.monitor(t, b, u.sob, mon, val, r.fenceAddr(queue), 1)
 		b.Fence(packet.Fence{Header: packet.Header{MsgBarrier: true, RegBarrier: r.asic == sim.Gaudi}, ID: 0, Target: 1, Dec: 1})

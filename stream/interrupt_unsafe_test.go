@@ -75,7 +75,7 @@ func newIRQRig(t *testing.T, counters int) *irqRig {
 	ir := &irqRig{rig: r, cq: r.newCB(t, make([]byte, counters*8)), u: r.firstSOB(t), cqs: sm.FirstCQ, irq: r.dev.HWIPInfo().FirstUserInterrupt}
 	// The CB's mapping keeps the size asked for; zero the counters.
 	clear(ir.cq.mem[:counters*8])
-	r.wait(t, r.run(t, r.down()+1, r.setSOB(t, ir.u.sob, 0)))
+	r.wait(t, r.run(t, r.plus(r.down(), 1), r.setSOB(t, ir.u.sob, 0)))
 	return ir
 }
 
@@ -110,7 +110,7 @@ func TestTimestampRegistration(t *testing.T) {
 	}
 	defer buf.Close()
 	cfg := r.cqConfig(t, r.u, r.cqs, r.irq, 1, 101, r.cq.va)
-	if err := r.s.RegisterTimestamp(uint32(r.irq), r.cq.handle, 0, 100, buf, 0); err != nil {
+	if err := r.s.RegisterTimestamp(ctxT(t), uint32(r.irq), r.cq.handle, 0, 100, buf, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := buf.At(0); got != 0 {
@@ -144,7 +144,7 @@ func TestMultipleTimestampRegistrations(t *testing.T) {
 	defer buf.Close()
 	irq := uint32(r.irq)
 	for _, reg := range []struct{ off, target, elem uint64 }{{0, 100, 0}, {1, 200, 1}, {3, 400, 2}} {
-		if err := r.s.RegisterTimestamp(irq, r.cq.handle, reg.off, reg.target, buf, reg.elem); err != nil {
+		if err := r.s.RegisterTimestamp(ctxT(t), irq, r.cq.handle, reg.off, reg.target, buf, reg.elem); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,7 +259,7 @@ func TestInterruptRules(t *testing.T) {
 		{"interrupt 1000", func() error { _, err := r.s.WaitKernelCQ(ctxT(t), 1000, r.cq.handle, 0, 1); return err }()},
 		{"unknown CQ handle", func() error { _, err := r.s.WaitKernelCQ(ctxT(t), irq, 0x12345000, 0, 1); return err }()},
 		{"counter past the buffer", func() error { _, err := r.s.WaitKernelCQ(ctxT(t), irq, r.cq.handle, 512, 1); return err }()},
-		{"timestamp element past the store", r.s.RegisterTimestamp(irq, r.cq.handle, 0, 1, buf, 2)},
+		{"timestamp element past the store", r.s.RegisterTimestamp(ctxT(t), irq, r.cq.handle, 0, 1, buf, 2)},
 	} {
 		if !errors.Is(tc.err, unix.EINVAL) {
 			t.Errorf("%s: %v, want EINVAL", tc.name, tc.err)
@@ -273,7 +273,7 @@ func TestInterruptRules(t *testing.T) {
 		t.Errorf("short wait: %v, want context.DeadlineExceeded", err)
 	}
 	// A registration whose counter is there already is written at once.
-	if err := r.s.RegisterTimestamp(irq, r.cq.handle, 0, 0, buf, 1); err != nil || buf.At(1) == 0 {
+	if err := r.s.RegisterTimestamp(ctxT(t), irq, r.cq.handle, 0, 0, buf, 1); err != nil || buf.At(1) == 0 {
 		t.Errorf("registration already satisfied: %v, element %v", err, buf.At(1))
 	}
 }
@@ -371,7 +371,7 @@ func TestInterruptWaitsOnReset(t *testing.T) {
 	}
 	defer buf.Close()
 	irq := uint32(r.irq)
-	if err := r.s.RegisterTimestamp(irq, r.cq.handle, 1, 100, buf, 0); err != nil {
+	if err := r.s.RegisterTimestamp(ctxT(t), irq, r.cq.handle, 1, 100, buf, 0); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -406,7 +406,7 @@ wait:
 	}
 	// A file closing with a registration pending: another file's
 	// interrupt must not touch its buffers.
-	if err := r.s.RegisterTimestamp(irq, r.cq.handle, 0, 1000, buf, 1); err != nil {
+	if err := r.s.RegisterTimestamp(ctxT(t), irq, r.cq.handle, 0, 1000, buf, 1); err != nil {
 		t.Fatal(err)
 	}
 	buf.Close()

@@ -19,7 +19,7 @@ import (
 func multiCS(t *testing.T, r *rig, fenceFirst bool) (seqs []uint64, sob0, sob1 uint16) {
 	u := r.firstSOB(t)
 	sob0, sob1 = u.sob, u.sob+1
-	r.wait(t, r.run(t, r.down()+1, r.build(t, func(b *packet.Builder) {
+	r.wait(t, r.run(t, r.plus(r.down(), 1), r.build(t, func(b *packet.Builder) {
 		r.sobWrite(t, b, sob0, 0, false, false)
 		r.sobWrite(t, b, sob1, 0, false, false)
 	})))
@@ -34,7 +34,7 @@ func multiCS(t *testing.T, r *rig, fenceFirst bool) (seqs []uint64, sob0, sob1 u
 		} else {
 			cb = r.monitorFence(t, r.down(), userSync{sob: sob}, u.mon+uint16(i), 1, func(b *packet.Builder) { b.Nop(packet.Nop{}) })
 		}
-		seqs = append(seqs, r.run(t, r.down(), cb, stream.WithTimeout(30*time.Second), stream.WithTimestamp()))
+		seqs = append(seqs, r.runOpts(t, r.down(), cb, stream.SubmitOptions{Timeout: 30 * time.Second, Timestamp: true}))
 	}
 	return seqs, sob0, sob1
 }
@@ -45,14 +45,14 @@ func multiCS(t *testing.T, r *rig, fenceFirst bool) (seqs []uint64, sob0, sob1 u
 func TestWaitForMultiCSComplete(t *testing.T) {
 	r := newRig(t, sim.Gaudi)
 	seqs, sob0, sob1 := multiCS(t, r, true)
-	if res, err := r.s.PollMulti(seqs); err != nil || res.Completed != 0 {
+	if res, err := r.s.PollMulti(ctxT(t), seqs); err != nil || res.Completed != 0 {
 		t.Fatalf("poll before anything ran: %+v, %v", res, err)
 	}
 	release := r.setSOB(t, sob0, 1)
 	rc := r.newCB(t, release)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		if _, err := r.s.Submit([]stream.Chunk{r.chunk(rc, r.down()+1, len(release))}); err != nil {
+		if _, err := r.s.Submit(ctxT(t), []stream.Chunk{r.chunk(rc, r.plus(r.down(), 1), len(release))}, stream.SubmitOptions{}); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -67,11 +67,11 @@ func TestWaitForMultiCSComplete(t *testing.T) {
 	if el := time.Since(start); el < 50*time.Millisecond {
 		t.Errorf("multi-CS wait returned after %v, before CS0 was released", el)
 	}
-	r.run(t, r.down()+1, r.setSOB(t, sob1, 1))
+	r.run(t, r.plus(r.down(), 1), r.setSOB(t, sob1, 1))
 	for _, s := range seqs {
 		r.wait(t, s)
 	}
-	res, err = r.s.PollMulti(seqs)
+	res, err = r.s.PollMulti(ctxT(t), seqs)
 	if err != nil || res.Completed != ^uint32(0) || res.Count != 32 {
 		t.Errorf("poll after all completed: %+v, %v", res, err)
 	}
@@ -83,11 +83,11 @@ func TestWaitForMultiCSPoll(t *testing.T) {
 	r := newRig(t, sim.Gaudi)
 	seqs, _, sob1 := multiCS(t, r, false)
 	r.wait(t, seqs[0])
-	res, err := r.s.PollMulti(seqs)
+	res, err := r.s.PollMulti(ctxT(t), seqs)
 	if err != nil || res.Completed != 1 || res.Count != 1 {
 		t.Errorf("poll = %+v, %v; want CS0 alone", res, err)
 	}
-	r.run(t, r.down()+1, r.setSOB(t, sob1, 1))
+	r.run(t, r.plus(r.down(), 1), r.setSOB(t, sob1, 1))
 	for _, s := range seqs {
 		r.wait(t, s)
 	}
@@ -98,14 +98,14 @@ func TestWaitForMultiCSPoll(t *testing.T) {
 // given out, are EINVAL.
 func TestWaitForMultiCSRules(t *testing.T) {
 	r2 := newRig(t, sim.Gaudi2)
-	if _, err := r2.s.PollMulti([]uint64{1}); !errors.Is(err, stream.ErrNotSupported) || !errors.Is(err, unix.EPERM) {
+	if _, err := r2.s.PollMulti(ctxT(t), []uint64{1}); !errors.Is(err, stream.ErrNotSupported) || !errors.Is(err, unix.EPERM) {
 		t.Errorf("Gaudi2 multi-CS: %v, want EPERM", err)
 	}
 	r := newRig(t, sim.Gaudi)
-	if _, err := r.s.PollMulti(make([]uint64, 33)); !errors.Is(err, unix.EINVAL) {
+	if _, err := r.s.PollMulti(ctxT(t), make([]uint64, 33)); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("33 sequence numbers: %v", err)
 	}
-	if _, err := r.s.PollMulti([]uint64{99}); !errors.Is(err, unix.EINVAL) {
+	if _, err := r.s.PollMulti(ctxT(t), []uint64{99}); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("a sequence never given out: %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func multiThread(t *testing.T, single bool) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perQueue; i++ {
-				seq, err := r.s.Submit([]stream.Chunk{r.chunk(cbs[q], uint32(q), len(nop))})
+				seq, err := r.s.Submit(ctxT(t), []stream.Chunk{r.chunk(cbs[q], r.queue(uint32(q)), len(nop))}, stream.SubmitOptions{})
 				if err != nil {
 					t.Error(err)
 					return

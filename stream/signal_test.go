@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
@@ -48,12 +49,12 @@ func signalWaitDMA(t *testing.T, r *rig, e *dma.Engine, size uint64, seed byte) 
 	if err != nil {
 		return err
 	}
-	sig, sob, err := r.s.Signal(r.down())
+	sig, sob, err := r.s.Signal(ctxT(t), r.down(), stream.SubmitOptions{})
 	if err != nil {
 		return fmt.Errorf("signal: %w", err)
 	}
 	_ = sob
-	wseq, err := r.s.WaitForSignal(r.up(), sig)
+	wseq, err := r.s.WaitForSignal(ctxT(t), r.up(), sig, stream.SubmitOptions{})
 	if err != nil {
 		return fmt.Errorf("wait for signal: %w", err)
 	}
@@ -143,7 +144,7 @@ func TestSignalWait(t *testing.T) {
 			first := r.firstSOB(t)
 			// The down queue blocks on a user SOB first.
 			gate := r.run(t, r.down(), r.monitorFence(t, r.down(), first, first.mon, 1, nil))
-			sig, sob, err := r.s.Signal(r.down(), stream.WithTimestamp())
+			sig, sob, err := r.s.Signal(ctxT(t), r.down(), stream.SubmitOptions{Timestamp: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +154,7 @@ func TestSignalWait(t *testing.T) {
 			if r.asic == sim.Gaudi2 && sob.Addr != 0 {
 				t.Errorf("Gaudi2 signal SOB address %#x, want 0 (gaudi2_get_sob_addr)", sob.Addr)
 			}
-			w, err := r.s.WaitForSignal(r.up(), sig, stream.WithTimestamp())
+			w, err := r.s.WaitForSignal(ctxT(t), r.up(), sig, stream.SubmitOptions{Timestamp: true})
 			if err != nil || w == stream.NoSeq {
 				t.Fatalf("WaitForSignal = %d, %v", w, err)
 			}
@@ -163,7 +164,7 @@ func TestSignalWait(t *testing.T) {
 			// Release the gate: set the user SOB from a third queue (the
 			// up queue waits behind the wait CS).
 			released := time.Duration(monotonic())
-			r.run(t, r.down()+1, r.setSOB(t, first.sob, 1))
+			r.run(t, r.plus(r.down(), 1), r.setSOB(t, first.sob, 1))
 			cw := r.wait(t, w)
 			cs := r.wait(t, sig)
 			r.wait(t, gate)
@@ -174,7 +175,7 @@ func TestSignalWait(t *testing.T) {
 				t.Errorf("signal done at %v, wait at %v, gate released at %v: want both after the release", cs.Timestamp, cw.Timestamp, released)
 			}
 			// Now the signal is done: another wait for it submits nothing.
-			w2, err := r.s.WaitForSignal(r.up(), sig)
+			w2, err := r.s.WaitForSignal(ctxT(t), r.up(), sig, stream.SubmitOptions{})
 			if err != nil || w2 != stream.NoSeq {
 				t.Errorf("wait for a completed signal = %#x, %v; want NoSeq, nil", w2, err)
 			}
@@ -191,16 +192,16 @@ func TestSignalCounts(t *testing.T) {
 			r := newRig(t, a)
 			var last [2]stream.SOB
 			for i := 0; i < 5; i++ {
-				for k, q := range []uint32{r.down(), r.up()} {
-					seq, sob, err := r.s.Signal(q)
+				for k, q := range []device.Queue{r.down(), r.up()} {
+					seq, sob, err := r.s.Signal(ctxT(t), q, stream.SubmitOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
 					if int(sob.Value) != i+1 {
-						t.Errorf("queue %d signal %d: value %d, want %d", q, i, sob.Value, i+1)
+						t.Errorf("queue %v signal %d: value %d, want %d", q, i, sob.Value, i+1)
 					}
 					if i > 0 && sob.Addr != last[k].Addr {
-						t.Errorf("queue %d: SOB moved from %#x to %#x", q, last[k].Addr, sob.Addr)
+						t.Errorf("queue %v: SOB moved from %#x to %#x", q, last[k].Addr, sob.Addr)
 					}
 					last[k] = sob
 					r.wait(t, seq)
@@ -218,11 +219,17 @@ func TestSignalWaitRules(t *testing.T) {
 	for _, a := range asics() {
 		t.Run(a.String(), func(t *testing.T) {
 			r := newRig(t, a)
-			internal := uint32(hl.GAUDI_QUEUE_ID_DMA_2_0) // no sync stream on Gaudi
+			// A queue without a sync stream, the collective engine (which
+			// Gaudi2 has not), and a queue of the other ASIC.
+			internal := device.GaudiQueue(hl.GAUDI_QUEUE_ID_DMA_2_0)
+			engine := device.GaudiEngine(hl.GAUDI_ENGINE_ID_DMA_5)
+			other := device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_PDMA_1_0)
 			if a == sim.Gaudi2 {
-				internal = uint32(hl.GAUDI2_QUEUE_ID_NIC_0_0)
+				internal = device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_NIC_0_0)
+				engine = device.Gaudi2Engine(hl.GAUDI2_DCORE0_ENGINE_ID_EDMA_0)
+				other = device.GaudiQueue(hl.GAUDI_QUEUE_ID_DMA_1_0)
 			}
-			seq, _, err := r.s.Signal(r.down())
+			seq, _, err := r.s.Signal(ctxT(t), r.down(), stream.SubmitOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,15 +241,29 @@ func TestSignalWaitRules(t *testing.T) {
 				fn   func() error
 				want error
 			}{
-				{"signal on a queue without sync stream", func() error { _, _, err := r.s.Signal(internal); return err }, unix.EINVAL},
-				{"signal on a queue out of range", func() error { _, _, err := r.s.Signal(1000); return err }, unix.EINVAL},
-				{"wait for a sequence never given", func() error { _, err := r.s.WaitForSignal(r.up(), seq+1000); return err }, unix.EINVAL},
-				{"wait for a CS that is not a signal", func() error { _, err := r.s.WaitForSignal(r.up(), nop); return err }, unix.EINVAL},
-				{"collective wait", func() error {
-					_, err := r.s.CollectiveWait(r.down(), seq, uint32(hl.GAUDI_ENGINE_ID_DMA_5))
+				{"signal on a queue without sync stream", func() error { _, _, err := r.s.Signal(ctxT(t), internal, stream.SubmitOptions{}); return err }, unix.EINVAL},
+				{"signal on a queue out of range", func() error { _, _, err := r.s.Signal(ctxT(t), r.queue(1000), stream.SubmitOptions{}); return err }, unix.EINVAL},
+				{"wait for a sequence never given", func() error {
+					_, err := r.s.WaitForSignal(ctxT(t), r.up(), seq+1000, stream.SubmitOptions{})
 					return err
 				}, unix.EINVAL},
-				{"collective wait on an internal queue", func() error { _, err := r.s.CollectiveWait(internal, seq, 0); return err }, unix.EINVAL},
+				{"wait for a CS that is not a signal", func() error { _, err := r.s.WaitForSignal(ctxT(t), r.up(), nop, stream.SubmitOptions{}); return err }, unix.EINVAL},
+				{"collective wait", func() error {
+					_, err := r.s.CollectiveWait(ctxT(t), r.down(), seq, engine, stream.SubmitOptions{})
+					return err
+				}, unix.EINVAL},
+				{"collective wait on an internal queue", func() error {
+					_, err := r.s.CollectiveWait(ctxT(t), internal, seq, engine, stream.SubmitOptions{})
+					return err
+				}, unix.EINVAL},
+				{"wait on a queue of the other ASIC", func() error {
+					_, err := r.s.WaitForSignal(ctxT(t), other, seq, stream.SubmitOptions{})
+					return err
+				}, unix.EINVAL},
+				{"restore chunks on a signal", func() error {
+					_, _, err := r.s.Signal(ctxT(t), r.down(), stream.SubmitOptions{Restore: []stream.Chunk{{Queue: r.down()}}})
+					return err
+				}, unix.EINVAL},
 			} {
 				if err := tc.fn(); !errors.Is(err, tc.want) {
 					t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
@@ -278,14 +299,14 @@ func TestCSDrop(t *testing.T) {
 			}
 			var seq uint64
 			for i := 0; i < 64; i++ {
-				if seq, err = r.s.Submit(chunks); err != nil {
+				if seq, err = r.s.Submit(ctxT(t), chunks, stream.SubmitOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				sig, _, err := r.s.Signal(r.down())
+				sig, _, err := r.s.Signal(ctxT(t), r.down(), stream.SubmitOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := r.s.WaitForSignal(r.up(), sig); err != nil {
+				if _, err := r.s.WaitForSignal(ctxT(t), r.up(), sig, stream.SubmitOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,7 +1,12 @@
 package stream
 
 import (
+	"context"
+	"fmt"
+
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
 )
 
 // SOB is where a signal landed: the sync object's address as the driver
@@ -21,13 +26,21 @@ type SOB struct {
 // Gaudi2 on every queue but the NIC queues.
 //
 // It replaces hlthunk_signal_submission and
-// hlthunk_signal_submission_timeout (WithTimeout).
-func (s *Streams) Signal(queue uint32, opts ...Option) (uint64, SOB, error) {
+// hlthunk_signal_submission_timeout (SubmitOptions.Timeout).
+func (s *Streams) Signal(ctx context.Context, queue device.Queue, opts SubmitOptions) (uint64, SOB, error) {
+	const op = "signal"
+	q, err := s.queueID(op, queue)
+	if err == nil {
+		err = noRestore(op, opts)
+	}
+	if err != nil {
+		return 0, SOB{}, err
+	}
 	chunks := make([]hl.CSChunk, 1)
-	chunks[0].QueueIndex = queue
+	chunks[0].QueueIndex = q
 	a := &hl.CSChunksArgs{ChunksExecute: hl.SlicePointer(chunks), NumChunksExecute: 1, CSFlags: hl.HL_CS_FLAGS_SIGNAL}
-	applyOptions(&a.CSFlags, &a.Timeout, opts)
-	out, err := issueCS(s, "signal", a)
+	opts.apply(&a.CSFlags, &a.Timeout)
+	out, err := issueCS(ctx, s, op, a)
 	if err != nil {
 		return 0, SOB{}, err
 	}
@@ -40,50 +53,64 @@ func (s *Streams) Signal(queue uint32, opts ...Option) (uint64, SOB, error) {
 // nothing was submitted.
 //
 // It replaces hlthunk_wait_for_signal and hlthunk_wait_for_signal_timeout.
-func (s *Streams) WaitForSignal(queue uint32, signalSeq uint64, opts ...Option) (uint64, error) {
-	return s.waitCS("wait for signal", hl.HL_CS_FLAGS_WAIT, queue, signalSeq, 0, 0, false, opts)
+func (s *Streams) WaitForSignal(ctx context.Context, queue device.Queue, signalSeq uint64, opts SubmitOptions) (uint64, error) {
+	return s.waitCS(ctx, "wait for signal", hl.HL_CS_FLAGS_WAIT, queue, signalSeq, nil, 0, false, opts)
 }
 
 // CollectiveWait submits a collective wait CS (Gaudi): queue must be a
-// collective master (an external queue), and engineID names the
-// collective engine (GAUDI_ENGINE_ID_DMA_5 or GAUDI_ENGINE_ID_TPC_7). The
-// driver refuses it (EINVAL) on Gaudi2 and on a Gaudi without NIC ports.
+// collective master (an external queue), and engine names the collective
+// engine (DMA_5 or TPC_7: device.GaudiEngine(hl.GAUDI_ENGINE_ID_DMA_5)).
+// The driver refuses it (EINVAL) on Gaudi2 and on a Gaudi without NIC
+// ports.
 //
 // It replaces hlthunk_wait_for_collective_signal and
 // hlthunk_wait_for_collective_signal_timeout.
-func (s *Streams) CollectiveWait(queue uint32, signalSeq uint64, engineID uint32, opts ...Option) (uint64, error) {
-	return s.waitCS("collective wait", hl.HL_CS_FLAGS_COLLECTIVE_WAIT, queue, signalSeq, engineID, 0, false, opts)
+func (s *Streams) CollectiveWait(ctx context.Context, queue device.Queue, signalSeq uint64, engine device.Engine, opts SubmitOptions) (uint64, error) {
+	return s.waitCS(ctx, "collective wait", hl.HL_CS_FLAGS_COLLECTIVE_WAIT, queue, signalSeq, &engine, 0, false, opts)
 }
 
 // WaitForReserved submits a wait CS on queue for encapsulated signals: the
-// staged submission stagedSeq that claimed a reservation (SubmitStaged
-// with Encaps), up to its offset-th signal (1 is the first reserved
-// signal; 0 waits for the signal after the reservation). It returns NoSeq
-// when nothing had to be submitted.
+// staged submission stagedSeq that claimed a reservation
+// (SubmitStagedEncaps), up to its offset-th signal (1 is the first
+// reserved signal; 0 waits for the signal after the reservation). It
+// returns NoSeq when nothing had to be submitted.
 //
 // It replaces hlthunk_wait_for_reserved_encaps_signals.
-func (s *Streams) WaitForReserved(queue uint32, stagedSeq uint64, offset uint32, opts ...Option) (uint64, error) {
-	return s.waitCS("wait for reserved signals", hl.HL_CS_FLAGS_WAIT, queue, stagedSeq, 0, offset, true, opts)
+func (s *Streams) WaitForReserved(ctx context.Context, queue device.Queue, stagedSeq uint64, offset uint32, opts SubmitOptions) (uint64, error) {
+	return s.waitCS(ctx, "wait for reserved signals", hl.HL_CS_FLAGS_WAIT, queue, stagedSeq, nil, offset, true, opts)
 }
 
 // CollectiveWaitForReserved is the collective wait (Gaudi) for
 // encapsulated signals.
 //
 // It replaces hlthunk_wait_for_reserved_encaps_collective_signals.
-func (s *Streams) CollectiveWaitForReserved(queue uint32, stagedSeq uint64, offset, engineID uint32, opts ...Option) (uint64, error) {
-	return s.waitCS("collective wait for reserved signals", hl.HL_CS_FLAGS_COLLECTIVE_WAIT, queue, stagedSeq, engineID, offset, true, opts)
+func (s *Streams) CollectiveWaitForReserved(ctx context.Context, queue device.Queue, stagedSeq uint64, offset uint32, engine device.Engine, opts SubmitOptions) (uint64, error) {
+	return s.waitCS(ctx, "collective wait for reserved signals", hl.HL_CS_FLAGS_COLLECTIVE_WAIT, queue, stagedSeq, &engine, offset, true, opts)
 }
 
-// waitCS submits a WAIT or COLLECTIVE_WAIT CS.
-func (s *Streams) waitCS(op string, flag, queue uint32, seq uint64, engine, offset uint32, encaps bool, opts []Option) (uint64, error) {
+// waitCS submits a WAIT or, with an engine, a COLLECTIVE_WAIT CS.
+func (s *Streams) waitCS(ctx context.Context, op string, flag uint32, queue device.Queue, seq uint64, engine *device.Engine, offset uint32, encaps bool, opts SubmitOptions) (uint64, error) {
+	q, err := s.queueID(op, queue)
+	if err != nil {
+		return 0, err
+	}
+	var eng uint32
+	if engine != nil {
+		if eng, err = s.dev.EngineID(*engine); err != nil {
+			return 0, wrap(op, err)
+		}
+	}
+	if err := noRestore(op, opts); err != nil {
+		return 0, err
+	}
 	a := &hl.CSChunksArgs{NumChunksExecute: 1, CSFlags: flag}
 	if encaps {
 		// The chunk names the signals by the staged sequence number and an
 		// offset: integers, no user address.
 		chunks := make([]hl.CSChunk, 1)
 		c := &chunks[0]
-		c.QueueIndex = queue
-		c.CollectiveEngineID = engine
+		c.QueueIndex = q
+		c.CollectiveEngineID = eng
 		c.SetEncapsSignalSeq(seq)
 		c.SetEncapsSignalOffset(offset)
 		a.ChunksExecute = hl.SlicePointer(chunks)
@@ -92,18 +119,37 @@ func (s *Streams) waitCS(op string, flag, queue uint32, seq uint64, engine, offs
 		seqs := []uint64{seq}
 		chunks := []hl.CSSignalChunk{{
 			SignalSeqArr:       hl.SlicePointer(seqs),
-			QueueIndex:         queue,
+			QueueIndex:         q,
 			NumSignalSeqArr:    1,
-			CollectiveEngineID: engine,
+			CollectiveEngineID: eng,
 		}}
 		a.ChunksExecute = hl.SlicePointer(chunks)
 	}
-	applyOptions(&a.CSFlags, &a.Timeout, opts)
-	out, err := issueCS(s, op, a)
+	opts.apply(&a.CSFlags, &a.Timeout)
+	out, err := issueCS(ctx, s, op, a)
 	if err != nil {
 		return 0, err
 	}
 	return out.Seq(), nil
+}
+
+// queueID returns the driver's number for queue on the device, or the
+// *device.WrongASICError, with op.
+func (s *Streams) queueID(op string, queue device.Queue) (uint32, error) {
+	q, err := s.dev.QueueID(queue)
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	return q, nil
+}
+
+// noRestore refuses restore chunks for the signal and wait CSs, which
+// have no place for them.
+func noRestore(op string, opts SubmitOptions) error {
+	if len(opts.Restore) > 0 {
+		return fmt.Errorf("%s: restore chunks belong to submissions of chunks: %w", op, unix.EINVAL)
+	}
+	return nil
 }
 
 // Reservation is a range of encapsulated signals of one queue's sync
@@ -121,13 +167,18 @@ type Reservation struct {
 // own command buffers to signal.
 //
 // It replaces hlthunk_reserve_encaps_signals.
-func (s *Streams) Reserve(queue, count uint32) (Reservation, error) {
+func (s *Streams) Reserve(ctx context.Context, queue device.Queue, count uint32) (Reservation, error) {
+	const op = "reserve signals"
+	q, err := s.queueID(op, queue)
+	if err != nil {
+		return Reservation{}, err
+	}
 	a := new(hl.CSArgs)
 	in := a.In()
 	in.CSFlags = hl.HL_CS_FLAGS_RESERVE_SIGNALS_ONLY
-	in.SetEncapsSignalsQIdx(queue)
+	in.SetEncapsSignalsQIdx(q)
 	in.SetEncapsSignalsCount(count)
-	out, err := issueCS(s, "reserve signals", a)
+	out, err := issueCS(ctx, s, op, a)
 	if err != nil {
 		return Reservation{}, err
 	}
@@ -139,12 +190,12 @@ func (s *Streams) Reserve(queue, count uint32) (Reservation, error) {
 // since the reservation.
 //
 // It replaces hlthunk_unreserve_encaps_signals.
-func (s *Streams) Unreserve(id uint32) error {
+func (s *Streams) Unreserve(ctx context.Context, id uint32) error {
 	a := new(hl.CSArgs)
 	in := a.In()
 	in.CSFlags = hl.HL_CS_FLAGS_UNRESERVE_SIGNALS_ONLY
 	in.SetEncapsSigHandleID(id)
-	_, err := issueCS(s, "unreserve signals", a)
+	_, err := issueCS(ctx, s, "unreserve signals", a)
 	return err
 }
 
@@ -152,7 +203,7 @@ func (s *Streams) Unreserve(id uint32) error {
 // CB handle (Gaudi's external queues) or, with UserCB, the device address
 // of the command buffer (internal queues, Gaudi2), of Size bytes.
 type Chunk struct {
-	Queue  uint32
+	Queue  device.Queue
 	CB     uint64
 	Size   uint32
 	UserCB bool
@@ -173,9 +224,9 @@ const (
 // sequence number.
 //
 // It replaces hlthunk_command_submission and
-// hlthunk_command_submission_timeout (WithTimeout).
-func (s *Streams) Submit(chunks []Chunk, opts ...Option) (uint64, error) {
-	return s.submit("submit", chunks, 0, 0, opts)
+// hlthunk_command_submission_timeout (SubmitOptions.Timeout).
+func (s *Streams) Submit(ctx context.Context, chunks []Chunk, opts SubmitOptions) (uint64, error) {
+	return s.submit(ctx, "submit", chunks, 0, 0, opts)
 }
 
 // SubmitStaged submits one part of a staged submission (Gaudi; Gaudi2
@@ -186,9 +237,9 @@ func (s *Streams) Submit(chunks []Chunk, opts ...Option) (uint64, error) {
 //
 // It replaces hlthunk_staged_command_submission and
 // hlthunk_staged_command_submission_timeout.
-func (s *Streams) SubmitStaged(chunks []Chunk, part Part, stagedSeq uint64, opts ...Option) (uint64, error) {
+func (s *Streams) SubmitStaged(ctx context.Context, chunks []Chunk, part Part, stagedSeq uint64, opts SubmitOptions) (uint64, error) {
 	flags := uint32(hl.HL_CS_FLAGS_STAGED_SUBMISSION)
-	return s.submit("staged submit", chunks, flags|partFlags(part), stagedSeq, opts)
+	return s.submit(ctx, "staged submit", chunks, flags|partFlags(part), stagedSeq, opts)
 }
 
 // SubmitStagedEncaps submits the first part of a staged submission that
@@ -197,9 +248,9 @@ func (s *Streams) SubmitStaged(chunks []Chunk, part Part, stagedSeq uint64, opts
 // include StagedFirst.
 //
 // It replaces hlthunk_staged_command_submission_encaps_signals.
-func (s *Streams) SubmitStagedEncaps(chunks []Chunk, part Part, id uint32, opts ...Option) (uint64, error) {
+func (s *Streams) SubmitStagedEncaps(ctx context.Context, chunks []Chunk, part Part, id uint32, opts SubmitOptions) (uint64, error) {
 	flags := uint32(hl.HL_CS_FLAGS_STAGED_SUBMISSION | hl.HL_CS_FLAGS_ENCAP_SIGNALS)
-	return s.submit("staged submit with encapsulated signals", chunks, flags|partFlags(part), uint64(id), opts)
+	return s.submit(ctx, "staged submit with encapsulated signals", chunks, flags|partFlags(part), uint64(id), opts)
 }
 
 func partFlags(p Part) uint32 {
@@ -215,31 +266,43 @@ func partFlags(p Part) uint32 {
 
 // submit issues a default CS; seq is the staged sequence number (or the
 // encapsulated signals handle id, which shares its place).
-func (s *Streams) submit(op string, chunks []Chunk, flags uint32, seq uint64, opts []Option) (uint64, error) {
-	arr := csChunks(chunks)
+func (s *Streams) submit(ctx context.Context, op string, chunks []Chunk, flags uint32, seq uint64, opts SubmitOptions) (uint64, error) {
+	arr, err := s.csChunks(op, chunks)
+	if err != nil {
+		return 0, err
+	}
+	restore, err := s.csChunks(op, opts.Restore)
+	if err != nil {
+		return 0, err
+	}
 	a := &hl.CSChunksArgs{ChunksExecute: hl.SlicePointer(arr), NumChunksExecute: uint32(len(arr)), Seq: seq, CSFlags: flags}
-	o := applyOptions(&a.CSFlags, &a.Timeout, opts)
-	if restore := csChunks(o.restore); len(restore) > 0 {
+	opts.apply(&a.CSFlags, &a.Timeout)
+	if len(restore) > 0 {
 		a.ChunksRestore, a.NumChunksRestore = hl.SlicePointer(restore), uint32(len(restore))
 		a.CSFlags |= hl.HL_CS_FLAGS_FORCE_RESTORE
 	}
-	out, err := issueCS(s, op, a)
+	out, err := issueCS(ctx, s, op, a)
 	if err != nil {
 		return 0, err
 	}
 	return out.Seq(), nil
 }
 
-// csChunks converts chunks to the driver's layout, on the heap.
-func csChunks(chunks []Chunk) []hl.CSChunk {
+// csChunks converts chunks to the driver's layout, on the heap. A chunk
+// on a queue of another ASIC is refused.
+func (s *Streams) csChunks(op string, chunks []Chunk) ([]hl.CSChunk, error) {
 	arr := make([]hl.CSChunk, len(chunks))
 	for i, c := range chunks {
-		arr[i].QueueIndex = c.Queue
+		q, err := s.dev.QueueID(c.Queue)
+		if err != nil {
+			return nil, fmt.Errorf("%s: chunk %d: %w", op, i, err)
+		}
+		arr[i].QueueIndex = q
 		arr[i].SetCBHandle(c.CB)
 		arr[i].SetCBSize(c.Size)
 		if c.UserCB {
 			arr[i].CSChunkFlags = hl.HL_CS_CHUNK_FLAGS_USER_ALLOC_CB
 		}
 	}
-	return arr
+	return arr, nil
 }

@@ -30,9 +30,8 @@ const NoSeq = math.MaxUint64
 // device. It holds no state of its own beyond the device: every method is
 // one or a few ioctls, and a Streams is safe for concurrent use.
 type Streams struct {
-	dev   *device.Device
-	io    *ioctl.Device
-	gaudi bool
+	dev *device.Device
+	io  *ioctl.Device
 }
 
 // New returns the Streams of d, a compute node (not a control node).
@@ -40,73 +39,81 @@ func New(d *device.Device) (*Streams, error) {
 	if d.IsControl() {
 		return nil, fmt.Errorf("stream: %s is a control node", d.Path())
 	}
-	return &Streams{dev: d, io: devio.Of(d), gaudi: d.ASIC().IsGaudi()}, nil
+	return &Streams{dev: d, io: devio.Of(d)}, nil
 }
 
 // Device returns the device the Streams uses.
 func (s *Streams) Device() *device.Device { return s.dev }
 
-// Option adjusts one submission.
-type Option func(*options)
-
-type options struct {
-	timeout   time.Duration
-	timestamp bool
-	skipReset bool
-	restore   []Chunk
+// SubmitOptions adjusts one command submission: Signal, WaitForSignal,
+// CollectiveWait, WaitForReserved, CollectiveWaitForReserved, Submit,
+// SubmitStaged and SubmitStagedEncaps take it by value, and the zero value
+// asks for what the driver does by default.
+type SubmitOptions struct {
+	// Timeout replaces the driver's default CS timeout (its TDR, the
+	// timeout_locked module parameter) for the submission
+	// (HL_CS_FLAGS_CUSTOM_TIMEOUT); it is what hl-thunk's *_timeout
+	// variants do. The driver counts whole seconds, so a positive Timeout
+	// is rounded up to the next second; it turns them into milliseconds in
+	// 32 bits, so one longer than MaxTimeout is cut to MaxTimeout (a longer
+	// one would wrap around to a short timeout).
+	//
+	// 0, the zero value, keeps the driver's default. A negative Timeout
+	// (ImmediateTimeout) asks for a custom timeout of 0 seconds, which the
+	// driver takes literally: the submission times out at once, as soon
+	// as it is queued. The zero value has to mean the default, as in every
+	// options struct of this module; an immediate timeout is only of use
+	// to test timeout handling, so it gets the unusual spelling.
+	Timeout time.Duration
+	// Timestamp asks the driver to record the submission's completion
+	// time (HL_CS_FLAGS_TIMESTAMP), which Wait then returns.
+	Timestamp bool
+	// SkipResetOnTimeout asks the driver to report a timed-out submission
+	// without resetting the device (HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT).
+	SkipResetOnTimeout bool
+	// Restore are chunks the driver runs first, as a submission of their
+	// own that it waits for (HL_CS_FLAGS_FORCE_RESTORE with
+	// chunks_restore; hl-thunk's restore array). Only Submit, SubmitStaged
+	// and SubmitStagedEncaps take them; the signal and wait submissions
+	// refuse them (EINVAL).
+	Restore []Chunk
 }
 
-// WithTimeout replaces the driver's default CS timeout (its TDR) for the
-// submission (HL_CS_FLAGS_CUSTOM_TIMEOUT, whole seconds, rounded up; 0
-// makes the driver time the submission out at once). It is what hl-thunk's
-// *_timeout variants do.
-func WithTimeout(d time.Duration) Option {
-	return func(o *options) { o.timeout = max(d, 0) }
-}
+// MaxTimeout is the longest SubmitOptions.Timeout the driver can hold:
+// 4294967 seconds (about 49 days), whose milliseconds still fit in 32
+// bits.
+const MaxTimeout = math.MaxUint32 / 1000 * time.Second
 
-// WithTimestamp asks the driver to record the submission's completion time
-// (HL_CS_FLAGS_TIMESTAMP), which Wait then returns.
-func WithTimestamp() Option { return func(o *options) { o.timestamp = true } }
+// ImmediateTimeout is the SubmitOptions.Timeout that makes the driver time
+// the submission out at once (a custom timeout of 0 seconds). Every
+// negative Timeout means the same.
+const ImmediateTimeout time.Duration = -1
 
-// WithSkipResetOnTimeout asks the driver to report a timed-out submission
-// without resetting the device (HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT).
-func WithSkipResetOnTimeout() Option { return func(o *options) { o.skipReset = true } }
-
-// WithRestore gives a submission restore chunks, which the driver runs
-// first, as a submission of their own that it waits for
-// (HL_CS_FLAGS_FORCE_RESTORE with chunks_restore; hl-thunk's restore
-// array). Only Submit and SubmitStaged use it.
-func WithRestore(chunks ...Chunk) Option {
-	return func(o *options) { o.restore = append(o.restore, chunks...) }
-}
-
-// applyOptions applies opts to the CS flags and timeout and returns them.
-func applyOptions(flags, timeout *uint32, opts []Option) options {
-	var o options
-	o.timeout = -1
-	for _, f := range opts {
-		f(&o)
-	}
-	if o.timestamp {
+// apply sets the CS flags and timeout o asks for.
+func (o SubmitOptions) apply(flags, timeout *uint32) {
+	if o.Timestamp {
 		*flags |= hl.HL_CS_FLAGS_TIMESTAMP
 	}
-	if o.skipReset {
+	if o.SkipResetOnTimeout {
 		*flags |= hl.HL_CS_FLAGS_SKIP_RESET_ON_TIMEOUT
 	}
-	if o.timeout >= 0 {
+	if o.Timeout != 0 {
 		*flags |= hl.HL_CS_FLAGS_CUSTOM_TIMEOUT
-		*timeout = uint32(min((o.timeout+time.Second-1)/time.Second, math.MaxUint32))
+		secs := max(o.Timeout, 0) / time.Second
+		if o.Timeout%time.Second > 0 {
+			secs++
+		}
+		*timeout = uint32(min(secs, MaxTimeout/time.Second))
 	}
-	return o
 }
 
 // issueCS issues CS with a through the library's one submission path
 // (internal/submit): EAGAIN (queue full, too many submissions in flight)
 // is retried with backoff from 10 µs to 10 ms, at most
-// submit.DefaultRetries times, and the driver's status is checked. What a
-// points at is held by its hl.Pointer fields.
-func issueCS[T submit.Args](s *Streams, op string, a *T) (*hl.CSOut, error) {
-	out, err := submit.CS(context.Background(), s.io, a, submit.DefaultRetries)
+// submit.DefaultRetries times while ctx lasts, and the driver's status is
+// checked. What a points at is held by its hl.Pointer fields.
+func issueCS[T submit.Args](ctx context.Context, s *Streams, op string, a *T) (*hl.CSOut, error) {
+	out, err := submit.CS(ctx, s.io, a, submit.DefaultRetries)
 	if err != nil {
 		return nil, wrap(op, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/sim"
@@ -35,9 +36,9 @@ func TestCSTwoStreamsWithFence(t *testing.T) {
 		t.Run(a.String(), func(t *testing.T) {
 			r := newRig(t, a)
 			u := r.firstSOB(t)
-			other := r.down() + 3
+			other := r.plus(r.down(), 3)
 			if a == sim.Gaudi2 {
-				other = r.down() + 1
+				other = r.plus(r.down(), 1)
 			}
 			src, err := r.mem.AllocHost(4096, memory.HostOptions{})
 			if err != nil {
@@ -76,7 +77,7 @@ func TestSMSOBCleanupOnCtxSwitch(t *testing.T) {
 			// Equal 0: passes only if the SOB was cleared.
 			r.wait(t, r.run(t, r.down(), r.monitorFence(t, r.down(), u, u.mon, 0, nil)))
 			// And a fence for 1 does not pass: the check can fail.
-			seq := r.run(t, r.down()+1, r.monitorFence(t, r.down()+1, u, u.mon+1, 1, nil))
+			seq := r.run(t, r.plus(r.down(), 1), r.monitorFence(t, r.plus(r.down(), 1), u, u.mon+1, 1, nil))
 			if _, err := r.s.Wait(ctxShort(t), seq); err == nil {
 				t.Fatal("fence for a SOB value of 1 passed after the reopen")
 			}
@@ -106,7 +107,7 @@ func TestSMMonitorSetSRAM(t *testing.T) {
 // smEngine is hl-thunk's test_sm: an engine queue's command buffer (in
 // SRAM, run by the engine's QMAN) signals a SOB that the up DMA queue
 // fences on before copying SRAM to the host; both are jobs of one CS.
-func smEngine(t *testing.T, a sim.ASIC, engineQueue func(sim.ASIC) uint32) {
+func smEngine(t *testing.T, a sim.ASIC, engineQueue func(sim.ASIC) device.Queue) {
 	r := newRig(t, a)
 	u := r.firstSOB(t)
 	hw := r.dev.HWIPInfo()
@@ -134,10 +135,10 @@ func smEngine(t *testing.T, a sim.ASIC, engineQueue func(sim.ASIC) uint32) {
 		b.LinDMA(packet.LinDMA{Src: data, Dst: dst.VA(), Size: 4})
 	})
 	c := r.newCB(t, ext)
-	seq, err := r.s.Submit([]stream.Chunk{
+	seq, err := r.s.Submit(ctxT(t), []stream.Chunk{
 		r.chunk(c, r.up(), len(ext)),
 		{Queue: engineQueue(a), CB: engineCB, Size: uint32(len(signal)), UserCB: true},
-	})
+	}, stream.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +152,11 @@ func smEngine(t *testing.T, a sim.ASIC, engineQueue func(sim.ASIC) uint32) {
 func TestSMTPC(t *testing.T) {
 	for _, a := range asics() {
 		t.Run(a.String(), func(t *testing.T) {
-			smEngine(t, a, func(a sim.ASIC) uint32 {
+			smEngine(t, a, func(a sim.ASIC) device.Queue {
 				if a == sim.Gaudi {
-					return uint32(hl.GAUDI_QUEUE_ID_TPC_0_0)
+					return device.GaudiQueue(hl.GAUDI_QUEUE_ID_TPC_0_0)
 				}
-				return uint32(hl.GAUDI2_QUEUE_ID_DCORE0_TPC_0_0)
+				return device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_DCORE0_TPC_0_0)
 			})
 		})
 	}
@@ -165,11 +166,11 @@ func TestSMTPC(t *testing.T) {
 func TestSMMME(t *testing.T) {
 	for _, a := range asics() {
 		t.Run(a.String(), func(t *testing.T) {
-			smEngine(t, a, func(a sim.ASIC) uint32 {
+			smEngine(t, a, func(a sim.ASIC) device.Queue {
 				if a == sim.Gaudi {
-					return uint32(hl.GAUDI_QUEUE_ID_MME_0_0)
+					return device.GaudiQueue(hl.GAUDI_QUEUE_ID_MME_0_0)
 				}
-				return uint32(hl.GAUDI2_QUEUE_ID_DCORE0_MME_0_0)
+				return device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_DCORE0_MME_0_0)
 			})
 		})
 	}
@@ -180,7 +181,7 @@ func TestSMMME(t *testing.T) {
 // SOB0 and signals SOB1; the up DMA queue fences on SOB1 and copies SRAM
 // to the host; the three are jobs of one CS. The engine's CB sits in SRAM
 // (copied there by the CS's restore chunk) or in host memory.
-func pingpong(t *testing.T, a sim.ASIC, engine uint32, cbInHost bool) {
+func pingpong(t *testing.T, a sim.ASIC, engine device.Queue, cbInHost bool) {
 	r := newRig(t, a)
 	u := r.firstSOB(t)
 	s0, s1 := userSync{sob: u.sob, mon: u.mon}, userSync{sob: u.sob + 1, mon: u.mon + 1}
@@ -209,14 +210,14 @@ func pingpong(t *testing.T, a sim.ASIC, engine uint32, cbInHost bool) {
 	defer host.Close()
 	copy(host.Bytes(), engineCB)
 	engineAddr := host.VA()
-	var opts []stream.Option
+	var opts stream.SubmitOptions
 	if !cbInHost {
 		engineAddr = hw.SRAMBase + 0x2000
 		restore := r.build(t, func(b *packet.Builder) {
 			b.LinDMA(packet.LinDMA{Src: host.VA(), Dst: engineAddr, Size: uint32(len(engineCB))})
 		})
 		rc := r.newCB(t, restore)
-		opts = append(opts, stream.WithRestore(r.chunk(rc, r.down(), len(restore))))
+		opts.Restore = append(opts.Restore, r.chunk(rc, r.down(), len(restore)))
 	}
 	down := r.build(t, func(b *packet.Builder) {
 		b.LinDMA(packet.LinDMA{Src: src.VA(), Dst: data, Size: 4})
@@ -226,11 +227,11 @@ func pingpong(t *testing.T, a sim.ASIC, engine uint32, cbInHost bool) {
 		b.LinDMA(packet.LinDMA{Src: data, Dst: dst.VA(), Size: 4})
 	})
 	dc, uc := r.newCB(t, down), r.newCB(t, up)
-	seq, err := r.s.Submit([]stream.Chunk{
+	seq, err := r.s.Submit(ctxT(t), []stream.Chunk{
 		r.chunk(dc, r.down(), len(down)),
 		{Queue: engine, CB: engineAddr, Size: uint32(len(engineCB)), UserCB: true},
 		r.chunk(uc, r.up(), len(up)),
-	}, opts...)
+	}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,18 +241,18 @@ func pingpong(t *testing.T, a sim.ASIC, engine uint32, cbInHost bool) {
 	}
 }
 
-func tpcQueue(a sim.ASIC) uint32 {
+func tpcQueue(a sim.ASIC) device.Queue {
 	if a == sim.Gaudi {
-		return uint32(hl.GAUDI_QUEUE_ID_TPC_0_0)
+		return device.GaudiQueue(hl.GAUDI_QUEUE_ID_TPC_0_0)
 	}
-	return uint32(hl.GAUDI2_QUEUE_ID_DCORE0_TPC_0_0)
+	return device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_DCORE0_TPC_0_0)
 }
 
-func mmeQueue(a sim.ASIC) uint32 {
+func mmeQueue(a sim.ASIC) device.Queue {
 	if a == sim.Gaudi {
-		return uint32(hl.GAUDI_QUEUE_ID_MME_0_0)
+		return device.GaudiQueue(hl.GAUDI_QUEUE_ID_MME_0_0)
 	}
-	return uint32(hl.GAUDI2_QUEUE_ID_DCORE0_MME_0_0)
+	return device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_DCORE0_MME_0_0)
 }
 
 // TestSMPingpongTPCUpperCPFromSRAM is test_sm_pingpong_tpc_upper_cp_from_sram.
@@ -286,7 +287,7 @@ func TestSMPingpongMMEUpperCPFromHost(t *testing.T) {
 // but the engine's upper CP only hands a common CB to the lower CP
 // (CP_DMA), which fences on SOB0 at the lower CP's fence register
 // (cmdq_fence) and then signals SOB1.
-func pingpongCommon(t *testing.T, a sim.ASIC, engine uint32, inHost bool) {
+func pingpongCommon(t *testing.T, a sim.ASIC, engine device.Queue, inHost bool) {
 	r := newRig(t, a)
 	u := r.firstSOB(t)
 	s0, s1 := userSync{sob: u.sob, mon: u.mon}, userSync{sob: u.sob + 1, mon: u.mon + 1}
@@ -327,7 +328,7 @@ func pingpongCommon(t *testing.T, a sim.ASIC, engine uint32, inHost bool) {
 	upperVA, upperMem := alloc()
 	copy(upperMem, upper)
 	upperAddr := upperVA
-	var opts []stream.Option
+	var opts stream.SubmitOptions
 	if !inHost {
 		upperAddr = hw.SRAMBase + 0x2000
 		restore := r.build(t, func(b *packet.Builder) {
@@ -335,7 +336,7 @@ func pingpongCommon(t *testing.T, a sim.ASIC, engine uint32, inHost bool) {
 			b.LinDMA(packet.LinDMA{Src: commonVA, Dst: commonAddr, Size: uint32(len(common))})
 		})
 		rc := r.newCB(t, restore)
-		opts = append(opts, stream.WithRestore(r.chunk(rc, r.down(), len(restore))))
+		opts.Restore = append(opts.Restore, r.chunk(rc, r.down(), len(restore)))
 	}
 	down := r.build(t, func(b *packet.Builder) {
 		b.LinDMA(packet.LinDMA{Src: srcVA, Dst: data, Size: 4})
@@ -345,11 +346,11 @@ func pingpongCommon(t *testing.T, a sim.ASIC, engine uint32, inHost bool) {
 		b.LinDMA(packet.LinDMA{Src: data, Dst: dstVA, Size: 4})
 	})
 	dc, uc := r.newCB(t, down), r.newCB(t, up)
-	seq, err := r.s.Submit([]stream.Chunk{
+	seq, err := r.s.Submit(ctxT(t), []stream.Chunk{
 		r.chunk(dc, r.down(), len(down)),
 		{Queue: engine, CB: upperAddr, Size: uint32(len(upper)), UserCB: true},
 		r.chunk(uc, r.up(), len(up)),
-	}, opts...)
+	}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // Completion is what a finished wait reports.
 type Completion struct {
 	// Timestamp is the completion time on CLOCK_MONOTONIC, when the driver
-	// reported one (the CS asked for it with WithTimestamp; interrupt waits
+	// reported one (the CS asked for it with SubmitOptions.Timestamp; interrupt waits
 	// always report one); 0 otherwise.
 	Timestamp time.Duration
 	// Gone reports that the driver no longer tracked the sequence number:
@@ -82,9 +82,10 @@ func (s *Streams) WaitMulti(ctx context.Context, seqs []uint64) (MultiResult, er
 	return s.multi(ctx, seqs, forever)
 }
 
-// PollMulti reports which of seqs completed, without waiting.
-func (s *Streams) PollMulti(seqs []uint64) (MultiResult, error) {
-	return s.multi(context.Background(), seqs, 0)
+// PollMulti reports which of seqs completed, without waiting; ctx is
+// checked before the request goes out.
+func (s *Streams) PollMulti(ctx context.Context, seqs []uint64) (MultiResult, error) {
+	return s.multi(ctx, seqs, 0)
 }
 
 func (s *Streams) multi(ctx context.Context, seqs []uint64, timeout uint64) (MultiResult, error) {
@@ -167,10 +168,10 @@ func (s *Streams) WaitKernelCQ(ctx context.Context, id uint32, cqHandle, offset,
 // at index cqOffset of the kernel command buffer cqHandle to at least
 // target; it does not wait. When the counter is there already the time is
 // written at once. Registering the same element again moves it. Gaudi2
-// only.
+// only. ctx is checked before the request goes out.
 //
 // It replaces hlthunk_register_timestamp_interrupt.
-func (s *Streams) RegisterTimestamp(id uint32, cqHandle, cqOffset, target uint64, buf *TimestampBuffer, index uint64) error {
+func (s *Streams) RegisterTimestamp(ctx context.Context, id uint32, cqHandle, cqOffset, target uint64, buf *TimestampBuffer, index uint64) error {
 	a := new(hl.WaitCSArgs)
 	in := a.In()
 	in.Flags = hl.HL_WAIT_CS_FLAGS_INTERRUPT | hl.HL_WAIT_CS_FLAGS_INTERRUPT_KERNEL_CQ |
@@ -181,7 +182,7 @@ func (s *Streams) RegisterTimestamp(id uint32, cqHandle, cqOffset, target uint64
 	in.TimestampHandle = buf.handle
 	in.TimestampOffset = index
 	in.SetInterruptTimeoutUs(0xff) // as hl-thunk: a registration does not wait
-	if err := s.io.WaitCS(context.Background(), a); err != nil {
+	if err := s.io.WaitCS(ctx, a); err != nil {
 		return wrap("register timestamp", err)
 	}
 	return nil

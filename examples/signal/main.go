@@ -25,7 +25,6 @@ import (
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/stream"
-	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
 func main() {
@@ -59,9 +58,17 @@ func run(size uint64) error {
 	if err != nil {
 		return err
 	}
-	down, up := uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_0), uint32(hl.GAUDI2_QUEUE_ID_PDMA_1_0)
+	downName, upName := "PDMA_0_0", "PDMA_1_0"
 	if d.ASIC().IsGaudi() {
-		down, up = uint32(hl.GAUDI_QUEUE_ID_DMA_0_0), uint32(hl.GAUDI_QUEUE_ID_DMA_1_0)
+		downName, upName = "DMA_0_0", "DMA_1_0"
+	}
+	down, err := d.Queue(downName)
+	if err != nil {
+		return err
+	}
+	up, err := d.Queue(upName)
+	if err != nil {
+		return err
 	}
 
 	src, err := m.AllocHost(size, memory.HostOptions{})
@@ -95,11 +102,12 @@ func run(size uint64) error {
 	if err != nil {
 		return fmt.Errorf("copy in: %w", err)
 	}
-	sig, sob, err := s.Signal(down, stream.WithTimestamp())
+	opts := stream.SubmitOptions{Timestamp: true}
+	sig, sob, err := s.Signal(ctx, down, opts)
 	if err != nil {
 		return err
 	}
-	wait, err := s.WaitForSignal(up, sig, stream.WithTimestamp())
+	wait, err := s.WaitForSignal(ctx, up, sig, opts)
 	if err != nil {
 		return err
 	}
@@ -134,10 +142,10 @@ func run(size uint64) error {
 		name string
 		at   time.Duration
 	}{
-		{fmt.Sprintf("copy host to device (queue %d)", down), in.Timestamp()},
-		{fmt.Sprintf("signal SOB %#x to %d (queue %d)", sob.Addr, sob.Value, down), sigDone.Timestamp},
-		{fmt.Sprintf("wait for the signal (queue %d)", up), waitDone.Timestamp},
-		{fmt.Sprintf("copy device to host (queue %d)", up), out.Timestamp()},
+		{fmt.Sprintf("copy host to device (queue %v)", down), in.Timestamp()},
+		{fmt.Sprintf("signal SOB %#x to %d (queue %v)", sob.Addr, sob.Value, down), sigDone.Timestamp},
+		{fmt.Sprintf("wait for the signal (queue %v)", up), waitDone.Timestamp},
+		{fmt.Sprintf("copy device to host (queue %v)", up), out.Timestamp()},
 	}
 	base := steps[0].at
 	for _, st := range steps {

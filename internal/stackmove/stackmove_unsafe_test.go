@@ -290,7 +290,7 @@ var scenarios = []scenario{
 	{"stream signal, wait for signal, wait", sim.Gaudi2, func(t *testing.T, r *rig) { signalWait(t, r) }},
 	{"stream signal, wait for signal, wait gaudi", sim.Gaudi, func(t *testing.T, r *rig) { signalWait(t, r) }},
 	{"stream multi-CS wait", sim.Gaudi, func(t *testing.T, r *rig) {
-		seq, _, err := r.s.Signal(queueOf(t, r))
+		seq, _, err := r.s.Signal(r.ctx, queueOf(t, r), stream.SubmitOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,27 +310,28 @@ var scenarios = []scenario{
 		}
 	}},
 	{"engine commands", sim.Gaudi2, func(t *testing.T, r *rig) {
-		mme := uint32(hl.GAUDI2_DCORE0_ENGINE_ID_MME)
+		mme := device.Gaudi2Engine(hl.GAUDI2_DCORE0_ENGINE_ID_MME)
 		if err := control.StallEngines(r.d, mme); err != nil {
 			t.Fatal(err)
 		}
 		if err := control.ResumeEngines(r.d, mme); err != nil {
 			t.Fatal(err)
 		}
-		if err := control.HaltEngineCores(r.d, 7); err != nil {
+		core := device.Gaudi2EngineCore(7)
+		if err := control.HaltEngineCores(r.d, core); err != nil {
 			t.Fatal(err)
 		}
-		if err := control.RunEngineCores(r.d, 7); err != nil {
+		if err := control.RunEngineCores(r.d, core); err != nil {
 			t.Fatal(err)
 		}
 	}},
 }
 
-func queueOf(t *testing.T, r *rig) uint32 {
+func queueOf(t *testing.T, r *rig) device.Queue {
 	if r.d.ASIC().IsGaudi() {
-		return uint32(hl.GAUDI_QUEUE_ID_DMA_0_0)
+		return device.GaudiQueue(hl.GAUDI_QUEUE_ID_DMA_0_0)
 	}
-	return uint32(hl.GAUDI2_QUEUE_ID_PDMA_0_0)
+	return device.Gaudi2Queue(hl.GAUDI2_QUEUE_ID_PDMA_0_0)
 }
 
 func copyRoundTrip(t *testing.T, r *rig) {
@@ -362,11 +363,11 @@ func copyRoundTrip(t *testing.T, r *rig) {
 
 func signalWait(t *testing.T, r *rig) {
 	q := queueOf(t, r)
-	seq, _, err := r.s.Signal(q)
+	seq, _, err := r.s.Signal(r.ctx, q, stream.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := r.s.WaitForSignal(q, seq)
+	w, err := r.s.WaitForSignal(r.ctx, q, seq, stream.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,3 +49,35 @@ func TestNameTables(t *testing.T) {
 		t.Errorf("unnamed INFO ops (-want +got):\n%s", d)
 	}
 }
+
+// TestIDNameTables: the queue and engine id tables name every member of
+// their enums but the _SIZE count, without the prefix (and, for Gaudi2
+// engines, without the ENGINE_ID_ in the middle).
+func TestIDNameTables(t *testing.T) {
+	if got, want := len(Gaudi2QueueIDNames), int(GAUDI2_QUEUE_ID_SIZE); got != want {
+		t.Errorf("%d Gaudi2 queue names, want %d", got, want)
+	}
+	if got, want := len(GaudiQueueIDNames), int(GAUDI_QUEUE_ID_SIZE); got != want {
+		t.Errorf("%d Gaudi queue names, want %d", got, want)
+	}
+	if got, want := len(Gaudi2EngineIDNames), int(GAUDI2_ENGINE_ID_SIZE); got != want {
+		t.Errorf("%d Gaudi2 engine names, want %d", got, want)
+	}
+	if got, want := len(GaudiEngineIDNames), int(GAUDI_ENGINE_ID_SIZE); got != want {
+		t.Errorf("%d Gaudi engine names, want %d", got, want)
+	}
+	got := []string{
+		Gaudi2QueueIDNames[GAUDI2_QUEUE_ID_PDMA_0_0],
+		Gaudi2QueueIDNames[GAUDI2_QUEUE_ID_DCORE3_EDMA_1_3],
+		Gaudi2QueueIDNames[GAUDI2_QUEUE_ID_CPU_PQ],
+		GaudiQueueIDNames[GAUDI_QUEUE_ID_DMA_5_2],
+		Gaudi2EngineIDNames[GAUDI2_DCORE0_ENGINE_ID_EDMA_0],
+		Gaudi2EngineIDNames[GAUDI2_PCIE_ENGINE_ID_DEC_1],
+		Gaudi2EngineIDNames[GAUDI2_ENGINE_ID_KDMA],
+		GaudiEngineIDNames[GAUDI_ENGINE_ID_TPC_7],
+	}
+	want := []string{"PDMA_0_0", "DCORE3_EDMA_1_3", "CPU_PQ", "DMA_5_2", "DCORE0_EDMA_0", "PCIE_DEC_1", "KDMA", "TPC_7"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("names (-want +got):\n%s", d)
+	}
+}

@@ -403,12 +403,19 @@ func (g *gen) emitNames() ([]byte, error) {
 	fileHeader(&b, g.spec)
 	for _, nt := range g.spec.names {
 		fmt.Fprintf(&b, "// %s maps %s to their names without the prefix.\n", nt.goName, nt.doc)
-		fmt.Fprintf(&b, "var %s = map[%s]string{\n", nt.goName, nt.keyType)
+		keyType, enum := nt.keyType, nt.enum
+		if nt.goType != "" {
+			keyType, enum = nt.goType, true
+		}
+		fmt.Fprintf(&b, "var %s = map[%s]string{\n", nt.goName, keyType)
 		seen := map[string]bool{}
 		n := 0
 	next:
 		for _, c := range g.consts {
-			if !strings.HasPrefix(c.name, nt.prefix) || (c.goType != "") != nt.enum {
+			if !strings.HasPrefix(c.name, nt.prefix) || (c.goType != "") != enum {
+				continue
+			}
+			if nt.goType != "" && c.goType != nt.goType {
 				continue
 			}
 			for _, x := range nt.excludes {
@@ -421,10 +428,14 @@ func (g *gen) emitNames() ([]byte, error) {
 			}
 			seen[c.val.v.String()] = true
 			key := c.name
-			if nt.enum {
-				key = fmt.Sprintf("%s(%s)", nt.keyType, c.name)
+			if enum && c.goType != keyType {
+				key = fmt.Sprintf("%s(%s)", keyType, c.name)
 			}
-			fmt.Fprintf(&b, "\t%s: %q,\n", key, strings.TrimPrefix(c.name, nt.prefix))
+			name := strings.TrimPrefix(c.name, nt.prefix)
+			if nt.cut != "" {
+				name = strings.Replace(name, nt.cut, "", 1)
+			}
+			fmt.Fprintf(&b, "\t%s: %q,\n", key, name)
 			n++
 		}
 		if n == 0 {

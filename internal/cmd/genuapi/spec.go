@@ -52,6 +52,12 @@ type nameTable struct {
 	prefix   string
 	excludes []string // constants whose names contain one of these are not members
 	enum     bool     // the constants are members of a named enum (typed)
+	// goType, when set, takes only the members of the enum of that Go
+	// type, which is then also the key type.
+	goType string
+	// cut is removed from a name after the prefix, where the enum spells
+	// it in the middle (GAUDI2_DCORE0_ENGINE_ID_EDMA_0 is DCORE0_EDMA_0).
+	cut string
 }
 
 var hlLegacy = func() []extraRequest {
@@ -120,6 +126,10 @@ var specs = []*pkgSpec{
 			{goName: "DebugOpNames", doc: "DEBUG ops (HL_DEBUG_OP_*)", keyType: "uint32", prefix: "HL_DEBUG_OP_"},
 			{goName: "RequestNames", doc: "DRM ioctl request numbers (DRM_IOCTL_HL_*)", keyType: "uint32", prefix: "DRM_IOCTL_HL_"},
 			{goName: "LegacyRequestNames", doc: "legacy ioctl request numbers (HL_LEGACY_IOCTL_*)", keyType: "uint32", prefix: "HL_LEGACY_IOCTL_"},
+			{goName: "GaudiQueueIDNames", doc: "Gaudi queue ids (GAUDI_QUEUE_ID_*, enum gaudi_queue_id)", prefix: "GAUDI_QUEUE_ID_", goType: "GaudiQueueID", excludes: []string{"_SIZE"}},
+			{goName: "Gaudi2QueueIDNames", doc: "Gaudi2 queue ids (GAUDI2_QUEUE_ID_*, enum gaudi2_queue_id)", prefix: "GAUDI2_QUEUE_ID_", goType: "Gaudi2QueueID", excludes: []string{"_SIZE"}},
+			{goName: "GaudiEngineIDNames", doc: "Gaudi engine ids (GAUDI_ENGINE_ID_*, enum gaudi_engine_id)", prefix: "GAUDI_ENGINE_ID_", goType: "GaudiEngineID", excludes: []string{"_SIZE"}},
+			{goName: "Gaudi2EngineIDNames", doc: "Gaudi2 engine ids (GAUDI2_*ENGINE_ID_*, enum gaudi2_engine_id; the name drops ENGINE_ID_ too)", prefix: "GAUDI2_", goType: "Gaudi2EngineID", cut: "ENGINE_ID_", excludes: []string{"_SIZE"}},
 		},
 	},
 	{
