@@ -413,12 +413,11 @@ func (e *Engine) runOwned(ctx context.Context, t *Transfer) error {
 		e.putTransfer(t)
 		return nil
 	}
-	if err := t.batch.startInto(ctx, t); err != nil {
-		t.recycle()
-		return err
+	err := t.batch.startInto(ctx, t)
+	if err == nil {
+		err = t.Wait(ctx)
 	}
-	err := t.Wait(ctx)
-	t.recycle()
+	t.unref()
 	return err
 }
 

@@ -170,9 +170,11 @@ func (e *Engine) Close() error {
 	e.closed = true
 	e.closing = make(chan struct{})
 	memlink.Detach(e.mem, e)
-	var ts []*Transfer
+	// Adopt under e.mu: a transfer leaves pending (untrack, under e.mu)
+	// before a Copy may put it back in the pool and reuse it, so every one
+	// seen here is still the transfer it was.
 	for t := range e.pending {
-		ts = append(ts, t)
+		e.adopt(t)
 	}
 	var ps []*Prepared
 	for p := range e.prepared {
@@ -182,9 +184,6 @@ func (e *Engine) Close() error {
 	var errs []error
 	for _, p := range ps {
 		errs = append(errs, p.Close())
-	}
-	for _, t := range ts {
-		e.adopt(t)
 	}
 	e.inflight.Wait()
 	e.mu.Lock()

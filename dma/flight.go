@@ -137,16 +137,16 @@ func (e *Engine) adopt(t *Transfer) {
 		return
 	}
 	t.adopted = true
+	if t.owned {
+		t.refs++ // the reaper's; see unref
+	}
 	// The Transfer, unfinished, holds the Engine's in-flight count, so it
 	// is above zero and Add may race with Close's Wait.
 	e.inflight.Add(1)
 	go func() {
 		defer e.inflight.Done()
-		if t.reap() && t.owned {
-			// A Copy gave its Transfer up to this reaper, which was the
-			// last to refer to it.
-			e.putTransfer(t)
-		}
+		t.reap()
+		t.unref()
 	}()
 }
 
@@ -194,6 +194,9 @@ func (t *Transfer) abandon(cause error) {
 	if !t.end(err, 0) {
 		return
 	}
+	t.mu.Lock()
+	t.abandoned = true
+	t.mu.Unlock()
 	e := t.e
 	e.mu.Lock()
 	e.leaked++

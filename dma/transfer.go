@@ -25,17 +25,20 @@ type Transfer struct {
 	// fails with this error.
 	failed error
 
-	mu       sync.Mutex
-	finished bool
-	adopted  bool // a reaper waits for it (flight.go)
-	err      error
-	ts       time.Duration
-	done     chan struct{}
+	mu        sync.Mutex
+	finished  bool
+	adopted   bool // a reaper waits for it (flight.go)
+	abandoned bool // the reaper gave up on it (flight.go)
+	err       error
+	ts        time.Duration
+	done      chan struct{}
 
 	// owned marks a Transfer of the Engine's own (a Copy that waits), which
-	// returns to the Engine's pool when nothing refers to it any more; batch
-	// is the batch it runs.
+	// returns to the Engine's pool when nothing refers to it any more: refs
+	// counts the Copy and the reaper that adopted it (under mu), and the
+	// last to let go pools it. batch is the batch it runs.
 	owned bool
+	refs  int
 	batch Batch
 
 	// Inline storage, so that a transfer of a few jobs (every single copy
@@ -67,7 +70,7 @@ func (e *Engine) getTransfer() *Transfer {
 		t = new(Transfer)
 	}
 	t.init(e)
-	t.owned = true
+	t.owned, t.refs = true, 1
 	t.batch = Batch{e: e, ops: t.opArr[:0]}
 	return t
 }
@@ -79,14 +82,16 @@ func (e *Engine) putTransfer(t *Transfer) {
 	e.transfers.Put(t)
 }
 
-// recycle pools an owned Transfer once it finished, unless a reaper
-// adopted it: the reaper pools it when it is done with it.
-func (t *Transfer) recycle() {
+// unref lets go of an owned Transfer: the Copy that made it, or a reaper
+// that adopted it. The last one pools it, if it finished; one the device
+// never reported done (abandoned) is never reused.
+func (t *Transfer) unref() {
 	if !t.owned {
 		return
 	}
 	t.mu.Lock()
-	pool := t.finished && !t.adopted
+	t.refs--
+	pool := t.refs == 0 && t.finished && !t.abandoned
 	t.mu.Unlock()
 	if pool {
 		t.e.putTransfer(t)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
@@ -234,5 +235,51 @@ func TestBarrierOnOneQueue(t *testing.T) {
 				t.Fatal("device memory does not hold the second write")
 			}
 		})
+	}
+}
+
+// TestCopiesRacingClose runs copies on several goroutines while the Engine
+// closes: each either completes or fails with ErrClosed, nothing panics,
+// and Close returns once every copy's transfer is done (the pooled
+// Transfers of copies must never be adopted after their reuse).
+func TestCopiesRacingClose(t *testing.T) {
+	for round := range 5 {
+		r := newRig(t, sim.Gaudi2, Options{})
+		h, err := r.m.AllocHost(1<<20, memory.HostOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, err := r.m.Alloc(1<<20, memory.AllocOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 64)
+		done := make(chan struct{})
+		for g := range 4 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				off := uint64(g) << 18
+				for {
+					err := r.e.CopyToDevice(context.Background(), buf.Range(off, 4096), h.Range(off, 4096))
+					if err != nil {
+						if !errors.Is(err, ErrClosed) {
+							errs <- err
+						}
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round+1) * time.Millisecond)
+		if err := r.e.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		for range 4 {
+			<-done
+		}
+		close(errs)
+		for err := range errs {
+			t.Errorf("copy racing Close: %v", err)
+		}
 	}
 }
