@@ -119,11 +119,13 @@ func waitCS[T waitArgs](d *Device, ctx context.Context, args *T) error {
 	// whose expiry the slices notice.
 	whole := ctx.Done() == nil && !unbounded
 
-	for {
+	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return waitCtxErr(flags, err)
 		}
-		*args = saved
+		if attempt > 0 {
+			*args = saved // the driver wrote its answer over the arguments
+		}
 		last := single
 		if !single {
 			var t time.Duration
