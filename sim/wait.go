@@ -93,6 +93,13 @@ func (c *csCtx) holdFence(seq uint64) (*fence, error) {
 		return nil, nil
 	}
 	fc := c.pending[seq&c.mask]
+	if fc == nil {
+		// A slot no CS took yet: sequence 0 of a new context, which
+		// starts at 1 (hl_ctx_init: cs_sequence = 1). The driver's
+		// cs_pending array starts zeroed, hl_fence_get(NULL) is a no-op,
+		// and the NULL fence reports the CS as gone.
+		return nil, nil
+	}
 	fc.holds.Add(1)
 	return fc, nil
 }
