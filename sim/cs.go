@@ -51,15 +51,21 @@ const (
 )
 
 // csHolder keeps a compute file's submission state (cs.go).
+// p is read without the once by a reset (File.abort) and the release
+// (Device.closeSubmissions) while a first call may be building it, so it
+// is atomic.
 type csHolder struct {
 	once sync.Once
-	p    *csCtx
+	p    atomic.Pointer[csCtx]
 }
 
 // subm returns the file's submission state, built on first use.
 func (f *File) subm() *csCtx {
-	f.cs.once.Do(func() { f.cs.p = newCSCtx(f) })
-	return f.cs.p
+	if c := f.cs.p.Load(); c != nil {
+		return c
+	}
+	f.cs.once.Do(func() { f.cs.p.Store(newCSCtx(f)) })
+	return f.cs.p.Load()
 }
 
 // csCtx is the submission side of a compute context (struct hl_ctx's CS

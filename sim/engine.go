@@ -999,7 +999,7 @@ func (d *Device) restartEngines() {
 // still running (Gaudi's internal jobs outlive their CS), so nothing
 // touches its memory afterwards; then its command buffers go.
 func (d *Device) closeSubmissions(f *File) {
-	c := f.cs.p
+	c := f.cs.p.Load()
 	if c == nil {
 		return
 	}

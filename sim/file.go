@@ -211,7 +211,7 @@ func (f *File) notify(bits uint64) {
 // its CSs in flight are rolled back and their waits answer EIO (ABORTED),
 // or ETIMEDOUT for the CS whose timeout caused the reset.
 func (f *File) abort() {
-	if f.cs.p != nil {
+	if f.cs.p.Load() != nil {
 		f.dev.hardware().abortCS(f)
 	}
 }

@@ -71,3 +71,28 @@ func FuzzWaitCS(f *testing.F) {
 		_ = fl.Ioctl(hl.DRM_IOCTL_HL_WAIT_CS, unsafe.Pointer(&a))
 	})
 }
+
+// TestResetBesideFirstCall: Device.Reset walks the open files and aborts
+// their CSs (File.abort) while a new file's first CB, CS or WAIT call
+// builds its submission state; the abort read that state without a lock
+// while the first call wrote it, a data race -race reported every time.
+// The driver's hard reset (hl_device_reset) likewise runs beside ioctls
+// of a context that just opened.
+func TestResetBesideFirstCall(t *testing.T) {
+	_, d, f := openCompute(t, Gaudi2)
+	f.Close()
+	for range 200 {
+		f, err := d.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			cbInfo(f, 0, 0) // the file's first CB call
+		}()
+		d.Reset()
+		<-done
+		f.Close()
+	}
+}
