@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"errors"
 	"testing"
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
 )
 
 // Regressions for inputs that crashed the simulator or raced when it was
@@ -95,4 +97,106 @@ func TestResetBesideFirstCall(t *testing.T) {
 		<-done
 		f.Close()
 	}
+}
+
+// TestMmapFlags: MAP_SHARED|MAP_FIXED with a CB handle as offset mapped
+// page 0 as root and crashed inside x/sys (a slice of a nil pointer). The
+// driver's handlers (__hl_mmap, hl_mem_mgr_mmap, hl_hw_block_mmap) check
+// the handle, that the length is ALIGN(mappable_size, PAGE_SIZE) (the whole
+// buffer) and access_ok, and leave the flags to the mmap system call; the
+// simulator refuses what it cannot honour (checkMmapFlags) and keeps
+// MAP_PRIVATE, which the driver allows.
+func TestMmapFlags(t *testing.T) {
+	_, _, f := openSim(t, Gaudi2)
+	cb, err := cbCreate(f, 4096, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a hl.MemArgs
+	a.In().Op = hl.HL_MEM_OP_MAP_BLOCK
+	a.In().MapBlock().BlockAddr = gaudi2CFGBase + uint64(gaudi2UserBlocks[0].addr)
+	if err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
+		t.Fatal(err)
+	}
+	blk, blkSize := a.Out().BlockHandle(), int(a.Out().BlockSize())
+	rw := unix.PROT_READ | unix.PROT_WRITE
+	for _, tc := range []struct {
+		name   string
+		off    uint64
+		length int
+		flags  int
+		want   error
+	}{
+		{"CB shared fixed", cb, 4096, unix.MAP_SHARED | unix.MAP_FIXED, unix.EPERM},
+		{"CB fixed noreplace", cb, 4096, unix.MAP_SHARED | unix.MAP_FIXED_NOREPLACE, unix.EPERM},
+		{"CB private fixed", cb, 4096, unix.MAP_PRIVATE | unix.MAP_FIXED, unix.EPERM},
+		{"block fixed", blk, blkSize, unix.MAP_SHARED | unix.MAP_FIXED, unix.EPERM},
+		{"CB anonymous", cb, 4096, unix.MAP_SHARED | unix.MAP_ANONYMOUS, unix.EINVAL},
+		{"CB hugetlb", cb, 4096, unix.MAP_SHARED | unix.MAP_HUGETLB, unix.EINVAL},
+		{"CB no type", cb, 4096, 0, unix.EINVAL},
+		{"CB type 4", cb, 4096, 4, unix.EINVAL},
+		{"CB sync", cb, 4096, unix.MAP_SHARED_VALIDATE | unix.MAP_SYNC, unix.EOPNOTSUPP},
+		{"CB huge length", cb, 1 << 50, unix.MAP_SHARED, unix.ENOMEM},
+		{"CB short", cb, 2048, unix.MAP_SHARED, nil}, // rounds up to the page
+		{"CB two pages", cb, 8192, unix.MAP_SHARED, unix.EINVAL},
+		{"CB private", cb, 4096, unix.MAP_PRIVATE, nil},
+		{"CB shared populate", cb, 4096, unix.MAP_SHARED | unix.MAP_POPULATE, nil},
+		{"CB shared validate", cb, 4096, unix.MAP_SHARED_VALIDATE, nil},
+		{"block private", blk, blkSize, unix.MAP_PRIVATE, nil},
+	} {
+		m, err := f.Mmap(int64(tc.off), tc.length, rw, tc.flags)
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%s: mmap = %v, want %v", tc.name, err, tc.want)
+		}
+		if err == nil {
+			if err := f.Munmap(m); err != nil {
+				t.Errorf("%s: munmap: %v", tc.name, err)
+			}
+		}
+	}
+}
+
+// FuzzMmap maps a CB, a timestamp buffer or a HW block handle (or a
+// made-up offset) with any length, protection and flags. The seed with
+// MAP_SHARED|MAP_FIXED crashed the simulator.
+func FuzzMmap(f *testing.F) {
+	f.Add(uint8(0), uint64(0), 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
+	f.Add(uint8(0), uint64(0), 4096, unix.PROT_READ, unix.MAP_SHARED)
+	f.Add(uint8(1), uint64(0), 4096, unix.PROT_READ, unix.MAP_PRIVATE)
+	f.Add(uint8(2), uint64(0), 8192, unix.PROT_READ, unix.MAP_SHARED)
+	f.Add(uint8(3), uint64(0x1000), 4096, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_FIXED_NOREPLACE)
+	f.Fuzz(func(t *testing.T, which uint8, off uint64, length, prot, flags int) {
+		_, _, fl := openSim(t, Gaudi2)
+		switch which % 4 {
+		case 0:
+			h, err := cbCreate(fl, 4096, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off += h
+		case 1:
+			var a hl.MemArgs
+			a.In().Op = hl.HL_MEM_OP_TS_ALLOC
+			a.In().NumOfElements = 512
+			if err := fl.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
+				t.Fatal(err)
+			}
+			off += a.Out().Handle()
+		case 2:
+			var a hl.MemArgs
+			a.In().Op = hl.HL_MEM_OP_MAP_BLOCK
+			a.In().MapBlock().BlockAddr = gaudi2CFGBase + uint64(gaudi2UserBlocks[0].addr)
+			if err := fl.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
+				t.Fatal(err)
+			}
+			off += a.Out().BlockHandle()
+		}
+		m, err := fl.Mmap(int64(off), length, prot, flags)
+		if err == nil {
+			if len(m) == 0 || unsafe.SliceData(m) == nil {
+				t.Fatalf("mmap gave an empty mapping")
+			}
+			fl.Munmap(m)
+		}
+	})
 }
