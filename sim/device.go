@@ -28,7 +28,8 @@ type Device struct {
 	mu             sync.Mutex
 	state          State
 	hardResets     uint32
-	computeResets  uint32
+	computeResets  uint32 // compute_reset_cnt: compute resets other than a release's
+	releaseResets  uint32 // engine resets of Gaudi2's context release (not counted by the driver)
 	openCounter    uint64
 	lastOpen       time.Time
 	lastOpenPeriod time.Duration
@@ -204,9 +205,14 @@ func (d *Device) finish(f *File) {
 		d.lastOpenPeriod = time.Since(d.lastOpen)
 		if d.prof.dramVirtual {
 			// Gaudi2 resets the compute engines whenever the context
-			// goes away (reset_upon_device_release); the reset is
-			// instant here.
-			d.computeResets++
+			// goes away (fixup_device_params_per_asic sets
+			// reset_upon_device_release; hpriv_release calls
+			// hl_device_reset with HL_DRV_RESET_DEV_RELEASE). That
+			// reset is not counted: hl_device_reset bumps
+			// compute_reset_cnt (INFO RESET_COUNT's soft_reset_cnt) only
+			// when !reset_upon_device_release. It still resets the
+			// engines; the reset is instant here.
+			d.releaseResets++
 		}
 		d.mu.Unlock()
 		f.lock.release()
