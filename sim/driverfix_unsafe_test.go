@@ -2,8 +2,11 @@ package sim
 
 import (
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
 )
 
 // Tests of behaviours where the simulator differed from the 6.12 driver.
@@ -35,5 +38,43 @@ func TestReleaseResetNotCounted(t *testing.T) {
 				t.Errorf("after 3 closes: soft_reset_cnt %d, hard_reset_cnt %d; want 0, 0", r.SoftResetCnt, r.HardResetCnt)
 			}
 		})
+	}
+}
+
+// TestMultiCSTimeout64: hl_multi_cs_wait_ioctl converts timeout_us with
+// hl_usecs64_to_jiffies, which keeps all 64 bits (only a single-CS wait,
+// _hl_cs_wait_ioctl, passes it through usecs_to_jiffies's unsigned int).
+// A timeout of 2^32 us therefore waits (about 71 minutes); the simulator
+// cut it to 32 bits, 0, and answered BUSY at once.
+func TestMultiCSTimeout64(t *testing.T) {
+	_, d, f := openSim(t, Gaudi)
+	blocked := runCB(t, f, 2, blockedCB(t, f), 0, 0)
+	seqs := []uint64{blocked}
+	done := make(chan error, 1)
+	var out hl.WaitCSOut
+	go func() {
+		var a hl.WaitCSArgs
+		a.In().SetSeq(addrFor(&seqs[0]))
+		a.In().SetSeqArrLen(1)
+		a.In().SetTimeoutUs(1 << 32)
+		a.In().Flags = hl.HL_WAIT_CS_FLAGS_MULTI_CS
+		err := f.Ioctl(hl.DRM_IOCTL_HL_WAIT_CS, unsafe.Pointer(&a))
+		out = *a.Out()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("multi-CS wait of 2^32 us returned at once: %v, status %d", err, out.Status)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// A reset aborts the CS, which ends the wait.
+	d.Reset()
+	select {
+	case err := <-done:
+		if err != unix.EIO {
+			t.Errorf("after the reset: %v, status %d; want EIO", err, out.Status)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wait did not end with the reset")
 	}
 }

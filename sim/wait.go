@@ -25,7 +25,8 @@ import (
 // (ETIMEDOUT), ABORTED (EIO); a CS that failed before it was submitted
 // completes with -EBUSY, which the wait reports as COMPLETED.
 //
-// Multi-CS waits (Gaudi only; Gaudi2 EPERM) poll up to 32 fences and wait
+// Multi-CS waits (Gaudi only; Gaudi2 EPERM) convert timeout_us with
+// hl_usecs64_to_jiffies, all 64 bits, poll up to 32 fences and wait
 // for any of them; the driver wakes them when a CS completes on one of
 // the same stream masters, the simulator on any completion of the
 // context, then polls again. Interrupt waits: Gaudi has no user
@@ -314,7 +315,10 @@ func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
 	if err := copyIn(in.Seq(), sliceBytes(seqs)); err != nil {
 		return unix.EFAULT
 	}
-	d, forever := waitDuration(in.TimeoutUs())
+	// hl_multi_cs_wait_ioctl converts timeout_us with
+	// hl_usecs64_to_jiffies, all 64 bits of it (a single-CS wait keeps
+	// only the low 32).
+	d, forever := usecs64Duration(in.TimeoutUs())
 	deadline := time.Now().Add(d)
 	wake := c.completionChan()
 	bitmap, ts, _, err := c.pollFences(seqs, true)
