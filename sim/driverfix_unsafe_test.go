@@ -78,3 +78,149 @@ func TestMultiCSTimeout64(t *testing.T) {
 		t.Fatal("the wait did not end with the reset")
 	}
 }
+
+// ioc encodes an ioctl request: direction, size, type and number.
+func ioc(dir, size, typ, nr uint) uint { return dir<<30 | size<<16 | typ<<8 | nr }
+
+const (
+	iocNone  = 0
+	iocWrite = 1 // IOC_IN: the caller's argument is copied in
+	iocRead  = 2 // IOC_OUT: copied back out
+	iocRW    = 3
+)
+
+// TestIoctlArgSize: drm_ioctl takes the argument size from the request:
+// it copies in the caller's bytes (when both the request and the driver's
+// definition have IOC_IN), zeroes the rest of the driver's struct, and
+// copies back only the caller's size (when both have IOC_OUT); a longer
+// argument is copied in and out whole. _hl_ioctl, the control node's
+// path (hl_ioctl_control) and the legacy 'H' driver's, does the same by
+// the driver's direction bits, and picks the ioctl by number whatever the
+// type. The simulator answered EINVAL unless the size was exact.
+func TestIoctlArgSize(t *testing.T) {
+	cbSize := uint(unsafe.Sizeof(hl.CBArgs{}))
+	cbNr := uint(hl.DRM_COMMAND_BASE + hl.HL_IOCTL_CB)
+	d := uint(hl.DRM_IOCTL_BASE)
+
+	t.Run("DRM", func(t *testing.T) {
+		_, _, f := openSim(t, Gaudi2)
+		// A CB CREATE argument cut after cb_size (16 bytes): ctx_id and
+		// flags read as 0, and only 16 bytes come back (the handle is
+		// the first 8).
+		var buf [4]uint64
+		for i := range buf {
+			buf[i] = 0xaaaaaaaaaaaaaaaa
+		}
+		a := (*hl.CBArgs)(unsafe.Pointer(&buf[0]))
+		a.In().Op = hl.HL_CB_OP_CREATE
+		a.In().CBSize = 4096
+		if err := f.Ioctl(ioc(iocRW, 16, d, cbNr), unsafe.Pointer(&buf[0])); err != nil {
+			t.Fatalf("CB CREATE of 16 bytes: %v", err)
+		}
+		h := a.Out().CBHandle()
+		if h == 0 || buf[1] != 0 || buf[2] != 0xaaaaaaaaaaaaaaaa || buf[3] != 0xaaaaaaaaaaaaaaaa {
+			t.Errorf("after a 16-byte CREATE: %#x, want a handle, zeroed op/size and the rest untouched", buf)
+		}
+		if _, err := cbInfo(f, h, 0); err != nil {
+			t.Errorf("the CB made by a short CREATE: %v", err)
+		}
+
+		// Longer than the driver's struct: the extra bytes go in and come
+		// back unchanged.
+		for i := range buf {
+			buf[i] = 0xbbbbbbbbbbbbbbbb
+		}
+		*a = hl.CBArgs{}
+		a.In().Op = hl.HL_CB_OP_CREATE
+		a.In().CBSize = 4096
+		if err := f.Ioctl(ioc(iocRW, cbSize+8, d, cbNr), unsafe.Pointer(&buf[0])); err != nil {
+			t.Fatalf("CB CREATE of %d bytes: %v", cbSize+8, err)
+		}
+		if a.Out().CBHandle() == 0 || buf[3] != 0xbbbbbbbbbbbbbbbb {
+			t.Errorf("after a longer CREATE: %#x", buf)
+		}
+
+		// IOC_IN only: the CB is made, nothing is written back.
+		*a = hl.CBArgs{}
+		a.In().Op = hl.HL_CB_OP_CREATE
+		a.In().CBSize = 4096
+		a.In().CBHandle = 0xdead
+		if err := f.Ioctl(ioc(iocWrite, cbSize, d, cbNr), unsafe.Pointer(&buf[0])); err != nil {
+			t.Fatalf("_IOW CB CREATE: %v", err)
+		}
+		if a.In().CBHandle != 0xdead || a.In().Op != hl.HL_CB_OP_CREATE {
+			t.Errorf("_IOW wrote the argument back: %#x", buf)
+		}
+
+		// No direction, no size, no argument: the handler sees a zeroed
+		// struct (CB CREATE of size 0: one page) and nothing is copied.
+		if err := f.Ioctl(ioc(iocNone, 0, d, cbNr), nil); err != nil {
+			t.Errorf("_IO CB with a nil argument: %v, want success (nothing copied)", err)
+		}
+		// IOC_OUT only, shorter: zeroes in, 8 bytes out.
+		buf[0], buf[1] = 0xcccc, 0xcccc
+		if err := f.Ioctl(ioc(iocRead, 8, d, cbNr), unsafe.Pointer(&buf[0])); err != nil || buf[0] == 0xcccc || buf[1] != 0xcccc {
+			t.Errorf("_IOR CB of 8 bytes: %v, %#x; want a new handle in the first 8 bytes only", err, buf[:2])
+		}
+		// A shorter argument at a bad address is EFAULT (copy_from_user).
+		if err := f.Ioctl(ioc(iocRW, 16, d, cbNr), nil); err != unix.EFAULT {
+			t.Errorf("short argument at NULL: %v, want EFAULT", err)
+		}
+		// Numbers and types drm_ioctl refuses are unchanged.
+		if err := f.Ioctl(ioc(iocRW, cbSize, 'H', cbNr), unsafe.Pointer(&buf[0])); err != unix.ENOTTY {
+			t.Errorf("type 'H' on the DRM node: %v, want ENOTTY", err)
+		}
+		if err := f.Ioctl(ioc(iocRW, cbSize, d, hl.DRM_COMMAND_BASE+0x20), unsafe.Pointer(&buf[0])); err != unix.EINVAL {
+			t.Errorf("number past the table: %v, want EINVAL", err)
+		}
+	})
+
+	t.Run("control", func(t *testing.T) {
+		s := newTestSystem(t, Default(Gaudi2, 1))
+		t.Cleanup(func() { s.Close() })
+		c, err := s.Device(0).OpenControl()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		infoNr := uint(hl.DRM_COMMAND_BASE + hl.HL_IOCTL_INFO)
+		var st hl.InfoDeviceStatus
+		a := hl.InfoArgs{Op: hl.HL_INFO_DEVICE_STATUS, ReturnSize: uint32(unsafe.Sizeof(st))}
+		setPointer(&a.ReturnPointer, addrFor(&st))
+		// hl_ioctl_control looks at the number only, and _hl_ioctl copies
+		// the caller's 20 bytes (pad and the union zeroed).
+		for _, typ := range []uint{d, 'H', 0} {
+			if err := c.Ioctl(ioc(iocNone, 20, typ, infoNr), unsafe.Pointer(&a)); err != nil {
+				t.Errorf("control INFO, type %#x, 20 bytes, no direction: %v", typ, err)
+			}
+		}
+		if err := c.Ioctl(ioc(iocRW, 24, d, hl.DRM_COMMAND_BASE+0x20), unsafe.Pointer(&a)); err != unix.ENOTTY {
+			t.Errorf("control, number past the table: %v, want ENOTTY", err)
+		}
+	})
+
+	t.Run("legacy", func(t *testing.T) {
+		cfg := Default(Gaudi2, 1)
+		cfg.Legacy = true
+		s := newTestSystem(t, cfg)
+		t.Cleanup(func() { s.Close() })
+		f, err := s.Device(0).Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var buf [3]uint64
+		a := (*hl.CBArgs)(unsafe.Pointer(&buf[0]))
+		a.In().Op = hl.HL_CB_OP_CREATE
+		a.In().CBSize = 4096
+		buf[2] = 0xaaaa
+		// _hl_ioctl copies by the driver's IOWR: a request without
+		// direction bits still gets its handle back.
+		if err := f.Ioctl(ioc(iocNone, 16, 'H', 1+hl.HL_IOCTL_CB), unsafe.Pointer(&buf[0])); err != nil {
+			t.Fatalf("legacy CB CREATE of 16 bytes: %v", err)
+		}
+		if a.Out().CBHandle() == 0 || buf[2] != 0xaaaa {
+			t.Errorf("legacy short CREATE: %#x", buf)
+		}
+	})
+}
