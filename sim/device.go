@@ -43,6 +43,7 @@ type Device struct {
 	errs           errorInfo  // the first error of each kind since the last compute open
 	csDrops        csCounters // dropped command submissions, all contexts
 	throttle       clkThrottle
+	wd             watchdog // the device release watchdog (watchdog.go)
 	hw             hwHolder // command submission hardware (engine.go)
 
 	debug   debugState  // DEBUG ioctl: debug mode and CoreSight (debug.go)
@@ -193,6 +194,12 @@ func (d *Device) reap() {
 // context's release do: the mmap buffers, the memory context (mappings,
 // allocations, DRAM usage), the compute lock.
 func (d *Device) finish(f *File) {
+	hardReset := false
+	defer func() {
+		if hardReset {
+			d.Reset()
+		}
+	}()
 	f.final.Do(func() {
 		d.closeSubmissions(f)
 		f.mm.fini()
@@ -203,6 +210,14 @@ func (d *Device) finish(f *File) {
 		}
 		f.lingering = false
 		d.lastOpenPeriod = time.Since(d.lastOpen)
+		// A release while the release watchdog runs cancels it and
+		// resets the device (hpriv_release: reset_device when
+		// watchdog_active; hl_device_reset cancels the watchdog work).
+		// Gaudi has no compute reset (supports_compute_reset), so there
+		// the release reset is a hard one.
+		if d.stopWatchdogLocked() && !d.prof.dramVirtual {
+			hardReset = true
+		}
 		if d.prof.dramVirtual {
 			// Gaudi2 resets the compute engines whenever the context
 			// goes away (fixup_device_params_per_asic sets
@@ -227,8 +242,12 @@ func (d *Device) finish(f *File) {
 // eventfd a signal). Notifying last keeps a woken user from meeting the
 // device still in reset, as with the driver's postponed reset, which
 // notifies while the device is operational.
-func (d *Device) Reset() {
+func (d *Device) Reset() { d.reset(0) }
+
+// reset is Reset, notifying bits with DEVICE_RESET.
+func (d *Device) reset(bits uint64) {
 	d.mu.Lock()
+	d.stopWatchdogLocked() // a hard reset cancels it (hl_device_reset)
 	d.state = InReset
 	d.hardResets++
 	clear(d.hwEvents)
@@ -246,7 +265,7 @@ func (d *Device) Reset() {
 	d.state = Operational
 	d.mu.Unlock()
 	for _, f := range files {
-		f.notify(hl.HL_NOTIFIER_EVENT_DEVICE_RESET)
+		f.notify(hl.HL_NOTIFIER_EVENT_DEVICE_RESET | bits)
 	}
 }
 

@@ -47,7 +47,10 @@
 // host memory, DRAM, SRAM, the sync managers (SOBs, monitors) and the
 // QMAN fence counters. A page fault or an undefined opcode is recorded
 // and stops the stream; a CS that outlives its timeout is recorded and
-// resets the device, which aborts the CSs in flight. DeviceConfig's
+// hard-resets the device, which aborts the CSs in flight and kills the
+// process holding the compute file, modelled as the file becoming dead
+// (File.Killed, ErrKilled); with an eventfd registered the reset waits
+// for the release watchdog (watchdog.go). DeviceConfig's
 // PCIeBandwidth, when set, paces transfers between host and device.
 // A LIN_DMA whose engine barrier bit is clear and that depends on an
 // earlier packet of its job races with it on the chip: the simulator

@@ -224,3 +224,126 @@ func TestIoctlArgSize(t *testing.T) {
 		}
 	})
 }
+
+// TestCSTimeoutWatchdog: with an eventfd registered, a CS timeout does not
+// reset at once (hl_device_cond_reset): the user is notified
+// (DEVICE_RESET, CS_TIMEOUT), every CS in flight is force-completed with
+// EIO (hl_abort_waiting_for_completions -> force_complete_cs), WAIT_CS
+// answers EBUSY while the watchdog runs (hl_wait_ioctl checks
+// watchdog_active), and the device release watchdog hard-resets after
+// device_release_watchdog_timeout_sec unless the compute file is closed
+// first (hpriv_release resets with watchdog_active, and hl_device_reset
+// cancels the watchdog). The watchdog's hard reset kills the holder
+// (device_kill_open_processes): the file becomes dead.
+func TestCSTimeoutWatchdog(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		asic  ASIC
+		close bool // close the file while the watchdog runs
+	}{
+		{"Gaudi2 closed in time", Gaudi2, true},
+		{"Gaudi closed in time", Gaudi, true},
+		{"Gaudi2 watchdog fires", Gaudi2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Default(tc.asic, 1)
+			cfg.Devices[0].ReleaseWatchdog = 400 * time.Millisecond
+			s := newTestSystem(t, cfg)
+			t.Cleanup(func() { s.Close() })
+			d := s.Device(0)
+			f, err := d.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { closeSim(f) })
+			ctl, err := d.OpenControl()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ctl.Close()
+			efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(efd)
+			var reg hl.InfoArgs
+			reg.Op = hl.HL_INFO_REGISTER_EVENTFD
+			reg.SetEventfd(uint32(efd))
+			if err := f.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&reg)); err != nil {
+				t.Fatal(err)
+			}
+			hardBefore := resetCount(t, ctl)
+			q := uint32(0)
+			if tc.asic == Gaudi {
+				q = 2 // an external queue
+			}
+			seq := runCB(t, f, q, blockedCB(t, f), hl.HL_CS_FLAGS_CUSTOM_TIMEOUT, 1)
+			waited := make(chan error, 1)
+			go func() {
+				_, err := waitCS(f, seq, 10_000_000)
+				waited <- err
+			}()
+			if _, ok := waitEventfd(t, efd, 5000); !ok {
+				t.Fatal("no eventfd signal after the CS timeout")
+			}
+			if !d.WatchdogActive() {
+				t.Fatal("the release watchdog does not run")
+			}
+			select {
+			case err := <-waited:
+				if err != unix.EIO {
+					t.Errorf("wait under way when the CS timed out: %v, want EIO (force_complete_cs)", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the wait under way was not force-completed")
+			}
+			if _, err := waitCS(f, seq, 0); err != unix.EBUSY {
+				t.Errorf("WAIT_CS while the watchdog runs: %v, want EBUSY", err)
+			}
+			if ev := getEvents(t, f); ev&hl.HL_NOTIFIER_EVENT_DEVICE_RESET == 0 || ev&hl.HL_NOTIFIER_EVENT_CS_TIMEOUT == 0 {
+				t.Errorf("events %#x, want DEVICE_RESET and CS_TIMEOUT", ev)
+			}
+			if f.Killed() || d.State() != Operational {
+				t.Fatalf("before the watchdog: killed %v, state %v", f.Killed(), d.State())
+			}
+			wantHard := hardBefore
+			if tc.close {
+				closeSim(f)
+				if d.WatchdogActive() {
+					t.Error("the release did not cancel the watchdog")
+				}
+				if tc.asic == Gaudi {
+					wantHard++ // no compute reset: the release reset is hard
+				}
+				time.Sleep(600 * time.Millisecond) // past the watchdog
+			} else {
+				deadline := time.Now().Add(5 * time.Second)
+				for !f.Killed() && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if !f.Killed() {
+					t.Fatal("the watchdog did not kill the file")
+				}
+				if _, err := cbCreate(f, 4096, 0); err != ErrKilled {
+					t.Errorf("CB after the watchdog: %v, want ErrKilled", err)
+				}
+				if _, err := d.Open(); err != unix.EBUSY {
+					t.Errorf("open while the killed file is open: %v, want EBUSY", err)
+				}
+				closeSim(f)
+				wantHard++
+			}
+			if f.Killed() != !tc.close {
+				t.Errorf("killed %v", f.Killed())
+			}
+			g, err := d.Open()
+			if err != nil {
+				t.Fatalf("reopen: %v", err)
+			}
+			defer closeSim(g)
+			if n := resetCount(t, g); n != wantHard {
+				t.Errorf("hard resets %d -> %d, want %d", hardBefore, n, wantHard)
+			}
+		})
+	}
+}

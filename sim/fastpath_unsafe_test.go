@@ -209,8 +209,16 @@ func TestTDRTimerReuse(t *testing.T) {
 		for d.State() != Operational {
 			time.Sleep(time.Millisecond)
 		}
+		// The hard reset killed the file (watchdog.go); the device's
+		// TDR timer outlives it.
+		closeSim(f)
+		var err2 error
+		if f, err2 = d.Open(); err2 != nil {
+			t.Fatal(err2)
+		}
 		return el
 	}
+	t.Cleanup(func() { closeSim(f) })
 	custom := uint32(hl.HL_CS_FLAGS_CUSTOM_TIMEOUT)
 
 	// The default 30 s TDR is set, and left running, by a quick CS.

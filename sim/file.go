@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -36,6 +37,8 @@ type File struct {
 	mm        *memMgr
 	lingering bool
 	final     sync.Once
+
+	killed atomic.Bool // a hard reset killed the holder (watchdog.go)
 }
 
 func newFile(d *Device, control bool) *File {

@@ -115,6 +115,9 @@ func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
 		return unix.EBADF
 	}
 	defer f.exit()
+	if f.killed.Load() {
+		return ErrKilled
+	}
 	plan, errno, ok := f.decode(req)
 	if !ok {
 		return errno

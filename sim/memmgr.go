@@ -185,6 +185,9 @@ func (f *File) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 		return nil, unix.EBADF
 	}
 	defer f.exit()
+	if f.killed.Load() {
+		return nil, ErrKilled
+	}
 	off := uint64(offset)
 	if length <= 0 || off&(pageSize-1) != 0 {
 		return nil, unix.EINVAL

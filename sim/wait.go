@@ -251,7 +251,9 @@ wait:
 
 // waitIoctl is hl_wait_ioctl.
 func (f *File) waitIoctl(a *hl.WaitCSArgs) error {
-	if !f.dev.State().operational() {
+	// hl_wait_ioctl: no waits on a device that is not operational or
+	// whose release watchdog runs (the user should close the device).
+	if !f.dev.State().operational() || f.dev.WatchdogActive() {
 		return unix.EBUSY
 	}
 	c := f.subm()
