@@ -43,8 +43,9 @@ type Device struct {
 	errs           errorInfo  // the first error of each kind since the last compute open
 	csDrops        csCounters // dropped command submissions, all contexts
 	throttle       clkThrottle
-	wd             watchdog // the device release watchdog (watchdog.go)
-	hw             hwHolder // command submission hardware (engine.go)
+	wd             watchdog   // the device release watchdog (watchdog.go)
+	hostFaults     HostFaults // DMA that found host memory unmapped (hostfault.go)
+	hw             hwHolder   // command submission hardware (engine.go)
 
 	debug   debugState  // DEBUG ioctl: debug mode and CoreSight (debug.go)
 	engines engineModes // engine cores halted and engines stalled (cs_control.go)

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"unsafe"
 
+	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -199,4 +201,111 @@ func FuzzMmap(f *testing.F) {
 			fl.Munmap(m)
 		}
 	})
+}
+
+// TestDMAToUnmappedHost: the caller maps host memory into the device (MAP
+// with HL_MEM_USERPTR), then unmaps part of it and runs DMA through it.
+// The driver pinned the pages (hl_pin_host_memory), so the device reads
+// and writes the orphaned pages and nothing is reported; the simulator
+// crashed the process with an unrecoverable fault. Now it survives:
+// pages that are gone are not touched (they read as zeros and writes to
+// them are dropped), are counted in Device.HostFaults, and the CS
+// completes.
+func TestDMAToUnmappedHost(t *testing.T) {
+	for _, asic := range []ASIC{Gaudi2, Gaudi} {
+		t.Run(asic.String(), func(t *testing.T) {
+			_, d, f := openSim(t, asic)
+			fm := packet.Gaudi2
+			q := uint32(0)
+			if asic == Gaudi {
+				fm, q = packet.Gaudi, 2
+			}
+			const n = 3 * pageSize
+			host, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range host {
+				host[i] = byte(i%251) + 1
+			}
+			va, err := memMapHost(f, addrOf(host), n, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dram := deviceBuf(t, f, 1<<21)
+			dramPut(t, f, dram, bytes.Repeat([]byte{0xee}, n))
+			// The command buffers are made first: any mmap after the
+			// munmap below could land in the hole, and the simulator,
+			// unlike the device, would then reach the new mapping.
+			read := chunkFor(t, f, q, build(t, fm, func(b *packet.Builder) {
+				b.LinDMA(packet.LinDMA{Src: va, Dst: dram, Size: n, Header: packet.Header{EngineBarrier: true}})
+			}))
+			write := chunkFor(t, f, q, build(t, fm, func(b *packet.Builder) {
+				b.LinDMA(packet.LinDMA{Src: dram, Dst: va, Size: n, Header: packet.Header{EngineBarrier: true}})
+				b.LinDMA(packet.LinDMA{Src: 0x0101010101010101 * 0x77, Dst: va + 2*pageSize - 8, Size: 16, Memset: true, Header: packet.Header{EngineBarrier: true}})
+				b.MsgLong(packet.MsgLong{Addr: va + pageSize + 64, Value: 7})
+			}))
+			// The middle page goes away; the others stay.
+			if err := unix.MunmapPtr(unsafe.Pointer(&host[pageSize]), pageSize); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				closeSim(f)
+				unix.MunmapPtr(unsafe.Pointer(&host[0]), pageSize)
+				unix.MunmapPtr(unsafe.Pointer(&host[2*pageSize]), pageSize)
+			})
+			// Host to DRAM: the gone page reads as zeros.
+			seq, _, err := submit(f, chunksOf([]chunk{read}), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustComplete(t, f, seq)
+			got := dramAt(t, f, dram, n)
+			for i, c := range got {
+				want := byte(i%251) + 1
+				if i >= pageSize && i < 2*pageSize {
+					want = 0
+				}
+				if c != want {
+					t.Fatalf("DRAM byte %d = %#x, want %#x; %+v", i, c, want, d.HostFaults())
+				}
+			}
+			hf := d.HostFaults()
+			if hf.Count != 1 || hf.Bytes != pageSize || hf.Addr != va+pageSize {
+				t.Errorf("after reading: %+v, want one page at %#x", hf, va+pageSize)
+			}
+			// DRAM to host, a memset across the end of the gone page and
+			// a MSG_LONG into it: dropped there, counted, the rest
+			// written.
+			dramPut(t, f, dram, bytes.Repeat([]byte{0x5a}, n))
+			seq, _, err = submit(f, chunksOf([]chunk{write}), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustComplete(t, f, seq)
+			if bytes.Count(host[:pageSize], []byte{0x5a}) != pageSize {
+				t.Error("the first page was not written")
+			}
+			if want := append(bytes.Repeat([]byte{0x77}, 8), bytes.Repeat([]byte{0x5a}, pageSize-8)...); !bytes.Equal(host[2*pageSize:], want) {
+				t.Error("the third page does not hold the DMA and the memset")
+			}
+			if hf := d.HostFaults(); hf.Count != 4 || hf.Bytes != 2*pageSize+8+4 {
+				t.Errorf("after writing: %+v, want 4 accesses, %d bytes", hf, 2*pageSize+8+4)
+			}
+			if st := d.State(); st != Operational {
+				t.Errorf("device %v", st)
+			}
+		})
+	}
+}
+
+// chunkFor makes the chunk of a CB on queue q (a kernel CB on Gaudi's
+// external queues, a user CB otherwise) without submitting it.
+func chunkFor(t *testing.T, f *File, q uint32, cb []byte) chunk {
+	t.Helper()
+	if !f.dev.prof.dramVirtual && q < 8 {
+		h, _ := kernelCB(t, f, uint32(len(cb)), cb)
+		return chunk{queue: q, handle: h, size: uint32(len(cb))}
+	}
+	return userCB(t, f, q, cb)
 }
