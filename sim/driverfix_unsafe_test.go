@@ -1,6 +1,10 @@
 package sim
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 	"unsafe"
@@ -345,5 +349,78 @@ func TestCSTimeoutWatchdog(t *testing.T) {
 				t.Errorf("hard resets %d -> %d, want %d", hardBefore, n, wantHard)
 			}
 		})
+	}
+}
+
+// TestPinDeviceMemory: hl_pin_host_memory pins with pin_user_pages_fast
+// (FOLL_WRITE | FOLL_LONGTERM), and check_vma_flags (mm/gup.c) refuses a
+// mapping with VM_IO or VM_PFNMAP, device memory: EFAULT when it is the
+// first page, and ENOMEM from the driver when a later page stops the pin
+// short. The simulator accepted such memory. Here a memfd mapping plays
+// the device mapping: /proc/self/smaps is replaced by a copy whose
+// VmFlags give it "io pf".
+func TestPinDeviceMemory(t *testing.T) {
+	_, _, f := openSim(t, Gaudi2)
+	region, err := unix.Mmap(-1, 0, 2*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(region)
+	fd, err := unix.MemfdCreate("pfnmap", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, pageSize); err != nil {
+		t.Fatal(err)
+	}
+	dev := uintptr(unsafe.Pointer(&region[pageSize]))
+	if _, _, e := unix.Syscall6(unix.SYS_MMAP, dev, pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED, uintptr(fd), 0); e != 0 {
+		t.Fatal(e)
+	}
+	// Without the flags, the memfd page pins.
+	va, err := memMapHost(f, uint64(dev), pageSize, 0, 0)
+	if err != nil {
+		t.Fatalf("MAP of a memfd page: %v", err)
+	}
+	if err := memUnmap(f, va); err != nil {
+		t.Fatal(err)
+	}
+
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip("no /proc/self/smaps")
+	}
+	header := []byte(fmt.Sprintf("%x-", dev))
+	var out []byte
+	in := false
+	for line := range bytes.Lines(smaps) {
+		if bytes.HasPrefix(line, header) {
+			in = true
+		}
+		if in && bytes.HasPrefix(line, []byte("VmFlags:")) {
+			line = append(bytes.TrimRight(line, "\n"), []byte(" io pf\n")...)
+			in = false
+		}
+		out = append(out, line...)
+	}
+	fake := filepath.Join(t.TempDir(), "smaps")
+	if err := os.WriteFile(fake, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := procSmaps
+	procSmaps = fake
+	defer func() { procSmaps = old }()
+
+	if _, err := memMapHost(f, uint64(dev), pageSize, 0, 0); err != unix.EFAULT {
+		t.Errorf("MAP of a VM_IO|VM_PFNMAP page: %v, want EFAULT", err)
+	}
+	if _, err := memMapHost(f, uint64(uintptr(unsafe.Pointer(&region[0]))), 2*pageSize, 0, 0); err != unix.ENOMEM {
+		t.Errorf("MAP of a page, then a VM_IO|VM_PFNMAP page: %v, want ENOMEM", err)
+	}
+	if va, err := memMapHost(f, uint64(uintptr(unsafe.Pointer(&region[0]))), pageSize, 0, 0); err != nil {
+		t.Errorf("MAP of the ordinary page alone: %v", err)
+	} else {
+		memUnmap(f, va)
 	}
 }
