@@ -328,6 +328,9 @@ func TestCSTimeoutWatchdog(t *testing.T) {
 				if !f.Killed() {
 					t.Fatal("the watchdog did not kill the file")
 				}
+				for d.State() != Operational && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond) // the reset is under way
+				}
 				if _, err := cbCreate(f, 4096, 0); err != ErrKilled {
 					t.Errorf("CB after the watchdog: %v, want ErrKilled", err)
 				}
