@@ -98,14 +98,21 @@
 // host has /dev/udmabuf it is a real dma-buf made of those pages
 // (ExportUdmabuf: DMA_BUF_IOCTL_SYNC works, kernel importers such as an
 // RDMA NIC see the device memory); otherwise, or when udmabuf refuses the
-// range, it is the memfd itself (ExportMemfd: dma-buf ioctls such as
-// DMA_BUF_SET_NAME answer ENOTTY, and no device can import it).
-// ExportKindOf tells which. Unlike a Gaudi dma-buf, which has no CPU
-// access, both can be mmapped for reading and writing. The driver's dma-buf holds the
-// compute file until it is released; the simulator has no release
-// callback and counts an export as released once no descriptor and no
-// mapping of this process refer to it (it looks in /proc/self), so a
-// descriptor passed to another process does not keep the export alive
+// range, it is a file of the memfd itself (ExportMemfd: dma-buf ioctls
+// such as DMA_BUF_SET_NAME answer ENOTTY, and no device can import it).
+// ExportKindOf tells which. A Gaudi dma-buf cannot be mapped or read by
+// the CPU (the driver's dma-buf ops have no mmap: the kernel answers
+// EINVAL); a memfd export is opened write-only (O_PATH when exported
+// read-only), so mmap fails with EACCES and read with EBADF, while writes
+// still reach device memory (a dma-buf answers EINVAL). An udmabuf export
+// can be mapped: the simulator cannot take that from a real dma-buf.
+// TestHookReadDMABuf, a test hook, reads an export's bytes. The driver's
+// dma-buf holds the compute file until it is released: the simulator has
+// no release callback and counts an export as released once no file of
+// it is open for writing in any process (a write lease on the memfd tells)
+// and no descriptor or mapping of this process refers to it (it looks in
+// /proc/self); a read-only export, or an udmabuf one, passed to another
+// process does not keep the export alive
 // here. Two exports that overlap without being the same range cannot share
 // pages: while the first is open, the second fails with EBUSY. The driver
 // accepts an export whose offset + size wraps around; the simulator

@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -426,4 +430,159 @@ func TestPinDeviceMemory(t *testing.T) {
 	} else {
 		memUnmap(f, va)
 	}
+}
+
+// TestExportMmapRefused: a Gaudi dma-buf cannot be mapped by the CPU: the
+// driver's habanalabs_dmabuf_ops has no mmap, so dma_buf_mmap_internal
+// (drivers/dma-buf/dma-buf.c) answers EINVAL, and dma-buf files have no
+// read. The simulator's memfd export could be mapped and read. It now
+// hands out a write-only file: mmap fails (EACCES, the nearest a file the
+// simulator can make comes to the kernel's EINVAL) and so does read.
+func TestExportMmapRefused(t *testing.T) {
+	memfdExports(t)
+	for _, asic := range []ASIC{Gaudi2, Gaudi} {
+		t.Run(asic.String(), func(t *testing.T) {
+			_, _, f := openSim(t, asic)
+			va := deviceBuf(t, f, 1<<21)
+			if asic == Gaudi {
+				va = 32<<30 - 8192
+			}
+			dramPut(t, f, va, []byte("device"))
+			fd, err := memExport(f, va, 8192, 0, exportFlags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			for _, prot := range []int{unix.PROT_READ, unix.PROT_READ | unix.PROT_WRITE} {
+				for _, flags := range []int{unix.MAP_SHARED, unix.MAP_PRIVATE} {
+					if m, err := unix.Mmap(fd, 0, 8192, prot, flags); err == nil {
+						unix.Munmap(m)
+						t.Errorf("mmap(prot %d, flags %d) of an export succeeded", prot, flags)
+					}
+				}
+			}
+			if _, err := unix.Read(fd, make([]byte, 6)); err == nil {
+				t.Error("read of an export succeeded")
+			}
+			b := make([]byte, 6)
+			if _, err := TestHookReadDMABuf(fd, 0, b); err != nil || string(b) != "device" {
+				t.Errorf("TestHookReadDMABuf = %q, %v", b, err)
+			}
+			// A read-only export refuses writes too.
+			ro, err := memExport(f, va, 8192, 0, unix.O_RDONLY|unix.O_CLOEXEC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(ro)
+			if _, err := unix.Mmap(ro, 0, 8192, unix.PROT_READ, unix.MAP_SHARED); err == nil {
+				t.Error("mmap of a read-only export succeeded")
+			}
+			if _, err := unix.Pwrite(ro, []byte("x"), 0); err == nil {
+				t.Error("write to a read-only export succeeded")
+			}
+		})
+	}
+}
+
+const childEnv = "GAUDI_SIM_TEST_DMABUF_CHILD"
+
+// TestExportHeldByAnotherProcess: the driver's dma-buf holds the exporting
+// context (export_dmabuf takes hl_ctx_get and the compute file,
+// hl_release_dmabuf puts them), so while any descriptor of it is open, in
+// any process, the device stays owned: a new compute open is EBUSY. The
+// simulator only looked at this process's descriptors, so a descriptor
+// passed to another process did not keep the context alive. It now asks
+// the kernel whether any other file of the export's memory is open for
+// writing (a write lease is refused then).
+func TestExportHeldByAnotherProcess(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		return // the child's part is TestDMABufChild
+	}
+	memfdExports(t)
+	cfg := Default(Gaudi2, 1)
+	s := newTestSystem(t, cfg)
+	t.Cleanup(func() { s.Close() })
+	d := s.Device(0)
+	f, err := d.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	va := deviceBuf(t, f, 1<<21)
+	dramPut(t, f, va, []byte("shared bytes"))
+	fd, err := memExport(f, va, 8192, 0, exportFlags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.dram.pieces[0].seg; s.probe < 0 {
+		t.Skip("the kernel grants no write lease on the export's memfd")
+	}
+	file := os.NewFile(uintptr(fd), "dmabuf")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDMABufChild$", "-test.v")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.ExtraFiles = []*os.File{file} // descriptor 3 in the child
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	file.Close() // this process's descriptor goes; the child's stays
+	f.Close()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var got []string
+	for line := range lines {
+		got = append(got, line)
+		if strings.HasPrefix(line, "child read") {
+			break
+		}
+	}
+	if len(got) == 0 || got[len(got)-1] != "child read \"shared bytes\"" {
+		t.Fatalf("child: %q", got)
+	}
+	if g, err := d.Open(); err != unix.EBUSY {
+		if g != nil {
+			g.Close()
+		}
+		t.Fatalf("open while another process holds the export: %v, want EBUSY", err)
+	}
+	stdin.Close() // the child exits, closing its descriptor
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	g, err := d.Open()
+	if err != nil {
+		t.Fatalf("open after every descriptor closed: %v", err)
+	}
+	g.Close()
+}
+
+// TestDMABufChild is the child of TestExportHeldByAnotherProcess: it reads
+// the export it was given as descriptor 3 through the test hook and holds
+// it until its standard input closes.
+func TestDMABufChild(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("run by TestExportHeldByAnotherProcess")
+	}
+	b := make([]byte, 12)
+	if _, err := TestHookReadDMABuf(3, 0, b); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("child read %q\n", b)
+	io.Copy(io.Discard, os.Stdin)
 }
