@@ -77,6 +77,20 @@
 //     recovered (runtime/debug.SetPanicOnFault), and written with
 //     process_vm_writev on the calling process, so a bad pointer gives
 //     EFAULT as on the kernel instead of crashing.
+//   - Argument sizes as the kernel takes them (ioctl_unsafe.go): an
+//     argument shorter than the driver's struct is zero-extended and only
+//     the caller's bytes are written back, by drm_ioctl's rules for the
+//     DRM encoding and _hl_ioctl's for the control node and the legacy
+//     'H' encoding.
+//   - Mmap checks what the driver's handlers check (the handle, the whole
+//     buffer's length) and refuses the flags it cannot honour: MAP_FIXED
+//     (the File seam has no address) with EPERM, MAP_ANONYMOUS, MAP_HUGETLB
+//     and unknown flags with EINVAL (memmgr.go).
+//   - Host memory given to MAP is refused where pinning would fail,
+//     device memory (VM_IO, VM_PFNMAP) included (hostpin.go). DMA into
+//     host memory the caller unmapped after MAP, which the device would
+//     do into the pinned orphaned pages, is survived and counted
+//     (Device.HostFaults, hostfault.go).
 //   - Every INFO op of the 6.12 driver, with its validation, its errno
 //     values and the split between ops served in any state and ops that
 //     need an operational device (EBUSY otherwise). HW_IP_INFO and
