@@ -406,7 +406,7 @@ type execEnv struct {
 	c   *csCtx
 	ctx *context
 
-	flight inflight // LIN_DMAs since the last engine barrier (barrier.go)
+	flight inflight   // LIN_DMAs since the last engine barrier (barrier.go)
 	scope  faultScope // the caller's memory the access under way touches (hostfault.go)
 }
 
