@@ -25,7 +25,8 @@ import (
 // itself: a destroyed CB goes away when neither a mapping nor a CS uses
 // it, checked whenever the CB is looked up, created, destroyed or mapped.
 //
-// With HL_CB_FLAGS_MAP (Gaudi2 only: supports_cb_mapping) the CB is also
+// With HL_CB_FLAGS_MAP (Gaudi2 only: supports_cb_mapping; Gaudi answers
+// ENOMEM, as hl_cb_create turns the callback's EINVAL into) the CB is also
 // mapped into the device MMU at an address of the context's 4 GB CB VA
 // pool (first fit, page granular, as the driver's gen_pool), which CB INFO
 // with HL_CB_FLAGS_GET_DEVICE_VA returns and Gaudi2 CSs may use as a user
@@ -117,8 +118,13 @@ func (c *csCtx) cbCreate(size uint32, mapCB bool) (uint64, error) {
 		return 0, err
 	}
 	if mapCB {
+		// Every failure of the buffer's alloc callback ends as ENOMEM:
+		// hl_cb_mmap_mem_alloc returns cb_map_mem's error (EINVAL on
+		// Gaudi, which never sets supports_cb_mapping; ENOMEM when the
+		// CB VA pool is full), hl_mmap_mem_buf_alloc drops it and
+		// returns NULL, and hl_cb_create answers -ENOMEM.
 		if !c.dev.prof.dramVirtual {
-			return fail(unix.EINVAL) // cb_map_mem: !supports_cb_mapping
+			return fail(unix.ENOMEM)
 		}
 		va := c.cbPool.alloc(round)
 		if va == 0 {

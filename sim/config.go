@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config describes a simulated system: a server with one or more devices.
@@ -40,7 +41,15 @@ type DeviceConfig struct {
 	// PCIe link in bytes per second, which LIN_DMA transfers between host
 	// memory and the device share; 0 (the default) means unlimited.
 	PCIeBandwidth uint64
+	// ReleaseWatchdog is how long the driver waits, after a CS timeout
+	// while the user has an eventfd registered, for the compute file to
+	// be closed before it hard-resets the device and kills the process
+	// (device_release_watchdog_timeout_sec); 0 means the driver's 30 s.
+	ReleaseWatchdog time.Duration
 }
+
+// releaseWatchdog is HL_DEVICE_RELEASE_WATCHDOG_TIMEOUT_SEC.
+const releaseWatchdog = 30 * time.Second
 
 // pciBuses are the bus numbers of the eight OAM slots of an HLS-2 style
 // server, used for default PCI addresses.

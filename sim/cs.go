@@ -33,12 +33,12 @@ import (
 // the CS's timeout in seconds, and 0 times out at once, as the driver's
 // msecs_to_jiffies(0) delay does); when it completes, the next CS's timer
 // starts. A CS still running when its timer fires is marked timed out,
-// recorded (RecordCSTimeout), and the device resets (Device.Reset), which
-// aborts every CS in flight: waits on the timed-out CS answer ETIMEDOUT
-// (TIMEDOUT), the others EIO (ABORTED). With SKIP_RESET_ON_TIMEOUT the
-// timeout is recorded and nothing else happens. The driver's reset
-// watchdog (a 30 s delay when an eventfd is registered) is not simulated:
-// the reset is immediate.
+// recorded (RecordCSTimeout), and the device resets as hl_device_cond_reset
+// does (watchdog.go): at once, killing the compute file and aborting
+// every CS in flight (waits on the timed-out CS answer ETIMEDOUT
+// (TIMEDOUT), the others EIO (ABORTED)); or, with an eventfd registered,
+// after the release watchdog, unless the file is closed first. With
+// SKIP_RESET_ON_TIMEOUT the timeout is recorded and nothing else happens.
 
 // csCounter indexes csCounters (struct hl_info_cs_counters order).
 const (
@@ -51,15 +51,21 @@ const (
 )
 
 // csHolder keeps a compute file's submission state (cs.go).
+// p is read without the once by a reset (File.abort) and the release
+// (Device.closeSubmissions) while a first call may be building it, so it
+// is atomic.
 type csHolder struct {
 	once sync.Once
-	p    *csCtx
+	p    atomic.Pointer[csCtx]
 }
 
 // subm returns the file's submission state, built on first use.
 func (f *File) subm() *csCtx {
-	f.cs.once.Do(func() { f.cs.p = newCSCtx(f) })
-	return f.cs.p
+	if c := f.cs.p.Load(); c != nil {
+		return c
+	}
+	f.cs.once.Do(func() { f.cs.p.Store(newCSCtx(f)) })
+	return f.cs.p.Load()
 }
 
 // csCtx is the submission side of a compute context (struct hl_ctx's CS
@@ -133,6 +139,9 @@ type fence struct {
 	err   unix.Errno // 0, ETIMEDOUT, EIO, or EBUSY for a CS never submitted
 	ts    int64      // completion timestamp (TIMESTAMP flag only)
 	holds atomic.Int32
+	// forced is set when a postponed reset completed the fence while its
+	// CS still runs (abortWaiting): the fence stays the CS's.
+	forced atomic.Bool
 
 	// The struct hl_cs_compl fields of sync streams (signal.go), set
 	// before the CS is scheduled: the CS type, the SOB a signal CS
@@ -516,7 +525,7 @@ func (c *csCtx) allocate(flags uint32, timeout time.Duration) (*cs, error) {
 		c.drop(dropMaxCSInFlight)
 		return nil, unix.EAGAIN
 	}
-	if fc == nil || fc.holds.Load() != 0 {
+	if fc == nil || fc.holds.Load() != 0 || fc.forced.Load() {
 		fc = &fence{seq: c.seq}
 		c.pending[slot] = fc
 	} else {
@@ -891,9 +900,17 @@ func (hw *hwState) timedOut() {
 	}
 	seq := s.seq
 	hw.mu.Unlock()
-	hw.d.RecordCSTimeout(seq)
-	if reset {
-		hw.d.Reset()
+	// cs_timedout captures the timeout and sends CS_TIMEOUT with the
+	// reset's DEVICE_RESET, or alone when the reset is skipped.
+	var bits uint64
+	if hw.d.captureCSTimeout(seq) {
+		bits = hl.HL_NOTIFIER_EVENT_CS_TIMEOUT
+	}
+	switch {
+	case reset:
+		hw.d.condReset(bits) // watchdog.go
+	case bits != 0:
+		hw.d.Notify(bits)
 	}
 }
 

@@ -51,7 +51,7 @@ type engineModes struct {
 func (d *Device) resetEpoch() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return uint64(d.hardResets)<<32 | uint64(d.computeResets)
+	return uint64(d.hardResets)<<32 | uint64(d.releaseResets)
 }
 
 // modesLocked returns the engine state, cleared when the engines were

@@ -28,7 +28,8 @@ type Device struct {
 	mu             sync.Mutex
 	state          State
 	hardResets     uint32
-	computeResets  uint32
+	computeResets  uint32 // compute_reset_cnt: compute resets other than a release's
+	releaseResets  uint32 // engine resets of Gaudi2's context release (not counted by the driver)
 	openCounter    uint64
 	lastOpen       time.Time
 	lastOpenPeriod time.Duration
@@ -42,7 +43,9 @@ type Device struct {
 	errs           errorInfo  // the first error of each kind since the last compute open
 	csDrops        csCounters // dropped command submissions, all contexts
 	throttle       clkThrottle
-	hw             hwHolder // command submission hardware (engine.go)
+	wd             watchdog   // the device release watchdog (watchdog.go)
+	hostFaults     HostFaults // DMA that found host memory unmapped (hostfault.go)
+	hw             hwHolder   // command submission hardware (engine.go)
 
 	debug   debugState  // DEBUG ioctl: debug mode and CoreSight (debug.go)
 	engines engineModes // engine cores halted and engines stalled (cs_control.go)
@@ -192,6 +195,12 @@ func (d *Device) reap() {
 // context's release do: the mmap buffers, the memory context (mappings,
 // allocations, DRAM usage), the compute lock.
 func (d *Device) finish(f *File) {
+	hardReset := false
+	defer func() {
+		if hardReset {
+			d.Reset()
+		}
+	}()
 	f.final.Do(func() {
 		d.closeSubmissions(f)
 		f.mm.fini()
@@ -202,11 +211,24 @@ func (d *Device) finish(f *File) {
 		}
 		f.lingering = false
 		d.lastOpenPeriod = time.Since(d.lastOpen)
+		// A release while the release watchdog runs cancels it and
+		// resets the device (hpriv_release: reset_device when
+		// watchdog_active; hl_device_reset cancels the watchdog work).
+		// Gaudi has no compute reset (supports_compute_reset), so there
+		// the release reset is a hard one.
+		if d.stopWatchdogLocked() && !d.prof.dramVirtual {
+			hardReset = true
+		}
 		if d.prof.dramVirtual {
 			// Gaudi2 resets the compute engines whenever the context
-			// goes away (reset_upon_device_release); the reset is
-			// instant here.
-			d.computeResets++
+			// goes away (fixup_device_params_per_asic sets
+			// reset_upon_device_release; hpriv_release calls
+			// hl_device_reset with HL_DRV_RESET_DEV_RELEASE). That
+			// reset is not counted: hl_device_reset bumps
+			// compute_reset_cnt (INFO RESET_COUNT's soft_reset_cnt) only
+			// when !reset_upon_device_release. It still resets the
+			// engines; the reset is instant here.
+			d.releaseResets++
 		}
 		d.mu.Unlock()
 		f.lock.release()
@@ -221,8 +243,12 @@ func (d *Device) finish(f *File) {
 // eventfd a signal). Notifying last keeps a woken user from meeting the
 // device still in reset, as with the driver's postponed reset, which
 // notifies while the device is operational.
-func (d *Device) Reset() {
+func (d *Device) Reset() { d.reset(0) }
+
+// reset is Reset, notifying bits with DEVICE_RESET.
+func (d *Device) reset(bits uint64) {
 	d.mu.Lock()
+	d.stopWatchdogLocked() // a hard reset cancels it (hl_device_reset)
 	d.state = InReset
 	clear(d.hwEvents)
 	files := make([]*File, 0, len(d.files))
@@ -245,7 +271,7 @@ func (d *Device) Reset() {
 	d.state = Operational
 	d.mu.Unlock()
 	for _, f := range files {
-		f.notify(hl.HL_NOTIFIER_EVENT_DEVICE_RESET)
+		f.notify(hl.HL_NOTIFIER_EVENT_DEVICE_RESET | bits)
 	}
 }
 

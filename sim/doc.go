@@ -47,7 +47,10 @@
 // host memory, DRAM, SRAM, the sync managers (SOBs, monitors) and the
 // QMAN fence counters. A page fault or an undefined opcode is recorded
 // and stops the stream; a CS that outlives its timeout is recorded and
-// resets the device, which aborts the CSs in flight. DeviceConfig's
+// hard-resets the device, which aborts the CSs in flight and kills the
+// process holding the compute file, modelled as the file becoming dead
+// (File.Killed, ErrKilled); with an eventfd registered the reset waits
+// for the release watchdog (watchdog.go). DeviceConfig's
 // PCIeBandwidth, when set, paces transfers between host and device.
 // A LIN_DMA whose engine barrier bit is clear and that depends on an
 // earlier packet of its job races with it on the chip: the simulator
@@ -74,6 +77,20 @@
 //     recovered (runtime/debug.SetPanicOnFault), and written with
 //     process_vm_writev on the calling process, so a bad pointer gives
 //     EFAULT as on the kernel instead of crashing.
+//   - Argument sizes as the kernel takes them (ioctl_unsafe.go): an
+//     argument shorter than the driver's struct is zero-extended and only
+//     the caller's bytes are written back, by drm_ioctl's rules for the
+//     DRM encoding and _hl_ioctl's for the control node and the legacy
+//     'H' encoding.
+//   - Mmap checks what the driver's handlers check (the handle, the whole
+//     buffer's length) and refuses the flags it cannot honour: MAP_FIXED
+//     (the File seam has no address) with EPERM, MAP_ANONYMOUS, MAP_HUGETLB
+//     and unknown flags with EINVAL (memmgr.go).
+//   - Host memory given to MAP is refused where pinning would fail,
+//     device memory (VM_IO, VM_PFNMAP) included (hostpin.go). DMA into
+//     host memory the caller unmapped after MAP, which the device would
+//     do into the pinned orphaned pages, is survived and counted
+//     (Device.HostFaults, hostfault.go).
 //   - Every INFO op of the 6.12 driver, with its validation, its errno
 //     values and the split between ops served in any state and ops that
 //     need an operational device (EBUSY otherwise). HW_IP_INFO and
@@ -95,14 +112,21 @@
 // host has /dev/udmabuf it is a real dma-buf made of those pages
 // (ExportUdmabuf: DMA_BUF_IOCTL_SYNC works, kernel importers such as an
 // RDMA NIC see the device memory); otherwise, or when udmabuf refuses the
-// range, it is the memfd itself (ExportMemfd: dma-buf ioctls such as
-// DMA_BUF_SET_NAME answer ENOTTY, and no device can import it).
-// ExportKindOf tells which. Unlike a Gaudi dma-buf, which has no CPU
-// access, both can be mmapped for reading and writing. The driver's dma-buf holds the
-// compute file until it is released; the simulator has no release
-// callback and counts an export as released once no descriptor and no
-// mapping of this process refer to it (it looks in /proc/self), so a
-// descriptor passed to another process does not keep the export alive
+// range, it is a file of the memfd itself (ExportMemfd: dma-buf ioctls
+// such as DMA_BUF_SET_NAME answer ENOTTY, and no device can import it).
+// ExportKindOf tells which. A Gaudi dma-buf cannot be mapped or read by
+// the CPU (the driver's dma-buf ops have no mmap: the kernel answers
+// EINVAL); a memfd export is opened write-only (O_PATH when exported
+// read-only), so mmap fails with EACCES and read with EBADF, while writes
+// still reach device memory (a dma-buf answers EINVAL). An udmabuf export
+// can be mapped: the simulator cannot take that from a real dma-buf.
+// TestHookReadDMABuf, a test hook, reads an export's bytes. The driver's
+// dma-buf holds the compute file until it is released: the simulator has
+// no release callback and counts an export as released once no file of
+// it is open for writing in any process (a write lease on the memfd tells)
+// and no descriptor or mapping of this process refers to it (it looks in
+// /proc/self); a read-only export, or an udmabuf one, passed to another
+// process does not keep the export alive
 // here. Two exports that overlap without being the same range cannot share
 // pages: while the first is open, the second fails with EOPNOTSUPP. The driver
 // accepts an export whose offset + size wraps around; the simulator

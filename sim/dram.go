@@ -56,6 +56,7 @@ type piece struct {
 // exported bytes in order, and its runs say where each part sits in DRAM.
 type segment struct {
 	fd     int // the simulator's own descriptor
+	probe  int // another file of the memfd, for the write lease test (export.go), or -1
 	size   uint64
 	file   fileID
 	runs   []dramRun
@@ -425,6 +426,7 @@ func (m *sparseMem) close() {
 	unix.MunmapPtr(m.base, uintptr(m.size))
 	for _, s := range m.segments() {
 		unix.Close(s.fd)
+		closeProbe(s)
 	}
 	unix.Close(m.fd)
 	m.base, m.fd, m.pieces = nil, -1, nil

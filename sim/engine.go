@@ -406,7 +406,8 @@ type execEnv struct {
 	c   *csCtx
 	ctx *context
 
-	flight inflight // LIN_DMAs since the last engine barrier (barrier.go)
+	flight inflight   // LIN_DMAs since the last engine barrier (barrier.go)
+	scope  faultScope // the caller's memory the access under way touches (hostfault.go)
 }
 
 // exec runs one job.
@@ -680,6 +681,7 @@ type seg struct {
 	dram   uint64
 	isDRAM bool
 	host   bool // crosses PCIe
+	user   bool // the caller's memory (a host mapping), which it may unmap
 	n      uint64
 }
 
@@ -719,14 +721,13 @@ func (x *execEnv) resolveLocked(addr, n uint64) (seg, error) {
 		return seg{}, &pageFault{addr}
 	}
 	if e.kind == extentHost {
-		return seg{b: e.host, host: true, n: e.n}, nil
+		return seg{b: e.host, host: true, user: true, n: e.n}, nil
 	}
 	return seg{dram: e.dram, isDRAM: true, n: e.n}, nil
 }
 
 // copy is LIN_DMA without memset.
 func (x *execEnv) copy(dst, src, n uint64, endian uint8) error {
-	dram := x.hw.d.dram
 	width := uint64(0)
 	if endian != 0 {
 		width = 1 << endian // bytes per swapped word: 2, 4, 8
@@ -737,35 +738,12 @@ func (x *execEnv) copy(dst, src, n uint64, endian uint8) error {
 		}
 		k := min(n-done, dmaChunk)
 		var host [2]bool
-		err := x.locked(func() error {
-			s, err := x.resolveLocked(src+done, k)
-			if err != nil {
-				return err
-			}
-			d, err := x.resolveLocked(dst+done, s.n)
-			if err != nil {
-				return err
-			}
-			k = d.n
-			host = [2]bool{s.host, d.host}
-			if width != 0 {
-				if k >= width {
-					k = k / width * width // no word straddles two pieces
-				}
-				return x.swapCopy(d, s, k, width)
-			}
-			switch {
-			case !s.isDRAM && !d.isDRAM:
-				copy(d.b[:k], s.b[:k])
-			case !s.isDRAM:
-				return dram.WriteAt(s.b[:k], d.dram)
-			case !d.isDRAM:
-				return dram.ReadAt(d.b[:k], s.dram)
-			default:
-				return dram.Copy(d.dram, s.dram, k)
-			}
-			return nil
-		})
+		err := x.guard(func() error { return x.copyOnce(dst+done, src+done, k, width, &k, &host) })
+		if _, ok := err.(*hostGone); ok {
+			// Host memory the caller unmapped: again page by page,
+			// without the pages that are gone (hostfault.go).
+			err = x.copyAround(dst+done, src+done, k, width)
+		}
 		if err != nil {
 			return err
 		}
@@ -775,6 +753,44 @@ func (x *execEnv) copy(dst, src, n uint64, endian uint8) error {
 		done += k
 	}
 	return nil
+}
+
+// copyOnce copies the first contiguous part of at most n bytes from src
+// to dst, setting *k to its length and *host to which sides are host
+// memory before any byte moves, so that they tell the part also when a
+// fault ends the copy.
+func (x *execEnv) copyOnce(dst, src, n, width uint64, k *uint64, host *[2]bool) error {
+	dram := x.hw.d.dram
+	return x.locked(func() error {
+		s, err := x.resolveLocked(src, n)
+		if err != nil {
+			return err
+		}
+		d, err := x.resolveLocked(dst, s.n)
+		if err != nil {
+			return err
+		}
+		n := d.n
+		if width != 0 && n >= width {
+			n = n / width * width // no word straddles two pieces
+		}
+		*k, *host = n, [2]bool{s.host, d.host}
+		x.scope.set(s, d, n)
+		if width != 0 {
+			return x.swapCopy(d, s, n, width)
+		}
+		switch {
+		case !s.isDRAM && !d.isDRAM:
+			copy(d.b[:n], s.b[:n])
+		case !s.isDRAM:
+			return dram.WriteAt(s.b[:n], d.dram)
+		case !d.isDRAM:
+			return dram.ReadAt(d.b[:n], s.dram)
+		default:
+			return dram.Copy(d.dram, s.dram, n)
+		}
+		return nil
+	})
 }
 
 // swapCopy copies k bytes from s to d through the swap buffer, swapping
@@ -827,34 +843,16 @@ func (x *execEnv) fill(dst, pattern, n uint64, endian uint8) error {
 	if endian != 0 {
 		swapBytes(pat[:], 1<<endian)
 	}
-	zero := pattern == 0
-	dram := x.hw.d.dram
 	for done := uint64(0); done < n; {
 		if x.q.halted.Load() {
 			return errHalted
 		}
 		k := min(n-done, dmaChunk)
 		host := false
-		err := x.locked(func() error {
-			d, err := x.resolveLocked(dst+done, k)
-			if err != nil {
-				return err
-			}
-			k, host = d.n, d.host
-			phase := done % 8
-			switch {
-			case !d.isDRAM:
-				fillPattern(d.b[:k], pat, phase)
-			case zero:
-				return dram.Zero(d.dram, k)
-			default:
-				return dram.view(d.dram, k, func(b []byte) error {
-					fillPattern(b, pat, phase)
-					return nil
-				})
-			}
-			return nil
-		})
+		err := x.guard(func() error { return x.fillOnce(dst+done, k, pat, done%8, &k, &host) })
+		if _, ok := err.(*hostGone); ok {
+			err = x.fillAround(dst+done, k, pat, done%8)
+		}
 		if err != nil {
 			return err
 		}
@@ -864,6 +862,34 @@ func (x *execEnv) fill(dst, pattern, n uint64, endian uint8) error {
 		done += k
 	}
 	return nil
+}
+
+// fillOnce fills the first contiguous part of at most n bytes at dst with
+// pat starting at pat[phase], setting *k to its length and *host to
+// whether it is host memory before any byte moves.
+func (x *execEnv) fillOnce(dst, n uint64, pat [8]byte, phase uint64, k *uint64, host *bool) error {
+	dram := x.hw.d.dram
+	return x.locked(func() error {
+		d, err := x.resolveLocked(dst, n)
+		if err != nil {
+			return err
+		}
+		n := d.n
+		*k, *host = n, d.host
+		x.scope.set(seg{}, d, n)
+		switch {
+		case !d.isDRAM:
+			fillPattern(d.b[:n], pat, phase)
+		case pat == [8]byte{}:
+			return dram.Zero(d.dram, n)
+		default:
+			return dram.view(d.dram, n, func(b []byte) error {
+				fillPattern(b, pat, phase)
+				return nil
+			})
+		}
+		return nil
+	})
 }
 
 // fillPattern fills b with pat, b[0] taking pat[phase], doubling the
@@ -880,22 +906,15 @@ func fillPattern(b []byte, pat [8]byte, phase uint64) {
 	}
 }
 
-// store writes b at device address dst.
+// store writes b at device address dst. Bytes for host memory the caller
+// unmapped are dropped (hostfault.go).
 func (x *execEnv) store(dst uint64, b []byte) error {
 	for done := uint64(0); done < uint64(len(b)); {
 		var k uint64
-		err := x.locked(func() error {
-			d, err := x.resolveLocked(dst+done, uint64(len(b))-done)
-			if err != nil {
-				return err
-			}
-			k = d.n
-			if d.isDRAM {
-				return x.hw.d.dram.WriteAt(b[done:done+k], d.dram)
-			}
-			copy(d.b[:k], b[done:done+k])
-			return nil
-		})
+		err := x.guard(func() error { return x.storeOnce(dst+done, b[done:], &k) })
+		if _, ok := err.(*hostGone); ok {
+			err = x.storeAround(dst+done, b[done:done+k])
+		}
 		if err != nil {
 			return err
 		}
@@ -904,28 +923,59 @@ func (x *execEnv) store(dst uint64, b []byte) error {
 	return nil
 }
 
-// load reads len(b) bytes at device address src.
+// storeOnce writes the first contiguous part of b at dst, setting *k to
+// its length before any byte moves.
+func (x *execEnv) storeOnce(dst uint64, b []byte, k *uint64) error {
+	return x.locked(func() error {
+		d, err := x.resolveLocked(dst, uint64(len(b)))
+		if err != nil {
+			return err
+		}
+		n := d.n
+		*k = n
+		x.scope.set(seg{}, d, n)
+		if d.isDRAM {
+			return x.hw.d.dram.WriteAt(b[:n], d.dram)
+		}
+		copy(d.b[:n], b[:n])
+		return nil
+	})
+}
+
+// load reads len(b) bytes at device address src. Host memory the caller
+// unmapped reads as zeros (hostfault.go).
 func (x *execEnv) load(src uint64, b []byte) error {
 	for done := uint64(0); done < uint64(len(b)); {
 		var k uint64
-		err := x.locked(func() error {
-			s, err := x.resolveLocked(src+done, uint64(len(b))-done)
-			if err != nil {
-				return err
-			}
-			k = s.n
-			if s.isDRAM {
-				return x.hw.d.dram.ReadAt(b[done:done+k], s.dram)
-			}
-			copy(b[done:done+k], s.b[:k])
-			return nil
-		})
+		err := x.guard(func() error { return x.loadOnce(src+done, b[done:], &k) })
+		if _, ok := err.(*hostGone); ok {
+			err = x.loadAround(src+done, b[done:done+k])
+		}
 		if err != nil {
 			return err
 		}
 		done += k
 	}
 	return nil
+}
+
+// loadOnce reads the first contiguous part of b from src, setting *k to
+// its length before any byte moves.
+func (x *execEnv) loadOnce(src uint64, b []byte, k *uint64) error {
+	return x.locked(func() error {
+		s, err := x.resolveLocked(src, uint64(len(b)))
+		if err != nil {
+			return err
+		}
+		n := s.n
+		*k = n
+		x.scope.set(s, seg{}, n)
+		if s.isDRAM {
+			return x.hw.d.dram.ReadAt(b[:n], s.dram)
+		}
+		copy(b[:n], s.b[:n])
+		return nil
+	})
 }
 
 // pcieLink is one direction of the PCIe link for the bandwidth model:
@@ -999,7 +1049,7 @@ func (d *Device) restartEngines() {
 // still running (Gaudi's internal jobs outlive their CS), so nothing
 // touches its memory afterwards; then its command buffers go.
 func (d *Device) closeSubmissions(f *File) {
-	c := f.cs.p
+	c := f.cs.p.Load()
 	if c == nil {
 		return
 	}

@@ -430,12 +430,23 @@ func resetCount(t *testing.T, f *File) uint32 {
 	return r.HardResetCnt
 }
 
+// TestCSTimeoutResets: without an eventfd registered, a CS timeout hard-
+// resets the device at once (cs_timedout -> hl_device_cond_reset ->
+// hl_device_reset with HL_DRV_RESET_HARD), which rolls the CSs back and
+// kills the process holding the compute node (device_kill_open_processes).
+// The simulator marks the file dead: waits already under way answer, every
+// later call is ErrKilled, and the device opens again once it is closed.
 func TestCSTimeoutResets(t *testing.T) {
 	_, d, f := openSim(t, Gaudi2)
 	before := resetCount(t, f)
 	start := time.Now()
 	seq := runCB(t, f, 0, blockedCB(t, f), hl.HL_CS_FLAGS_CUSTOM_TIMEOUT, 1)
 	other := runCB(t, f, 1, blockedCB(t, f), 0, 0)
+	otherDone := make(chan error, 1)
+	go func() {
+		_, err := waitCS(f, other, 10_000_000)
+		otherDone <- err
+	}()
 	out, err := waitCS(f, seq, 5_000_000)
 	if err != unix.ETIMEDOUT || out.Status != hl.HL_WAIT_CS_STATUS_TIMEDOUT {
 		t.Fatalf("timed-out CS: %+v, %v", out, err)
@@ -443,30 +454,48 @@ func TestCSTimeoutResets(t *testing.T) {
 	if el := time.Since(start); el < time.Second || el > 3*time.Second {
 		t.Fatalf("timed out after %v", el)
 	}
-	// The reset is still under way when the first wait returns: waits
-	// answer EBUSY until it ends, as on the driver.
+	if err := <-otherDone; err != unix.EIO {
+		t.Fatalf("wait on the aborted CS under way: %v, want EIO", err)
+	}
 	for d.State() != Operational {
 		time.Sleep(time.Millisecond)
 	}
-	if out, err := waitCS(f, other, 1_000_000); err != unix.EIO || out.Status != hl.HL_WAIT_CS_STATUS_ABORTED {
-		t.Fatalf("aborted CS: %+v, %v", out, err)
+	if !f.Killed() {
+		t.Fatal("the file survived the hard reset of a CS timeout")
 	}
-	if n := resetCount(t, f); n != before+1 {
-		t.Fatalf("hard resets %d -> %d", before, n)
+	if _, err := waitCS(f, other, 0); err != ErrKilled {
+		t.Fatalf("WAIT_CS on the killed file: %v, want ErrKilled", err)
 	}
+	if _, err := cbCreate(f, 4096, 0); err != ErrKilled {
+		t.Fatalf("CB on the killed file: %v, want ErrKilled", err)
+	}
+	if _, err := f.Mmap(0, 4096, unix.PROT_READ, unix.MAP_SHARED); err != ErrKilled {
+		t.Fatalf("mmap on the killed file: %v, want ErrKilled", err)
+	}
+	if _, err := d.Open(); err != unix.EBUSY {
+		t.Fatalf("open while the killed file is open: %v, want EBUSY", err)
+	}
+	ctl, err := d.OpenControl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
 	var ev hl.InfoCSTimeoutEvent
-	if err := infoInto(t, f, hl.HL_INFO_CS_TIMEOUT_EVENT, &ev); err != nil || ev.Seq != seq {
+	if err := infoInto(t, ctl, hl.HL_INFO_CS_TIMEOUT_EVENT, &ev); err != nil || ev.Seq != seq {
 		t.Fatalf("CS timeout event %+v, %v", ev, err)
 	}
-	if ev := getEvents(t, f); ev&hl.HL_NOTIFIER_EVENT_CS_TIMEOUT == 0 || ev&hl.HL_NOTIFIER_EVENT_DEVICE_RESET == 0 {
-		t.Fatalf("events %#x", ev)
+	closeSim(f)
+	g, err := d.Open()
+	if err != nil {
+		t.Fatalf("open after closing the killed file: %v", err)
 	}
-	if d.State() != Operational {
-		t.Fatal(d.State())
+	t.Cleanup(func() { closeSim(g) })
+	if n := resetCount(t, g); n != before+1 {
+		t.Fatalf("hard resets %d -> %d", before, n)
 	}
 	// The device works after the reset.
 	nop := build(t, packet.Gaudi2, func(b *packet.Builder) { b.Nop(packet.Nop{}) })
-	mustComplete(t, f, runCB(t, f, 0, nop, 0, 0))
+	mustComplete(t, g, runCB(t, g, 0, nop, 0, 0))
 }
 
 func TestCSTimeoutSkipReset(t *testing.T) {

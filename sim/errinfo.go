@@ -220,6 +220,14 @@ func (d *Device) RecordUndefinedOpcode(engineID uint32, cqAddr uint64, cqSize ui
 // driver's timeout handler, only the first timeout since the compute open
 // is captured, and only that one raises HL_NOTIFIER_EVENT_CS_TIMEOUT.
 func (d *Device) RecordCSTimeout(seq uint64) {
+	if d.captureCSTimeout(seq) {
+		d.Notify(hl.HL_NOTIFIER_EVENT_CS_TIMEOUT)
+	}
+}
+
+// captureCSTimeout captures a CS timeout unless one is captured already,
+// and reports whether it did.
+func (d *Device) captureCSTimeout(seq uint64) bool {
 	d.mu.Lock()
 	e := &d.errs
 	captured := e.csTimeoutEnabled
@@ -228,7 +236,5 @@ func (d *Device) RecordCSTimeout(seq uint64) {
 		e.csTimeoutEnabled = false
 	}
 	d.mu.Unlock()
-	if captured {
-		d.Notify(hl.HL_NOTIFIER_EVENT_CS_TIMEOUT)
-	}
+	return captured
 }

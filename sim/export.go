@@ -26,8 +26,10 @@ import (
 //     it lives, so the simulator never punches holes into such a memfd
 //     (zeroing writes zeros instead).
 //   - Otherwise, or when udmabuf refuses the range (it takes at most 64
-//     MiB by default), a new file of the memfd itself: it can be read,
-//     written and mmapped; dma-buf ioctls answer ENOTTY.
+//     MiB by default), a new file of the memfd itself, opened write-only
+//     (O_PATH for a read-only export) so that, as a Gaudi dma-buf, it
+//     can be neither mapped nor read (see reopen); dma-buf ioctls answer
+//     ENOTTY.
 //
 // ExportKindOf tells the two apart. Either way device accesses and the
 // file see the same memory. When the range
@@ -36,9 +38,11 @@ import (
 // DRAM memfd and the DRAM mapping is restored.
 //
 // The file has no release callback. The simulator counts an export as
-// released once no descriptor of this process refers to its memfd (found
-// through /proc/self/fd) and no mapping outside the device memory maps it
-// (found through /proc/self/maps); it checks when it needs to know: at
+// released once no file of its memfd is open for writing in any process
+// (a write lease on the memfd is granted only then: openProbe), no
+// descriptor of this process refers to it (found through /proc/self/fd)
+// and no mapping outside the device memory maps it (found through
+// /proc/self/maps); it checks when it needs to know: at
 // UNMAP of an exported mapping, when the compute file is closed, and when
 // a new export overlaps the range.
 
@@ -157,7 +161,7 @@ func (m *sparseMem) splice(runs []dramRun) (*segment, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	seg := &segment{fd: fd, size: total, file: fileID{st.Dev, st.Ino}}
+	seg := &segment{fd: fd, probe: openProbe(fd), size: total, file: fileID{st.Dev, st.Ino}}
 	seg.userFD.Store(-1)
 	fileOff := uint64(0)
 	for _, r := range runs {
@@ -169,6 +173,7 @@ func (m *sparseMem) splice(runs []dramRun) (*segment, error) {
 			// Put back what moved already.
 			m.unspliceRuns(seg)
 			unix.Close(fd)
+			closeProbe(seg)
 			return nil, fmt.Errorf("export device memory: %w", err)
 		}
 		seg.runs = append(seg.runs, r)
@@ -201,6 +206,7 @@ func (m *sparseMem) unsplice(s *segment) error {
 	m.pieces = kept
 	unix.Close(s.fd)
 	s.fd = -1
+	closeProbe(s)
 	return nil
 }
 
@@ -261,7 +267,12 @@ func (m *sparseMem) live(s *segment) bool {
 	if s.fd < 0 || m.closed {
 		return false
 	}
-	if u := int(s.userFD.Load()); u >= 0 && u != s.fd && isFile(u, s) {
+	if s.probe >= 0 && leaseRefused(s.probe) {
+		// A file of the memfd is open for writing somewhere: a
+		// descriptor handed out, in this process or another one.
+		return true
+	}
+	if u := int(s.userFD.Load()); u >= 0 && u != s.fd && u != s.probe && isFile(u, s) {
 		return true
 	}
 	ents, err := os.ReadDir("/proc/self/fd")
@@ -271,7 +282,7 @@ func (m *sparseMem) live(s *segment) bool {
 	}
 	for _, e := range ents {
 		n, err := strconv.Atoi(e.Name())
-		if err != nil || n == s.fd {
+		if err != nil || n == s.fd || n == s.probe {
 			continue
 		}
 		if isFile(n, s) {
@@ -349,9 +360,19 @@ func (s *segment) owns(id fileID) bool {
 }
 
 // reopen opens a new file of the segment's memfd, as dma_buf_fd gives a
-// new descriptor: with flags' access mode, O_CLOEXEC and O_NONBLOCK.
+// new descriptor, with O_CLOEXEC and O_NONBLOCK from flags. The CPU
+// cannot map or read a Gaudi dma-buf (habanalabs_dmabuf_ops has no mmap,
+// and dma-buf files no read), so the file is never opened for reading:
+// write-only for a writable export, whose mmap then fails (EACCES; the
+// kernel's dma_buf_mmap_internal answers EINVAL) as does read (EBADF),
+// and O_PATH for a read-only one, which refuses writes too. A write-only
+// file counts as a writer of the memfd, so the write lease test (live)
+// sees it wherever it goes.
 func reopen(s *segment, flags int) (int, error) {
-	oflags := flags & (unix.O_ACCMODE | unix.O_CLOEXEC | unix.O_NONBLOCK)
+	oflags := flags&(unix.O_CLOEXEC|unix.O_NONBLOCK) | unix.O_WRONLY
+	if flags&unix.O_ACCMODE == unix.O_RDONLY {
+		oflags = flags&unix.O_CLOEXEC | unix.O_PATH
+	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(s.fd), oflags, 0)
 	if err == nil {
 		return fd, nil
@@ -365,4 +386,48 @@ func reopen(s *segment, flags int) (int, error) {
 		cmd = unix.F_DUPFD_CLOEXEC
 	}
 	return unix.FcntlInt(uintptr(s.fd), cmd, 0)
+}
+
+// openProbe opens the memfd once more for writing, for leaseRefused to
+// tell whether any other file of it is open for writing, in any process:
+// the kernel grants a write lease only to the one writer of an inode
+// (check_conflicting_open in fs/locks.c). Whether the memfd's own file
+// counts as a writer depends on the kernel, so the probe is kept only if
+// the lease is granted now, with no descriptor handed out yet; else -1,
+// and only this process's descriptors and mappings are looked at.
+func openProbe(fd int) int {
+	p, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	if tryLease(p) != nil {
+		unix.Close(p)
+		return -1
+	}
+	return p
+}
+
+// leaseRefused takes and drops a write lease on the probe and reports
+// whether the kernel refused it: another file of the memfd is open for
+// writing. (A lease break while the lease is held would send this process
+// SIGIO, which the Go runtime ignores; the lease is dropped at once.)
+func leaseRefused(probe int) bool {
+	return errors.Is(tryLease(probe), unix.EAGAIN)
+}
+
+// tryLease takes and drops a write lease on fd.
+func tryLease(fd int) error {
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+		return err
+	}
+	_, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
+	return err
+}
+
+// closeProbe closes the segment's probe.
+func closeProbe(s *segment) {
+	if s.probe >= 0 {
+		unix.Close(s.probe)
+		s.probe = -1
+	}
 }

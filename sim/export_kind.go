@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // ExportKind is the kind of file a simulated dma-buf export
@@ -15,10 +17,11 @@ type ExportKind int
 
 const (
 	// ExportMemfd is a file of the memfd that holds the exported device
-	// memory: it can be read, written and mmapped, but it is not a
-	// dma-buf (dma-buf ioctls answer ENOTTY, no device can import it).
-	// The simulator makes it when the host has no /dev/udmabuf or
-	// udmabuf refuses the range.
+	// memory, opened write-only (O_PATH when exported read-only): like a
+	// Gaudi dma-buf it cannot be mapped or read, but it takes writes; it
+	// is not a dma-buf (dma-buf ioctls answer ENOTTY, no device can
+	// import it). The simulator makes it when the host has no
+	// /dev/udmabuf or udmabuf refuses the range.
 	ExportMemfd ExportKind = iota + 1
 	// ExportUdmabuf is a real dma-buf that the kernel's udmabuf made of
 	// that memfd's pages: mmappable, DMA_BUF_IOCTL_SYNC works, and kernel
@@ -67,4 +70,43 @@ func ExportKindOf(fd int) (ExportKind, error) {
 		}
 	}
 	return 0, fmt.Errorf("export kind of %q: %w", link, ErrNotExport)
+}
+
+// TestHookReadDMABuf is a test hook, not something a Gaudi dma-buf
+// allows: it reads len(b) bytes at offset off of fd, a dma-buf the
+// simulator exported (or a duplicate of one, also in a process it was
+// passed to), as the device memory holds them. The CPU cannot read or
+// map a Gaudi dma-buf (the driver's dma-buf has no mmap, and dma-buf files
+// no read), and neither can it the simulator's; tests and examples that
+// run on the simulator use this hook to check what an importer would get.
+// It reopens the file through /proc/self/fd (a memfd export) or maps it
+// (an udmabuf export).
+func TestHookReadDMABuf(fd int, off int64, b []byte) (int, error) {
+	kind, err := ExportKindOf(fd)
+	if err != nil {
+		return 0, err
+	}
+	if kind == ExportUdmabuf {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return 0, err
+		}
+		if off < 0 || off > st.Size {
+			return 0, unix.EINVAL
+		}
+		n := min(int64(len(b)), st.Size-off)
+		start := off &^ (pageSize - 1)
+		mem, err := unix.Mmap(fd, start, int(off+n-start), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			return 0, err
+		}
+		defer unix.Munmap(mem)
+		return copy(b, mem[off-start:]), nil
+	}
+	r, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(r)
+	return unix.Pread(r, b, off)
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -36,6 +37,8 @@ type File struct {
 	mm        *memMgr
 	lingering bool
 	final     sync.Once
+
+	killed atomic.Bool // a hard reset killed the holder (watchdog.go)
 }
 
 func newFile(d *Device, control bool) *File {
@@ -219,7 +222,7 @@ func (f *File) notify(bits uint64) {
 // its CSs in flight are rolled back and their waits answer EIO (ABORTED),
 // or ETIMEDOUT for the CS whose timeout caused the reset.
 func (f *File) abort() {
-	if f.cs.p != nil {
+	if f.cs.p.Load() != nil {
 		f.dev.hardware().abortCS(f)
 	}
 }

@@ -24,9 +24,11 @@ import (
 //   - a later page cannot be pinned: pin_user_pages_fast returns fewer
 //     pages than asked and the driver answers ENOMEM.
 //
-// Mappings of device memory (VM_IO or VM_PFNMAP) are refused by the kernel
-// too, but /proc/self/maps does not show those flags; only the permission
-// checks above are made. A shared file mapping counts as disk-backed when
+// Mappings of device memory (VM_IO or VM_PFNMAP) are refused too
+// (check_vma_flags in mm/gup.c: EFAULT): /proc/self/maps does not show
+// those flags, so when the range reaches a file mapping (device memory is
+// always mapped through a file) the simulator reads them from the
+// VmFlags of /proc/self/smaps ("io", "pf"). A shared file mapping counts as disk-backed when
 // its device has a non-zero major number, which is true of disk
 // filesystems and false of tmpfs, hugetlbfs and memfds (and of overlayfs,
 // whose files are therefore accepted).
@@ -46,11 +48,18 @@ type vma struct {
 	start, end    uint64
 	write, shared bool
 	dev, inode    uint64
+	device        bool // VM_IO or VM_PFNMAP, known after deviceFlags
 }
+
+// The process's memory maps; tests point them elsewhere.
+var (
+	procMaps  = "/proc/self/maps"
+	procSmaps = "/proc/self/smaps"
+)
 
 // readMaps parses /proc/self/maps.
 func readMaps() ([]vma, error) {
-	b, err := os.ReadFile("/proc/self/maps")
+	b, err := os.ReadFile(procMaps)
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +100,49 @@ func readMaps() ([]vma, error) {
 	return out, nil
 }
 
+// deviceFlags sets the device field of the vmas from the VmFlags lines
+// of /proc/self/smaps (VM_IO is "io", VM_PFNMAP "pf"). Without smaps
+// nothing is known.
+func deviceFlags(vmas []vma) {
+	b, err := os.ReadFile(procSmaps)
+	if err != nil {
+		return
+	}
+	byStart := make(map[uint64]*vma, len(vmas))
+	for i := range vmas {
+		byStart[vmas[i].start] = &vmas[i]
+	}
+	var cur *vma
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if rest, ok := bytes.CutPrefix(line, []byte("VmFlags:")); ok {
+			if cur != nil {
+				for _, fl := range bytes.Fields(rest) {
+					if string(fl) == "io" || string(fl) == "pf" {
+						cur.device = true
+					}
+				}
+			}
+			continue
+		}
+		// A mapping's first line: "start-end perms ...".
+		if dash := bytes.IndexByte(line, '-'); dash > 0 && bytes.IndexByte(line[:dash], ':') < 0 {
+			if start, err := strconv.ParseUint(string(line[:dash]), 16, 64); err == nil {
+				cur = byStart[start]
+			}
+		}
+	}
+}
+
 // pinnable reports whether pin_user_pages(FOLL_WRITE|FOLL_LONGTERM) takes
 // the pages of v.
 func (v *vma) pinnable() bool {
-	if !v.write {
+	if !v.write || v.device {
 		return false
 	}
 	if v.shared && v.inode != 0 && unix.Major(v.dev) != 0 {
@@ -116,6 +164,14 @@ func pinCheck(addr, size uint64) error {
 	}
 	start := addr &^ (hostPageSize - 1)
 	end := (addr + size + hostPageSize - 1) &^ (hostPageSize - 1)
+	// Only a file mapping can be device memory: read the flags of the
+	// process's mappings when the range reaches one.
+	for _, v := range vmas {
+		if v.start < end && v.end > start && v.inode != 0 {
+			deviceFlags(vmas)
+			break
+		}
+	}
 	pos := start
 	i := 0
 	for pos < end {

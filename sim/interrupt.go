@@ -174,9 +174,11 @@ func (c *csCtx) dropTSRegs() {
 	}
 }
 
-// irqDuration converts interrupt_timeout_us (hl_usecs64_to_jiffies):
-// values too large for a time.Duration wait for ever.
-func irqDuration(us uint64) (time.Duration, bool) {
+// usecs64Duration converts a 64-bit microsecond timeout as
+// hl_usecs64_to_jiffies does (interrupt_timeout_us, a multi-CS wait's
+// timeout_us): values too large for a time.Duration (about 292 years)
+// wait for ever.
+func usecs64Duration(us uint64) (time.Duration, bool) {
 	if us >= math.MaxInt64/uint64(time.Microsecond) {
 		return 0, true
 	}
@@ -287,7 +289,7 @@ func (c *csCtx) waitKernelCQ(in *hl.WaitCSIn, id uint32) (uint32, int64, error) 
 	}
 	s.add(id, w)
 	s.mu.Unlock()
-	d, forever := irqDuration(in.InterruptTimeoutUs())
+	d, forever := usecs64Duration(in.InterruptTimeoutUs())
 	woke := w.sleep(d, forever)
 	s.mu.Lock()
 	delete(s.waits[id], w)
@@ -332,7 +334,7 @@ func (c *csCtx) waitUserAddr(in *hl.WaitCSIn, id uint32) (uint32, int64, error) 
 	if us == 0 {
 		return hl.HL_WAIT_CS_STATUS_BUSY, 0, nil
 	}
-	d, forever := irqDuration(us)
+	d, forever := usecs64Duration(us)
 	deadline := time.Now().Add(d)
 	for {
 		if !w.sleep(time.Until(deadline), forever) {

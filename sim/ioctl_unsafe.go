@@ -8,7 +8,7 @@ import (
 )
 
 // The habanalabs ioctls by number (HL_IOCTL_*), their names for fault
-// injection, and the argument size the driver expects.
+// injection, and the size of the driver's argument struct.
 var ioctlTable = [...]struct {
 	name string
 	size uintptr
@@ -21,39 +21,79 @@ var ioctlTable = [...]struct {
 	hl.HL_IOCTL_DEBUG:   {"DEBUG", unsafe.Sizeof(hl.DebugArgs{})},
 }
 
-// decode splits a request into its ioctl index (HL_IOCTL_*) and argument
-// size. ok is false for requests the node does not know; errno is what the
-// kernel answers them with.
-func (f *File) decode(req uint) (idx int, errno unix.Errno, ok bool) {
+// The direction bits of an ioctl request (_IOC_WRITE, _IOC_READ shifted
+// into place): IOC_IN copies the argument in, IOC_OUT back out.
+const (
+	iocIn  = 1 << 30
+	iocOut = 2 << 30
+)
+
+// argPlan is how a request's argument moves between the caller and the
+// handler: how many bytes of the caller's memory are read before the
+// handler runs and written back after it.
+type argPlan struct {
+	idx     int     // HL_IOCTL_*
+	in, out uintptr // bytes copied in and out
+}
+
+// decode splits a request into its ioctl index (HL_IOCTL_*) and the copies
+// of its argument. ok is false for requests the node does not know; errno
+// is what the kernel answers them with.
+//
+// The argument's size is the caller's, as the kernel takes it: a shorter
+// argument is zero-extended to the driver's struct and only the caller's
+// bytes are written back; a longer one is copied in and out whole.
+//
+//   - The DRM compute node (drm_ioctl): the type must be DRM_IOCTL_BASE
+//     (else ENOTTY) and the number a driver ioctl (else EINVAL); the
+//     argument is copied in only when both the request and the driver's
+//     definition have IOC_IN, and out only when both have IOC_OUT (every
+//     habanalabs ioctl is DRM_IOWR).
+//   - The control node (hl_ioctl_control) and the legacy 'H' driver's
+//     nodes (hl_ioctl, hl_ioctl_control of the pre-DRM driver): the
+//     number alone picks the ioctl, whatever the type (ENOTTY for a number
+//     outside the table, or other than INFO's on the control node), and
+//     _hl_ioctl copies the caller's size in and out by the driver's own
+//     direction bits (IOWR), ignoring the request's.
+func (f *File) decode(req uint) (plan argPlan, errno unix.Errno, ok bool) {
 	nr := int(req & 0xff)
 	typ := (req >> 8) & 0xff
 	size := uintptr((req >> 16) & 0x3fff)
+	base := hl.DRM_COMMAND_BASE
 	if f.dev.legacy {
-		// The pre-DRM driver dispatched on the number alone and refused
+		base = 1 // the legacy numbers start at 1 (HL_COMMAND_START)
+	}
+	idx := nr - base
+	if f.control {
+		// hl_ioctl_control: nr == _IOC_NR(*_HL_INFO) or ENOTTY.
+		if idx != hl.HL_IOCTL_INFO {
+			return argPlan{}, unix.ENOTTY, false
+		}
+		return argPlan{idx: idx, in: size, out: size}, 0, true
+	}
+	if f.dev.legacy {
+		// The pre-DRM hl_ioctl dispatched on the number alone and refused
 		// anything outside its table with ENOTTY.
-		idx = nr - 1
 		if idx < 0 || idx >= len(ioctlTable) {
-			return 0, unix.ENOTTY, false
+			return argPlan{}, unix.ENOTTY, false
 		}
-	} else {
-		if typ != hl.DRM_IOCTL_BASE {
-			return 0, unix.ENOTTY, false
-		}
-		idx = nr - hl.DRM_COMMAND_BASE
-		if idx < 0 || idx >= len(ioctlTable) {
-			// drm_ioctl refuses driver numbers past the driver's table.
-			return 0, unix.EINVAL, false
-		}
+		return argPlan{idx: idx, in: size, out: size}, 0, true
 	}
-	if size != ioctlTable[idx].size {
-		// The simulator reads the whole argument, so it insists on the
-		// size the driver declares; the kernel would accept a shorter one.
-		return 0, unix.EINVAL, false
+	if typ != hl.DRM_IOCTL_BASE {
+		return argPlan{}, unix.ENOTTY, false
 	}
-	if f.control && idx != hl.HL_IOCTL_INFO {
-		return 0, unix.ENOTTY, false
+	if idx < 0 || idx >= len(ioctlTable) {
+		// drm_ioctl refuses driver numbers past the driver's table.
+		return argPlan{}, unix.EINVAL, false
 	}
-	return idx, 0, true
+	plan = argPlan{idx: idx, in: size, out: size}
+	if req&iocIn == 0 {
+		plan.in = 0
+	}
+	if req&iocOut == 0 {
+		plan.out = 0
+	}
+	return plan, 0, true
 }
 
 // Ioctl implements the ioctl layer's File: it runs request req with the
@@ -75,13 +115,51 @@ func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
 		return unix.EBADF
 	}
 	defer f.exit()
-	idx, errno, ok := f.decode(req)
+	if f.killed.Load() {
+		return ErrKilled
+	}
+	plan, errno, ok := f.decode(req)
 	if !ok {
 		return errno
 	}
-	if arg == nil {
-		return unix.EFAULT
+	drv := ioctlTable[plan.idx].size
+	if plan.in >= drv && plan.out >= drv {
+		// The caller's argument holds the driver's whole struct both
+		// ways: the handler works on it in place (bytes past the struct
+		// go in and come back unchanged, as the kernel copies them).
+		if arg == nil {
+			return unix.EFAULT // copy_from_user of NULL
+		}
+		return f.dispatch(plan.idx, arg)
 	}
+	return f.bounce(plan, arg)
+}
+
+// bounce runs a request whose argument does not cover the driver's struct
+// both ways, as drm_ioctl and _hl_ioctl do: a zeroed kernel buffer of the
+// largest of the three sizes, the caller's in bytes copied into it (EFAULT,
+// without running, when that faults), the handler, then out bytes copied
+// back (EFAULT, after running, when that faults).
+func (f *File) bounce(plan argPlan, arg unsafe.Pointer) error {
+	ksize := max(plan.in, plan.out, ioctlTable[plan.idx].size)
+	words := make([]uint64, (ksize+7)/8) // aligned for the argument structs
+	kdata := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), ksize)
+	if plan.in > 0 {
+		if arg == nil || faultingCopy(kdata[:plan.in], unsafe.Slice((*byte)(arg), plan.in)) != nil {
+			return unix.EFAULT
+		}
+	}
+	err := f.dispatch(plan.idx, unsafe.Pointer(&words[0]))
+	if plan.out > 0 {
+		if arg == nil || faultingCopy(unsafe.Slice((*byte)(arg), plan.out), kdata[:plan.out]) != nil {
+			return unix.EFAULT
+		}
+	}
+	return err
+}
+
+// dispatch runs ioctl idx on its argument struct at arg.
+func (f *File) dispatch(idx int, arg unsafe.Pointer) error {
 	switch idx {
 	case hl.HL_IOCTL_INFO:
 		args := (*hl.InfoArgs)(arg)

@@ -127,6 +127,53 @@ type userMapping struct {
 	buf *mmapBuf // nil for HW blocks
 }
 
+// maxMmapLength is the most a mapping can hold: x86-64's and arm64's
+// 47/48-bit user address space (TASK_SIZE) less a page.
+const maxMmapLength = 1<<47 - pageSize
+
+// mmapModifiers are the mmap flags the simulator passes through: they
+// change how the kernel populates or accounts the mapping, not what it
+// maps or where.
+const mmapModifiers = unix.MAP_POPULATE | unix.MAP_NONBLOCK | unix.MAP_NORESERVE | unix.MAP_LOCKED | unix.MAP_STACK
+
+// checkMmapFlags refuses the mmap flags the simulator cannot honour. The
+// driver's handlers (__hl_mmap, hl_mem_mgr_mmap, hl_hw_block_mmap) check
+// the handle, the length and access_ok, not the flags: the mmap system
+// call has dealt with them before. The simulator does what it would:
+//
+//   - a mapping type other than MAP_SHARED, MAP_PRIVATE or
+//     MAP_SHARED_VALIDATE is EINVAL (do_mmap); MAP_PRIVATE is allowed, as
+//     the driver does not ask for VM_SHARED: the user's writes go to
+//     private copies the device does not see, as with a memfd;
+//   - MAP_FIXED and MAP_FIXED_NOREPLACE: the File seam has no address
+//     argument, so a fixed mapping would be at address 0; the kernel
+//     refuses that below mmap_min_addr (EPERM for a process without
+//     CAP_SYS_RAWIO), and even for root, where it succeeds, no Go slice
+//     can start at address 0, so the simulator answers EPERM always;
+//   - MAP_ANONYMOUS would map anonymous memory instead of the device
+//     buffer, and MAP_HUGETLB is refused for a file that is not on
+//     hugetlbfs (ksys_mmap_pgoff): both EINVAL;
+//   - MAP_SYNC (with MAP_SHARED_VALIDATE) needs a DAX file: EOPNOTSUPP;
+//   - any other flag is EINVAL: the simulator does not guess what it
+//     would do to a device mapping.
+func checkMmapFlags(flags int) error {
+	switch flags & unix.MAP_TYPE {
+	case unix.MAP_SHARED, unix.MAP_PRIVATE, unix.MAP_SHARED_VALIDATE:
+	default:
+		return unix.EINVAL
+	}
+	rest := flags &^ unix.MAP_TYPE
+	switch {
+	case rest&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) != 0:
+		return unix.EPERM
+	case rest&unix.MAP_SYNC != 0 && flags&unix.MAP_TYPE == unix.MAP_SHARED_VALIDATE:
+		return unix.EOPNOTSUPP
+	case rest&^mmapModifiers != 0:
+		return unix.EINVAL
+	}
+	return nil
+}
+
 // mmap maps device memory of the open file: a timestamp buffer or a HW
 // block, by the type bits of the offset (hl_mmap). HW blocks are plain
 // zeroed memory: the simulator has no registers behind them.
@@ -138,9 +185,18 @@ func (f *File) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 		return nil, unix.EBADF
 	}
 	defer f.exit()
+	if f.killed.Load() {
+		return nil, ErrKilled
+	}
 	off := uint64(offset)
 	if length <= 0 || off&(pageSize-1) != 0 {
 		return nil, unix.EINVAL
+	}
+	if uint64(length) > maxMmapLength {
+		return nil, unix.ENOMEM // do_mmap: len > TASK_SIZE
+	}
+	if err := checkMmapFlags(flags); err != nil {
+		return nil, err
 	}
 	var (
 		mem []byte

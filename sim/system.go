@@ -19,6 +19,9 @@ type System struct {
 // idempotent.
 func (s *System) Close() error {
 	for _, d := range s.devices {
+		d.mu.Lock()
+		d.stopWatchdogLocked() // no reset after the system is gone
+		d.mu.Unlock()
 		d.dram.close()
 	}
 	return nil

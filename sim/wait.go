@@ -25,7 +25,8 @@ import (
 // (ETIMEDOUT), ABORTED (EIO); a CS that failed before it was submitted
 // completes with -EBUSY, which the wait reports as COMPLETED.
 //
-// Multi-CS waits (Gaudi only; Gaudi2 EPERM) poll up to 32 fences and wait
+// Multi-CS waits (Gaudi only; Gaudi2 EPERM) convert timeout_us with
+// hl_usecs64_to_jiffies, all 64 bits, poll up to 32 fences and wait
 // for any of them; the driver wakes them when a CS completes on one of
 // the same stream masters, the simulator on any completion of the
 // context, then polls again. Interrupt waits: Gaudi has no user
@@ -93,6 +94,13 @@ func (c *csCtx) holdFence(seq uint64) (*fence, error) {
 		return nil, nil
 	}
 	fc := c.pending[seq&c.mask]
+	if fc == nil {
+		// A slot no CS took yet: sequence 0 of a new context, which
+		// starts at 1 (hl_ctx_init: cs_sequence = 1). The driver's
+		// cs_pending array starts zeroed, hl_fence_get(NULL) is a no-op,
+		// and the NULL fence reports the CS as gone.
+		return nil, nil
+	}
 	fc.holds.Add(1)
 	return fc, nil
 }
@@ -243,7 +251,9 @@ wait:
 
 // waitIoctl is hl_wait_ioctl.
 func (f *File) waitIoctl(a *hl.WaitCSArgs) error {
-	if !f.dev.State().operational() {
+	// hl_wait_ioctl: no waits on a device that is not operational or
+	// whose release watchdog runs (the user should close the device).
+	if !f.dev.State().operational() || f.dev.WatchdogActive() {
 		return unix.EBUSY
 	}
 	c := f.subm()
@@ -307,7 +317,10 @@ func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
 	if err := copyIn(in.Seq(), sliceBytes(seqs)); err != nil {
 		return unix.EFAULT
 	}
-	d, forever := waitDuration(in.TimeoutUs())
+	// hl_multi_cs_wait_ioctl converts timeout_us with
+	// hl_usecs64_to_jiffies, all 64 bits of it (a single-CS wait keeps
+	// only the low 32).
+	d, forever := usecs64Duration(in.TimeoutUs())
 	deadline := time.Now().Add(d)
 	wake := c.completionChan()
 	bitmap, ts, _, err := c.pollFences(seqs, true)
