@@ -27,6 +27,17 @@ type Options struct {
 	UtilizationPeriod time.Duration
 	// Now returns the time of the snapshot; nil is time.Now.
 	Now func() time.Time
+	// OpenControl opens a hardware control node; nil is
+	// device.OpenControl. Tests over a fixture tree set it, so that the
+	// fixture's node paths never reach a device of the machine.
+	OpenControl func(path string) (*device.Device, error)
+}
+
+func (o *Options) openControl(path string) (*device.Device, error) {
+	if o.OpenControl != nil {
+		return o.OpenControl(path)
+	}
+	return device.OpenControl(path)
 }
 
 func (o *Options) utilizationPeriod() time.Duration {
@@ -87,10 +98,6 @@ func Collect(o Options) (*Snapshot, error) {
 	return s, nil
 }
 
-// openControl opens a hardware control node; tests replace it, so that a
-// fixture's node paths never reach a real device.
-var openControl = device.OpenControl
-
 // matches reports whether hardware node n is one sel chooses.
 // TODO: use the device package's matcher when it exports one.
 func matches(sel device.Selector, n device.Node) bool {
@@ -136,7 +143,7 @@ func collectHardware(s *Snapshot, sel device.Selector, nodes []device.Node, o *O
 		fillSysfs(&r, o.Root, n)
 		if n.ControlPath == "" {
 			r.Errors = append(r.Errors, QueryError{Query: "open", Message: "sysfs shows no control node"})
-		} else if d, err := openControl(n.ControlPath); err != nil {
+		} else if d, err := o.openControl(n.ControlPath); err != nil {
 			r.Errors = append(r.Errors, queryError("open", err))
 		} else {
 			fillInfo(&r, d, o)

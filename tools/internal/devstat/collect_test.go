@@ -13,7 +13,6 @@ import (
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
-	"golang.org/x/sys/unix"
 )
 
 // The simulated system is built once per process (simdevice.System).
@@ -24,10 +23,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
-	// Fixture node paths must never reach a device of this machine.
-	openControl = func(path string) (*device.Device, error) {
-		return nil, &os.PathError{Op: "open", Path: path, Err: unix.ENOENT}
-	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -53,7 +48,7 @@ func hasError(d Device, query string) bool {
 func TestHardwareFromSysfs(t *testing.T) {
 	root := devstattest.Machine(t)
 	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	s, err := Collect(Options{Root: root, Now: func() time.Time { return at }})
+	s, err := Collect(Options{OpenControl: devstattest.NoDevice, Root: root, Now: func() time.Time { return at }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +143,7 @@ func TestSelectHardware(t *testing.T) {
 		{"bogus", nil, device.ErrBadSelector},
 		{"-1", nil, device.ErrBadSelector},
 	} {
-		s, err := Collect(Options{Root: root, Selector: c.sel})
+		s, err := Collect(Options{OpenControl: devstattest.NoDevice, Root: root, Selector: c.sel})
 		if c.err != nil {
 			if !errors.Is(err, c.err) {
 				t.Errorf("%q: error %v, want %v", c.sel, err, c.err)

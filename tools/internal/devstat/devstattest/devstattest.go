@@ -10,10 +10,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gaudi-go/gaudi/device"
+	"golang.org/x/sys/unix"
 )
 
 //go:embed machine.txtar
 var machine string
+
+// NoDevice is an opener for devstat.Options.OpenControl that fails as an
+// open of a missing node does, so a fixture's node paths never reach a
+// device of the machine the tests run on.
+func NoDevice(path string) (*device.Device, error) {
+	return nil, &os.PathError{Op: "open", Path: path, Err: unix.ENOENT}
+}
 
 // Machine unpacks the fixture machine into a new temporary directory and
 // returns it, for devstat.Options.Root.
