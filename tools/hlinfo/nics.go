@@ -114,8 +114,6 @@ func writeNICs(w io.Writer, nics []nicReport) error {
 	return tw.Flush()
 }
 
-
-
 // baseOrDash prints a path's last element, or "-" for none.
 func baseOrDash(p string) string {
 	if p == "" {
