@@ -210,3 +210,34 @@ func TestRunRefusesABadSelector(t *testing.T) {
 		t.Errorf("-version: %v %q", err, out.String())
 	}
 }
+
+func TestRunServesUntilCancelled(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, io.Discard, pw, []string{"-listen", "127.0.0.1:0"}, func(k string) string {
+			return map[string]string{"GAUDI_DEVICE": "sim:0"}[k]
+		})
+		pw.Close()
+	}()
+	line := make([]byte, 200)
+	n, err := pr.Read(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(line[:n])
+	addr, ok := strings.CutPrefix(strings.TrimSpace(got), "hlexporter: serving http://")
+	addr, ok2 := strings.CutSuffix(addr, "/metrics")
+	if !ok || !ok2 {
+		t.Fatalf("first line %q, want hlexporter: serving http://ADDR/metrics", got)
+	}
+	go io.Copy(io.Discard, pr)
+	if body := scrape(t, addr); !strings.Contains(body, `habanalabs_power_mW{`) {
+		t.Errorf("the served exposition lacks habanalabs_power_mW")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run after cancel: %v", err)
+	}
+}

@@ -115,6 +115,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string, getenv fu
 		return err
 	}
 	log.SetOutput(stderr)
+	log.SetFlags(0)
 	log.Printf("hlexporter: serving http://%s/metrics", l.Addr())
 	return serve(ctx, l, c)
 }
