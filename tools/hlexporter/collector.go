@@ -77,7 +77,7 @@ type collector struct {
 	opts   devstat.Options
 	gauges []gauge
 	// Metrics with labels of their own.
-	config, hwmon, resets, drops, operational, processes *prometheus.Desc
+	config, hwmon, resets, drops *prometheus.Desc
 	// The exporter's own.
 	success, duration *prometheus.Desc
 

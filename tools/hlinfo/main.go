@@ -36,7 +36,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -236,15 +235,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// joinNonEmpty joins the non-empty parts.
-func joinNonEmpty(sep string, parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, sep)
 }
