@@ -11,7 +11,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: deps
-deps: ## install from Debian what the suite needs (kernel sources, gcc, clang) when missing
+deps: ## install from Debian what the suite needs (kernel sources, gcc, clang, prometheus and promtool) when missing
 	./scripts/install-deps.sh
 
 .PHONY: generate

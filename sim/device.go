@@ -81,6 +81,12 @@ func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
 // Index returns the device's position in its System.
 func (d *Device) Index() int { return d.index }
 
+// LockPath returns the lock file whose exclusive flock marks the device's
+// compute owner: the process that holds the compute context keeps it open
+// while the context lives, so a scan of /proc/*/fd for this path finds the
+// owner from any process that shares the lock directory (Config.LockDir).
+func (d *Device) LockPath() string { return d.lockPath }
+
 // Config returns the device's configuration with defaults filled in.
 func (d *Device) Config() DeviceConfig { return d.cfg }
 
