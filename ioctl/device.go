@@ -135,7 +135,11 @@ func (d *Device) release() { d.mu.RUnlock() }
 func (d *Device) request(nr int, code uint32) (uint, error) {
 	enc, err := d.encoding()
 	if err == nil {
-		return requests[enc][nr], nil
+		if req := requests[enc][nr]; req != 0 {
+			return req, nil
+		}
+		// No number in this encoding: the kernel could not understand it.
+		return 0, &Error{Op: opNames[nr], Sub: subName(nr, code), Errno: unix.ENOTTY}
 	}
 	var e *Error
 	if errors.As(err, &e) && e.closed {

@@ -100,3 +100,30 @@ func TestOOTLayout(t *testing.T) {
 		t.Errorf("MemRegDmabufFDArgs.Out does not overlay the arguments")
 	}
 }
+
+// The out-of-tree name tables add ops upstream does not have and name every
+// NIC op once.
+func TestOutOfTreeNames(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		upstream, extras map[uint32]string
+	}{
+		{"INFO", InfoOpNames, OutOfTreeInfoOpNames},
+		{"MEMORY", MemOpNames, OutOfTreeMemOpNames},
+		{"DEBUG", DebugOpNames, OutOfTreeDebugOpNames},
+	} {
+		for op, name := range tc.extras {
+			if up, ok := tc.upstream[op]; ok {
+				t.Errorf("%s op %d is upstream's %s and out-of-tree %s", tc.name, op, up, name)
+			}
+		}
+	}
+	if len(NICOpNames) != HL_NIC_OP_DUMP_QP+1 {
+		t.Errorf("%d NIC op names, want %d", len(NICOpNames), HL_NIC_OP_DUMP_QP+1)
+	}
+	for op := uint32(0); op <= HL_NIC_OP_DUMP_QP; op++ {
+		if NICOpNames[op] == "" {
+			t.Errorf("NIC op %d has no name", op)
+		}
+	}
+}
