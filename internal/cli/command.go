@@ -142,16 +142,21 @@ func (c *Command) UsageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %w", ErrUsage, err)
 }
 
-// Fatal reports err, unless it is nil, as "name: err" on Stderr (usage
-// errors were reported already) and exits with ExitCode(err).
-func (c *Command) Fatal(err error) {
-	if err == nil {
-		return
-	}
-	if !errors.Is(err, ErrUsage) && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, ErrVersion) {
+// Report reports err, unless it is nil, as "name: err" on Stderr (usage
+// errors, -h and -version were reported by Parse or UsageError) and
+// returns ExitCode(err).
+func (c *Command) Report(err error) int {
+	if err != nil && ExitCode(err) == 1 {
 		fmt.Fprintf(c.Stderr, "%s: %v\n", c.Name, err)
 	}
-	os.Exit(ExitCode(err))
+	return ExitCode(err)
+}
+
+// Fatal is Report, then os.Exit with its status, unless err is nil.
+func (c *Command) Fatal(err error) {
+	if err != nil {
+		os.Exit(c.Report(err))
+	}
 }
 
 // ExitCode is the exit status for err: 0 for nil, flag.ErrHelp and

@@ -146,3 +146,18 @@ func (s *Size) String() string {
 
 // Bytes returns the size as a number of bytes.
 func (s Size) Bytes() uint64 { return uint64(s) }
+
+// HumanSize writes n bytes for people, rounded to at most one decimal in
+// the largest binary unit it reaches: "20.8 GiB", "512 B". Unlike
+// FormatSize it may round; use it for amounts measured, not given.
+func HumanSize(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v, i := float64(n), 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + units[i]
+}

@@ -128,3 +128,13 @@ func TestFormatSize(t *testing.T) {
 type nilWriter struct{}
 
 func (nilWriter) Write(b []byte) (int, error) { return len(b), nil }
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[uint64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1 KiB", 22345678848: "20.8 GiB", 64 << 20: "64 MiB", 1536: "1.5 KiB", math.MaxUint64: "16 EiB",
+	} {
+		if got := HumanSize(n); got != want {
+			t.Errorf("HumanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
