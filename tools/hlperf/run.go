@@ -185,9 +185,6 @@ var memAvailable = func() (uint64, error) {
 	return 0, errors.New("/proc/meminfo has no MemAvailable")
 }
 
-// errTooBig reports a run the device or the host cannot hold.
-var errTooBig = errors.New("does not fit")
-
 // checkDevices refuses, before any work, what the opened devices cannot
 // do: more streams than the ASIC has, buffers beyond the free device
 // memory, or beyond the host memory available for the pinned host
@@ -204,8 +201,8 @@ func checkDevices(cfg *config, devs []*device.Device) error {
 		page := max(d.HWIPInfo().DRAMPageSize, 1)
 		need := uint64(ndev) * ((size + page - 1) / page * page)
 		if u, err := d.DRAMUsage(); err == nil && need > u.Free {
-			return fmt.Errorf("-max %s: %d device buffers of %s need %s of device memory; %s has %s free: %w",
-				cli.FormatSize(size), ndev, cli.FormatSize(size), cli.HumanSize(need), d, cli.HumanSize(u.Free), errTooBig)
+			return fmt.Errorf("-max %s: %d device buffers of %s need %s of device memory (in pages of %s); %s has %s free",
+				cli.FormatSize(size), ndev, cli.FormatSize(size), cli.HumanSize(need), cli.HumanSize(page), d, cli.HumanSize(u.Free))
 		}
 		n := uint64(hosts) * size
 		if d.Simulated() {
@@ -229,6 +226,6 @@ func checkDevices(cfg *config, devs []*device.Device) error {
 	if cfg.parallel && len(devs) > 1 {
 		what += fmt.Sprintf(", for each of %d devices at once", len(devs))
 	}
-	return fmt.Errorf("-max %s: the run needs %s of host memory (%s); this machine has %s available (MemAvailable): %w",
-		cli.FormatSize(size), cli.HumanSize(hostNeed), what, cli.HumanSize(avail), errTooBig)
+	return fmt.Errorf("-max %s: the run needs %s of host memory (%s); this machine has %s available (MemAvailable)",
+		cli.FormatSize(size), cli.HumanSize(hostNeed), what, cli.HumanSize(avail))
 }
