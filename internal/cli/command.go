@@ -69,7 +69,7 @@ func New(name, synopsis, doc string) *Command {
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
 	}
-	c.Flags.Var(c.Device, "device", "the device: an index (0), a PCI address (0000:19:00.0 or 19:00.0), module:N, a\n"+
+	c.Flags.Var(c.Device, "device", "the device, a selector `SEL`: an index (0), a PCI address (0000:19:00.0 or 19:00.0), module:N, a\n"+
 		"device node (/dev/accel/accel0), a chip (gaudi, gaudi2, gaudi3), sim (the first free\n"+
 		"simulated device) or sim:N; default $GAUDI_DEVICE, else the first free Gaudi, else the\n"+
 		"simulator. A hardware selector never falls back to the simulator.")

@@ -56,8 +56,8 @@ func newConfig() (*config, *cli.Command) {
 	cmd := cli.New("hlperf", synopsis, doc)
 	fs := cmd.Flags
 	fs.StringVar(&cfg.dirsText, "dir", strings.Join(allDirs, ","), "directions to measure, comma-separated: h2d, d2h, d2d, bidir")
-	fs.Var(&cfg.min, "min", "smallest size")
-	fs.Var(&cfg.max, "max", "largest size")
+	fs.Var(&cfg.min, "min", "smallest `SIZE`")
+	fs.Var(&cfg.max, "max", "largest `SIZE`")
 	fs.IntVar(&cfg.iters, "iters", 20, "timed copies per point (direction and size)")
 	fs.DurationVar(&cfg.duration, "duration", 0, "time each point for this long instead of -iters copies (such as 10s)")
 	fs.IntVar(&cfg.warmup, "warmup", 2, "untimed copies before each point's samples")
