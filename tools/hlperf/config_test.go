@@ -157,10 +157,10 @@ func TestTooBig(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"-max", "16G"}, "-max 16 GiB: the run needs 64 GiB of host memory (2 host buffers of 16 GiB and 2 simulated device buffers of 16 GiB, which the simulator keeps in host memory); this machine has 10 GiB available (MemAvailable)"},
-		{[]string{"-max", "6G", "-dir", "h2d"}, "-max 6 GiB: the run needs 12 GiB of host memory (1 host buffers of 6 GiB and 1 simulated device buffers"},
-		{[]string{"-max", "3G", "-dir", "h2d", "-all", "-parallel"}, "the run needs 12 GiB of host memory (1 host buffers of 3 GiB and 1 simulated device buffers of 3 GiB, which the simulator keeps in host memory, for each of 2 devices at once)"},
-		{[]string{"-max", "64G", "-dir", "d2d"}, "-max 64 GiB: 2 device buffers of 64 GiB need 129 GiB of device memory (in pages of 768 MiB); GAUDI2 module 0 (sim:accel0) has 95.2 GiB free"},
-		{[]string{"-max", "1T", "-dir", "h2d"}, "1 device buffers of 1 TiB need 1 TiB of device memory"},
+		{[]string{"-max", "6G", "-dir", "h2d"}, "-max 6 GiB: the run needs 12 GiB of host memory (1 host buffer of 6 GiB and 1 simulated device buffer of 6 GiB"},
+		{[]string{"-max", "3G", "-dir", "h2d", "-all", "-parallel"}, "the run needs 12 GiB of host memory (1 host buffer of 3 GiB and 1 simulated device buffer of 3 GiB, which the simulator keeps in host memory, for each of 2 devices at once)"},
+		{[]string{"-max", "64G", "-dir", "d2d"}, "-max 64 GiB: the run needs 129 GiB of device memory (2 device buffers of 64 GiB, in pages of 768 MiB); GAUDI2 module 0 (sim:accel0) has 95.2 GiB free"},
+		{[]string{"-max", "1T", "-dir", "h2d"}, "-max 1 TiB: the run needs 1 TiB of device memory (1 device buffer of 1 TiB, in pages of 768 MiB)"},
 		{[]string{"-streams", "3"}, "-streams 3: GAUDI2 has 2 DMA streams per direction for users"},
 	} {
 		args := append([]string{"-device", "sim", "-iters", "1"}, tc.args...)

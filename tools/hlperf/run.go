@@ -201,8 +201,8 @@ func checkDevices(cfg *config, devs []*device.Device) error {
 		page := max(d.HWIPInfo().DRAMPageSize, 1)
 		need := uint64(ndev) * ((size + page - 1) / page * page)
 		if u, err := d.DRAMUsage(); err == nil && need > u.Free {
-			return fmt.Errorf("-max %s: %d device buffers of %s need %s of device memory (in pages of %s); %s has %s free",
-				cli.FormatSize(size), ndev, cli.FormatSize(size), cli.HumanSize(need), cli.HumanSize(page), d, cli.HumanSize(u.Free))
+			return fmt.Errorf("-max %s: the run needs %s of device memory (%s of %s, in pages of %s); %s has %s free",
+				cli.FormatSize(size), cli.HumanSize(need), count(ndev, "device buffer"), cli.FormatSize(size), cli.HumanSize(page), d, cli.HumanSize(u.Free))
 		}
 		n := uint64(hosts) * size
 		if d.Simulated() {
@@ -219,13 +219,21 @@ func checkDevices(cfg *config, devs []*device.Device) error {
 	if err != nil || hostNeed <= avail {
 		return nil // without MemAvailable, let the allocation tell
 	}
-	what := fmt.Sprintf("%d host buffers of %s", hosts, cli.FormatSize(size))
+	what := fmt.Sprintf("%s of %s", count(hosts, "host buffer"), cli.FormatSize(size))
 	if simDev > 0 {
-		what += fmt.Sprintf(" and %d simulated device buffers of %s, which the simulator keeps in host memory", simDev, cli.FormatSize(size))
+		what += fmt.Sprintf(" and %s of %s, which the simulator keeps in host memory", count(int(simDev), "simulated device buffer"), cli.FormatSize(size))
 	}
 	if cfg.parallel && len(devs) > 1 {
 		what += fmt.Sprintf(", for each of %d devices at once", len(devs))
 	}
 	return fmt.Errorf("-max %s: the run needs %s of host memory (%s); this machine has %s available (MemAvailable)",
 		cli.FormatSize(size), cli.HumanSize(hostNeed), what, cli.HumanSize(avail))
+}
+
+// count writes n things: "1 host buffer", "2 host buffers".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
