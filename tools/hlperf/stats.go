@@ -20,10 +20,10 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 
 // summary describes the latency samples of one point.
 type summary struct {
-	N                       int
-	Min, Median, Mean, Max  time.Duration
-	P99                     time.Duration // 0 when HasP99 is false
-	HasP99                  bool
+	N                              int
+	Min, Median, Mean, Max         time.Duration
+	P99                            time.Duration // 0 when HasP99 is false
+	HasP99                         bool
 	BandwidthMedian, BandwidthMean float64 // bytes per second, over the median and the mean latency
 }
 
