@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -27,7 +29,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
 	// The golden output must not depend on this machine's RDMA NICs.
 	listNICs = func() (ib.SysFS, []ib.Device, error) { return ib.SysFS{}, nil, nil }
-	code := m.Run()
+	// The simulated server is the process's; close it before the leak
+	// check.
+	code := leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if s, err := simdevice.System(); err == nil {
+			s.Close()
+		}
+	}))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 func TestMain(m *testing.M) {
@@ -17,7 +20,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_DEVICE", "sim")
 	os.Setenv("GAUDI_SIM", "gaudi2:1")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
-	code := m.Run()
+	// The simulated server is the process's; close it before the leak
+	// check.
+	code := leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if s, err := simdevice.System(); err == nil {
+			s.Close()
+		}
+	}))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
