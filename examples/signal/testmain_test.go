@@ -10,7 +10,7 @@ import (
 
 // TestMain fails the run when the tests leave descriptors, mappings,
 // goroutines or unclosed objects behind (see internal/leakcheck). The
-// examples open the process's simulated server, which stays for the
+// program opens the process's simulated server, which stays for the
 // process; it is closed before the check.
 func TestMain(m *testing.M) {
 	os.Exit(leakcheck.Run(m, leakcheck.AfterRun(func() {
