@@ -75,6 +75,11 @@ func TestExamples(t *testing.T) {
 					t.Errorf("%s output lacks %q:\n%s", name, w, stdout.String())
 				}
 			}
+			// The safety nets print this when a collection finds an object
+			// the program did not close (device.SetLeakReporter).
+			if strings.Contains(stderr.String(), "garbage-collected without Close") {
+				t.Errorf("%s dropped an object without Close:\n%s", name, stderr.String())
+			}
 		})
 	}
 }

@@ -208,9 +208,11 @@ func TestDiffGoroutine(t *testing.T) {
 		defer close(done)
 		leakedGoroutine(block)
 	}()
+	// Wait until the goroutine has started and blocked.
 	var r *report
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if r = diff(before, mustTake(t)); len(r.goroutines) > 0 {
+		r = diff(before, mustTake(t))
+		if len(r.goroutines) > 0 && strings.Contains(r.goroutines[0].stack, "leakcheck.leakedGoroutine") {
 			break
 		}
 	}
