@@ -26,7 +26,8 @@ type Leak struct {
 	// Size is the length in bytes of a buffer, a host mapping or a
 	// dma-buf; 0 for a Device or a Manager.
 	Size uint64
-	// FD is the descriptor of a DMABuf; -1 otherwise.
+	// FD is the descriptor number of a DMABuf (its *os.File's own
+	// cleanup may have closed it by now); -1 otherwise.
 	FD int
 
 	pcs []uintptr
