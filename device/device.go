@@ -3,10 +3,12 @@ package device
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/internal/devio/hook"
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
@@ -27,6 +29,7 @@ type Device struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	leak      runtime.Cleanup // reports a Device dropped without Close
 }
 
 func init() {
@@ -44,6 +47,7 @@ func newDevice(f ioctl.File, path string, control bool) (*Device, error) {
 	}
 	d.hw = hw
 	d.asic = ASICFromPCI(hw.DeviceID, hw.Revision)
+	d.leak = leak.Track(d, leak.Info{Type: "*device.Device", Device: path, FD: -1}, 1)
 	return d, nil
 }
 
@@ -76,9 +80,14 @@ func (d *Device) Encoding() ioctl.Encoding { return d.io.Encoding() }
 
 // Close closes the node; for a compute node this releases the device's
 // compute context. Calls on a closed Device fail with an error matching
-// ioctl.ErrClosed, which is os.ErrClosed.
+// ioctl.ErrClosed, which is os.ErrClosed. A Device dropped without Close
+// is reported when the garbage collector finds it (see SetLeakReporter),
+// and its node stays open until the process exits.
 func (d *Device) Close() error {
-	d.closeOnce.Do(func() { d.closeErr = d.io.Close() })
+	d.closeOnce.Do(func() {
+		d.leak.Stop()
+		d.closeErr = d.io.Close()
+	})
 	return d.closeErr
 }
 

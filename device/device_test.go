@@ -19,6 +19,7 @@ func testSystem(t *testing.T, cfg sim.Config) *sim.System {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 

@@ -76,6 +76,11 @@
 // Calls on a closed Device fail with an error matching ioctl.ErrClosed,
 // which is os.ErrClosed.
 //
+// Nothing is released when a Device, or a memory object built on it, is
+// garbage-collected without Close: the collection only reports it to the
+// function SetLeakReporter sets (stderr by default), as a safety net that
+// points at the missing Close.
+//
 // # Errors
 //
 // Failures of the driver keep their *ioctl.Error, so errors.Is works with

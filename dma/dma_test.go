@@ -31,6 +31,7 @@ func newRig(t testing.TB, asic sim.ASIC, opts Options) rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)

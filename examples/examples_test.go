@@ -6,6 +6,7 @@ package examples_test
 import (
 	"bytes"
 	"errors"
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,12 +90,15 @@ func build(t *testing.T) (string, []string) {
 	return binDir, exampleSet
 }
 
+// TestMain removes the built examples and fails the run when the tests
+// leave descriptors, mappings, goroutines or unclosed objects behind (see
+// internal/leakcheck).
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
+	os.Exit(leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+	})))
 }
 
 // runExample runs an example binary with the simulator's lock files in a
@@ -138,6 +142,11 @@ func TestExamples(t *testing.T) {
 				if !strings.Contains(stdout, w) {
 					t.Errorf("%s output lacks %q:\n%s", name, w, stdout)
 				}
+			}
+			// The safety nets print this when a collection finds an object
+			// the program did not close (device.SetLeakReporter).
+			if strings.Contains(stderr, "garbage-collected without Close") {
+				t.Errorf("%s dropped an object without Close:\n%s", name, stderr)
 			}
 		})
 	}

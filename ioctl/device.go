@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,6 +99,9 @@ func (d *Device) Mmap(offset int64, length int, prot, flags int) ([]byte, error)
 		b, err := d.f.Mmap(offset, length, prot, flags)
 		d.release()
 		if err == nil {
+			if leak.Recording() {
+				leak.Mapped(b, fmt.Sprintf("mmap of %s at offset %#x", d.f.Name(), offset))
+			}
 			return b, nil
 		}
 		if !isEINTR(err) {
@@ -113,6 +117,7 @@ func (d *Device) Munmap(b []byte) error {
 	if err := d.f.Munmap(b); err != nil {
 		return wrapErr("MUNMAP", "", 0, err)
 	}
+	leak.Unmapped(b)
 	return nil
 }
 

@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +28,13 @@ const childEnv = "GAUDI_IPC_TEST_CHILD"
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "":
-		os.Exit(m.Run())
+		// The examples open the process's simulated server, which stays
+		// for the process; it is closed before the leak check.
+		os.Exit(leakcheck.Run(m, leakcheck.AfterRun(func() {
+			if s, err := simdevice.System(); err == nil {
+				s.Close()
+			}
+		})))
 	case "export":
 		os.Exit(childExport())
 	case "import":

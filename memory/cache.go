@@ -122,7 +122,7 @@ func (m *Manager) MapHostCached(mem []byte) (HostRef, error) {
 // mapCachedHost maps mem for the cache: indexed by device address only,
 // since the cache indexes host addresses itself.
 func (m *Manager) mapCachedHost(mem []byte) (*HostBuffer, error) {
-	h, err := m.mapHost(mem, false)
+	h, err := m.mapHost(mem, false, false)
 	if err != nil {
 		return nil, err
 	}

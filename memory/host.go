@@ -3,9 +3,11 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/internal/errclosed"
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -24,7 +26,11 @@ type HostOptions struct {
 // caller's.
 //
 // Close unmaps the memory from the device; it defers that while a transfer
-// holds the mapping, so memory is never unmapped under a running DMA. A HostBuffer is safe for concurrent use; Close is idempotent.
+// holds the mapping, so memory is never unmapped under a running DMA. A
+// HostBuffer is safe for concurrent use; Close is idempotent. The Manager
+// keeps every open HostBuffer, so only a Manager dropped without Close
+// leaves one for the garbage collector, which then reports both (see
+// device.SetLeakReporter) and unmaps nothing.
 type HostBuffer struct {
 	m    *Manager
 	mem  []byte
@@ -38,6 +44,8 @@ type HostBuffer struct {
 	closing bool
 	closed  bool
 	cached  bool // owned by the registration cache
+
+	leak runtime.Cleanup // reports a HostBuffer dropped without Close
 }
 
 const hugePageSize = 2 << 20
@@ -52,7 +60,7 @@ func (m *Manager) AllocHost(size uint64, opts HostOptions) (*HostBuffer, error) 
 	if err != nil {
 		return nil, fmt.Errorf("allocate host memory: %w", err)
 	}
-	h, err := m.mapHost(mem, true)
+	h, err := m.mapHost(mem, true, true)
 	if err != nil {
 		if uerr := munmapRange(mem); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("free host memory: %w", uerr))
@@ -113,11 +121,13 @@ func (m *Manager) MapHost(mem []byte) (*HostBuffer, error) {
 	if onGoHeap(mem) {
 		return nil, fmt.Errorf("map host memory at %#x: %w", addrOf(mem), ErrGoHeap)
 	}
-	return m.mapHost(mem, false)
+	return m.mapHost(mem, false, true)
 }
 
-// mapHost issues MAP with HL_MEM_USERPTR and indexes the mapping.
-func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
+// mapHost issues MAP with HL_MEM_USERPTR and indexes the mapping; track
+// attaches the safety net to a mapping the caller owns (not to the
+// registration cache's).
+func (m *Manager) mapHost(mem []byte, own, track bool) (*HostBuffer, error) {
 	m.mu.RLock()
 	closed := m.closed
 	m.mu.RUnlock()
@@ -133,6 +143,9 @@ func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
 	}
 	h := &HostBuffer{m: m, mem: mem, own: own, va: a.Out().DeviceVirtAddr(), size: uint64(len(mem))}
 	host := addrOf(mem)
+	if track {
+		h.leak = leak.Track(h, leak.Info{Type: "*memory.HostBuffer", Device: m.dev.Path(), VA: h.va, Host: uintptr(host), Size: h.size, FD: -1}, 1)
+	}
 	m.mu.Lock()
 	ok := !m.closed && m.hostVA.insert(h.va, h.va+h.size, h)
 	if ok && !m.hostPtr.insert(host, host+h.size, h) {
@@ -141,6 +154,7 @@ func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
 	}
 	m.mu.Unlock()
 	if !ok {
+		h.leak.Stop()
 		err := fmt.Errorf("map host memory at %#x: the range is already mapped, or the manager closed", host)
 		return nil, errors.Join(err, h.unmap())
 	}
@@ -209,6 +223,7 @@ func (h *HostBuffer) Close() error {
 		return nil
 	}
 	h.closing = true
+	h.leak.Stop()
 	busy := h.holds > 0
 	h.mu.Unlock()
 	if busy {
@@ -228,6 +243,7 @@ func (h *HostBuffer) shut() error {
 	}
 	h.closing = true
 	h.cached = false
+	h.leak.Stop()
 	busy := h.holds > 0
 	h.mu.Unlock()
 	if busy {

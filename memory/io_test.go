@@ -24,6 +24,7 @@ func rig(t *testing.T, asic sim.ASIC, withEngine bool) (*memory.Manager, *dma.En
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)

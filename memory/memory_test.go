@@ -23,6 +23,7 @@ func openSim(t testing.TB, asic sim.ASIC) (*device.Device, *Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
@@ -372,6 +373,7 @@ func openSimCache(t *testing.T, entries int, bytes uint64) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.Cleanup(func() { s.Close() })
 	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ func newTestSystem(t *testing.T, cfg Config) *System {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
@@ -38,7 +39,13 @@ func TestMain(m *testing.M) {
 	// fixture's node paths must never reach a device of this machine.
 	listNICs = func() (ib.SysFS, []ib.Device, error) { return ib.SysFS{}, nil, nil }
 	openControl = devstattest.NoDevice
-	code := m.Run()
+	// The simulated server is the process's; close it before the leak
+	// check.
+	code := leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if s, err := simdevice.System(); err == nil {
+			s.Close()
+		}
+	}))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 // childEnv makes the test binary run hlperf's main instead of the tests
@@ -32,7 +34,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
 	os.Unsetenv("GAUDI_DEVICE")
-	code := m.Run()
+	// The simulated server is the process's; close it before the leak
+	// check.
+	code := leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if s, err := simdevice.System(); err == nil {
+			s.Close()
+		}
+	}))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
