@@ -27,10 +27,10 @@ import (
 // connection again. scripts/vmtest/seqpacket_eof.c reproduces the race
 // without Go.
 func recvMsg(c *net.UnixConn, b, oob []byte) (n, oobn, flags int, err error) {
-	first := true
-	return retryEOF(func() (int, int, int, error) {
-		if first {
-			first = false
+	reads := 0
+	n, oobn, flags, err = retryEOF(func() (int, int, int, error) {
+		reads++
+		if reads == 1 {
 			if h := earlyEOFHook.Load(); h != nil && (*h)(c) {
 				return 0, 0, 0, io.EOF
 			}
@@ -38,6 +38,10 @@ func recvMsg(c *net.UnixConn, b, oob []byte) (n, oobn, flags int, err error) {
 		n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
 		return n, oobn, flags, err
 	})
+	if reads == 2 && n > 0 {
+		earlyEOFs.Add(1)
+	}
+	return n, oobn, flags, err
 }
 
 // retryEOF calls read, and calls it once more when it reports the end of
@@ -50,6 +54,10 @@ func retryEOF(read func() (n, oobn, flags int, err error)) (int, int, int, error
 	}
 	return n, oobn, flags, err
 }
+
+// earlyEOFs counts the messages recvMsg received after an early end of
+// file (tests log it).
+var earlyEOFs atomic.Uint64
 
 // earlyEOFHook (tests) runs before the first read of each recvMsg; when it
 // returns true, that read reports the end of the connection without

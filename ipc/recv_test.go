@@ -70,6 +70,7 @@ func TestImportEarlyEOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	var faked atomic.Int32
+	recovered := earlyEOFs.Load()
 	setEarlyEOF(t, func(c *net.UnixConn) bool {
 		if err := peerGone(c, true); err != nil {
 			t.Error(err)
@@ -98,6 +99,9 @@ func TestImportEarlyEOF(t *testing.T) {
 	}
 	if n := faked.Load(); n != 4 {
 		t.Errorf("%d reads reported an early end of file, want 4", n)
+	}
+	if n := earlyEOFs.Load() - recovered; n != 4 {
+		t.Errorf("%d replies counted as read again, want 4", n)
 	}
 }
 
