@@ -13,13 +13,13 @@ import (
 // A read that reports the end of the connection (0 bytes, no control data)
 // is repeated once, because Linux can report the end of a SOCK_SEQPACKET
 // connection while a message is still queued. Its receive path for
-// SEQPACKET (net/unix/af_unix.c, __unix_dgram_recvmsg, the same in 6.12
-// and 6.18) first takes no message from an empty queue, then drops the
-// queue's locks, then looks at the socket's shutdown state: if the peer
-// queues its last message and closes in between, recvmsg returns 0 and
-// the message stays queued. The exporter closes right after its reply, so
-// an importer whose recvmsg is descheduled at that point (a loaded host, a
-// TCG guest) lost the reply and failed with ErrExporterGone.
+// SEQPACKET (net/unix/af_unix.c in 6.12, __unix_dgram_recvmsg) first finds
+// the queue empty, then drops the queue's locks, then looks at the
+// socket's shutdown state: if the peer queues its last message and closes
+// in between, recvmsg returns 0 and the message stays queued (seen on 6.12
+// and 6.18). The exporter closes right after its reply, so an importer
+// whose recvmsg was descheduled at that point (a loaded host, a TCG guest)
+// took the reply for a close and failed with ErrExporterGone.
 //
 // Once the shutdown has been seen, the peer can queue nothing more and
 // everything it sent is in the queue, so the second read is decisive: it

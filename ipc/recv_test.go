@@ -211,7 +211,7 @@ func TestKernelSeqpacketEarlyEOF(t *testing.T) {
 	limit := 3 * time.Second
 	switch {
 	case os.Getenv("GAUDI_VMTEST") != "":
-		limit = 20 * time.Second
+		limit = 10 * time.Second
 	case testing.Short():
 		limit = 200 * time.Millisecond
 	}
