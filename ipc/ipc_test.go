@@ -614,6 +614,7 @@ func TestFDsSteady(t *testing.T) {
 	before := countFDs(t)
 	e, h := newTestExporter(t)
 	withExport := countFDs(t)
+	early := earlyEOFs.Load()
 	ctx := context.Background()
 	for i := range imports {
 		im, err := Import(ctx, e.Addr(), h)
@@ -628,7 +629,7 @@ func TestFDsSteady(t *testing.T) {
 		im.Close()
 	}
 	waitFDs(t, withExport)
-	t.Logf("%d imports: %d descriptors before the exporter, %d with it, %d after the imports", imports, before, withExport, countFDs(t))
+	t.Logf("%d imports: %d descriptors before the exporter, %d with it, %d after the imports; %d replies read again after an early end of file (see recvMsg)", imports, before, withExport, countFDs(t), earlyEOFs.Load()-early)
 	e.Close()
 	waitFDs(t, before)
 }
