@@ -307,6 +307,18 @@ func TestIntegrationCommandStatus(t *testing.T) {
 			}
 		})
 	}
+	t.Run("left running", func(t *testing.T) {
+		code, _, stderr := runHltrace(t, "--", "sh", "-c", "sleep 3 & echo $! >&2")
+		var pid int
+		fmt.Sscanf(strings.SplitN(stderr[strings.Index(stderr, "starts\n")+len("starts\n"):], "\n", 2)[0], "%d", &pid)
+		want := fmt.Sprintf("a process sh started is still running, no longer traced: pid %d\n", pid)
+		if code != 0 || pid == 0 || !strings.Contains(stderr, want) {
+			t.Errorf("exit status %d; stderr lacks %q:\n%s", code, want, stderr)
+		}
+		if pid != 0 {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	})
 	t.Run("not found", func(t *testing.T) {
 		code, _, stderr := runHltrace(t, "--", "hltrace-test-no-such-command")
 		if code != exitNotFound || !strings.Contains(stderr, "command not found") {

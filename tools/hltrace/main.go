@@ -101,6 +101,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -335,6 +336,11 @@ func run(cfg *config, stdin *os.File, stdout, stderr io.Writer) int {
 		return failed
 	}
 	defer t.Close()
+	// Signals are caught from before the banner says Ctrl-C stops the
+	// trace, and before the command starts, so that none kills hltrace.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	for _, l := range t.DescribeLines(bannerWidth) {
 		fmt.Fprintf(stderr, "hltrace: %s\n", l)
 	}
@@ -366,7 +372,7 @@ func run(cfg *config, stdin *os.File, stdout, stderr io.Writer) int {
 
 	p := newPrinter(w, cfg.out, t.Wall)
 	start := time.Now()
-	err = trace(t, p, cfg.duration, cmd)
+	err = trace(t, p, cfg.duration, cmd, sigs)
 	if err == nil {
 		err = report(t, p, stderr, cfg, cmd, time.Since(start))
 	}
@@ -414,12 +420,10 @@ func (o *Options) who() string {
 	return strings.Join(parts, ", ")
 }
 
-// trace reads events into p until a signal (without a command), the
-// command's exit or dur ends it. With a command, SIGINT and SIGTERM are
+// trace reads events into p until a signal on sigs (without a command),
+// the command's exit or dur ends it. With a command, the signals are
 // passed on to it while it runs, and do not stop the trace.
-func trace(t *Tracer, p *printer, dur time.Duration, cmd *command) error {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+func trace(t *Tracer, p *printer, dur time.Duration, cmd *command, sigs <-chan os.Signal) error {
 	var timeout <-chan time.Time
 	if dur > 0 {
 		timeout = time.After(dur)
@@ -428,7 +432,6 @@ func trace(t *Tracer, p *printer, dur time.Duration, cmd *command) error {
 	if cmd != nil {
 		exited = cmd.done
 		go func() {
-			defer signal.Stop(sigs)
 			for {
 				select {
 				case sig := <-sigs:
@@ -438,8 +441,6 @@ func trace(t *Tracer, p *printer, dur time.Duration, cmd *command) error {
 				}
 			}
 		}()
-	} else {
-		defer signal.Stop(sigs)
 	}
 	// Read wakes up at least every tick to notice a stop; after a stop,
 	// events already in the ring still reach the reader for a short grace
@@ -505,6 +506,20 @@ func report(t *Tracer, p *printer, stderr io.Writer, cfg *config, cmd *command, 
 	if c.Lost > 0 || c.InflightFull > 0 {
 		fmt.Fprintf(stderr, "hltrace: lost %d events (ring buffer full; try a larger -ringbuf), %d calls untraced (too many in flight)\n", c.Lost, c.InflightFull)
 	}
+	if cmd != nil {
+		pids, err := t.Followed()
+		if err != nil {
+			return err
+		}
+		switch len(pids) {
+		case 0:
+		case 1:
+			fmt.Fprintf(stderr, "hltrace: a process %s started is still running, no longer traced: pid %d\n", cmd.name, pids[0])
+		default:
+			fmt.Fprintf(stderr, "hltrace: %d processes %s started are still running, no longer traced: pids %s\n",
+				len(pids), cmd.name, joinInts(pids, 8))
+		}
+	}
 	if c.FollowFull > 0 {
 		fmt.Fprintf(stderr, "hltrace: %d processes the command started were not traced (too many processes at once)\n", c.FollowFull)
 	}
@@ -567,4 +582,17 @@ func wrapWords(text string, width int) []string {
 		line += word
 	}
 	return append(lines, line)
+}
+
+// joinInts lists at most max numbers, with "..." when there are more.
+func joinInts(v []int, max int) string {
+	var parts []string
+	for i, n := range v {
+		if i == max {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, strconv.Itoa(n))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -607,6 +607,27 @@ func (t *Tracer) Follow(pid int) error {
 	return nil
 }
 
+// Followed returns the processes followed now (under Options.Follow):
+// those given to Follow and their descendants that have not exited.
+func (t *Tracer) Followed() ([]int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, os.ErrClosed
+	}
+	var pids []int
+	var pid, one uint32
+	it := t.coll.Maps[bpfMapFollowed].Iterate()
+	for it.Next(&pid, &one) {
+		pids = append(pids, int(pid))
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("list followed processes: %w", err)
+	}
+	slices.Sort(pids)
+	return pids, nil
+}
+
 // FuncName names a fentry function id.
 func (t *Tracer) FuncName(id uint32) string {
 	if n, ok := t.funcID[id]; ok {
