@@ -46,7 +46,7 @@ type programReport struct {
 //     depthEnv is above 0, starts itself one generation down, waits for
 //     it, and reports the pids of the generations.
 //   - "quiet": makes no traced call and exits 0.
-//   - "wait": reports, then waits up to 10 s for SIGTERM or SIGINT, and
+//   - "wait": reports, then waits up to 60 s for SIGTERM or SIGINT, and
 //     exits 0 when one came (so that the test can tell it from a kill).
 func runTestProgram() {
 	mode := os.Getenv(programEnv)
@@ -109,7 +109,7 @@ func runTestProgram() {
 		select {
 		case <-term:
 			os.Exit(0)
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
 			os.Exit(94)
 		}
 	}
