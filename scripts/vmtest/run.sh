@@ -47,7 +47,7 @@ set -euo pipefail
 PACKAGES='
 ./ib             ^TestKernel           RegMR1MiB
 ./sim            ^TestUdmabufExport    -
-./tools/hltrace  ^TestVM               -
+./tools/hltrace  ^(TestVM|TestIntegrationCommandTree) -
 ./examples/rdma  ^TestKernel           -
 ./ipc            .                     -
 '

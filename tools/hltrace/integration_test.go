@@ -25,11 +25,17 @@ import (
 // they need root; CI runs as root. Anywhere else they skip and say so.
 
 func TestMain(m *testing.M) {
-	// The unprivileged test runs this binary as hltrace itself.
+	// The tests start this binary as hltrace's launcher, as hltrace
+	// itself, and as programs for hltrace to trace.
+	// hltrace's own variable is removed before main runs, so that a
+	// command it starts is the test program its environment asks for.
+	launchIfAsked()
 	if os.Getenv("HLTRACE_TEST_MAIN") == "1" {
+		os.Unsetenv("HLTRACE_TEST_MAIN")
 		main()
 		os.Exit(0)
 	}
+	runTestProgram()
 	os.Exit(m.Run())
 }
 
