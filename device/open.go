@@ -69,7 +69,7 @@ func (o opener) open(s Selector) (*Device, error) {
 	}
 	var match []Node
 	for _, n := range nodes {
-		if s.matches(n) {
+		if s.Matches(n) {
 			match = append(match, n)
 		}
 	}
@@ -113,7 +113,7 @@ func (o opener) openControl(s Selector) (*Device, error) {
 	}
 	var found bool
 	for _, n := range nodes {
-		if !s.matches(n) {
+		if !s.Matches(n) {
 			continue
 		}
 		found = true

@@ -212,9 +212,13 @@ func isDigits(s string) bool {
 	return true
 }
 
-// matches reports whether node n is one s selects; for SelectPath, by
-// its compute or control node.
-func (s Selector) matches(n Node) bool {
+// Matches reports whether node n is one s selects, as Open and
+// OpenControl choose: any node for SelectFirst, the node of that index,
+// PCI address, module id or chip, and for SelectPath the node whose
+// compute or control node is that path. A node whose PCI address is
+// unknown matches no PCI selector, and one without a module id
+// (ModuleID -1) no module selector.
+func (s Selector) Matches(n Node) bool {
 	switch s.Kind {
 	case SelectFirst:
 		return true

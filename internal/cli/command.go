@@ -53,6 +53,9 @@ type Command struct {
 	// Stdout and Stderr are where -h, -version and messages go; New sets
 	// os.Stdout and os.Stderr.
 	Stdout, Stderr io.Writer
+	// VersionNote, when set, follows the version on -version's line in
+	// parentheses, such as "JSON schema 1".
+	VersionNote string
 
 	version bool
 }
@@ -69,10 +72,12 @@ func New(name, synopsis, doc string) *Command {
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
 	}
-	c.Flags.Var(c.Device, "device", "the device, a selector `SEL`: an index (0), a PCI address (0000:19:00.0 or 19:00.0), module:N, a\n"+
-		"device node (/dev/accel/accel0), a chip (gaudi, gaudi2, gaudi3), sim (the first free\n"+
-		"simulated device) or sim:N; default $GAUDI_DEVICE, else the first free Gaudi, else the\n"+
-		"simulator. A hardware selector never falls back to the simulator.")
+	c.Flags.Var(c.Device, "device", "the device or devices, a selector `SEL`: an index (0), a PCI address (0000:19:00.0\n"+
+		"or 19:00.0), module:N, a device node (/dev/accel/accel0), a chip (gaudi, gaudi2, gaudi3),\n"+
+		"sim or sim:N (simulated devices); default $GAUDI_DEVICE, else every Gaudi, else the\n"+
+		"simulator's devices. A command that uses one device takes the first free one a selector\n"+
+		"names; one that reports devices takes all. A hardware selector never falls back to the\n"+
+		"simulator.")
 	c.Flags.BoolVar(&c.version, "version", false, "print the version and exit")
 	c.Flags.Usage = func() {}
 	return c
@@ -119,7 +124,11 @@ func (c *Command) Parse(args []string) error {
 		fmt.Fprintf(c.Stderr, "%s: %v\n%s: run %s -h for usage\n", c.Name, err, c.Name, c.Name)
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	case c.version:
-		fmt.Fprintf(c.Stdout, "%s %s\n", c.Name, Version())
+		v := Version()
+		if c.VersionNote != "" {
+			v += " (" + c.VersionNote + ")"
+		}
+		fmt.Fprintf(c.Stdout, "%s %s\n", c.Name, v)
 		return ErrVersion
 	}
 	return nil

@@ -61,6 +61,11 @@ func TestVersionFlag(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "tool ") || strings.Count(out.String(), "\n") != 1 {
 		t.Errorf("-version printed %q", out.String())
 	}
+	c, out, _ = newTestCommand()
+	c.VersionNote = "JSON schema 3"
+	if err := c.Parse([]string{"-version"}); !errors.Is(err, ErrVersion) || !strings.HasSuffix(out.String(), " (JSON schema 3)\n") {
+		t.Errorf("-version with a note: %v, %q", err, out.String())
+	}
 }
 
 func TestVersionFrom(t *testing.T) {

@@ -38,22 +38,30 @@ func (f *DeviceFlag) String() string {
 var getenv = os.Getenv
 
 // Selection returns what the flag selects: its value when it was given,
-// else GAUDI_DEVICE's when that is set, else the default (the first free
-// Gaudi, else the simulator). A bad GAUDI_DEVICE is an error naming the
-// variable and matching device.ErrBadSelector.
+// else GAUDI_DEVICE's when that is set, else the default (every Gaudi of
+// the machine, else the simulator's devices). A bad GAUDI_DEVICE is an
+// error naming the variable and matching device.ErrBadSelector.
 func (f *DeviceFlag) Selection() (Selection, error) {
 	if f != nil && f.set {
-		s, _ := simdevice.ParseSelector(f.text)
-		return Selection{Selector: s, Text: f.text, From: "-device"}, nil
+		return ParseSelection("-device", f.text)
 	}
 	if v := getenv("GAUDI_DEVICE"); v != "" {
-		s, err := simdevice.ParseSelector(v)
-		if err != nil {
-			return Selection{}, fmt.Errorf("GAUDI_DEVICE: %w", err)
-		}
-		return Selection{Selector: s, Text: v, From: "GAUDI_DEVICE"}, nil
+		return ParseSelection("GAUDI_DEVICE", v)
 	}
 	return Selection{}, nil
+}
+
+// ParseSelection reads text, a selector in simdevice.ParseSelector's
+// grammar, that came from from: "-device" for the flag, else the name of
+// the variable that held it, such as "GAUDI_DEVICE". Messages about the
+// selection name it ("-device 3", "GAUDI_DEVICE=3"). An error names from
+// and matches device.ErrBadSelector.
+func ParseSelection(from, text string) (Selection, error) {
+	s, err := simdevice.ParseSelector(text)
+	if err != nil {
+		return Selection{}, fmt.Errorf("%s: %w", from, err)
+	}
+	return Selection{Selector: s, Text: text, From: from}, nil
 }
 
 // Selection is a device selector and where it came from.
@@ -66,8 +74,8 @@ type Selection struct {
 	From string
 }
 
-// Default reports whether nothing chose a device: the first free Gaudi,
-// else the simulator.
+// Default reports whether nothing chose a device: every Gaudi of the
+// machine (Open takes the first free one), else the simulator's devices.
 func (s Selection) Default() bool { return s.Text == "" }
 
 // origin names where the selection came from, for messages:
@@ -99,8 +107,11 @@ func (s Selection) Why(d *device.Device) string {
 	return kind + " (" + s.origin() + ")"
 }
 
-// hardwareNodes lists the machine's Gaudi devices; tests replace it.
-var hardwareNodes = device.Nodes
+// thisMachine is the sysfs of this machine.
+var thisMachine = device.SysFS{Root: "/"}
+
+// hardwareNodes lists the Gaudi devices sys shows; tests replace it.
+var hardwareNodes = func(sys device.SysFS) ([]device.Node, error) { return sys.Nodes() }
 
 // noHardware is the error for a hardware selector on a machine without
 // a Gaudi.
@@ -122,7 +133,7 @@ func (s Selection) Open() (*device.Device, error) {
 		}
 		return d, nil
 	}
-	nodes, err := hardwareNodes()
+	nodes, err := hardwareNodes(thisMachine)
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", err)
 	}
@@ -174,18 +185,25 @@ func (c Candidate) OpenControl() (*device.Device, error) {
 }
 
 // Devices lists every device s names, for commands that work on several
-// (hlperf -all, hlinfo): the default names every Gaudi of the machine, or
-// every simulated device when it has none; "sim" every simulated device;
-// "sim:N" that one; "gaudi2" every Gaudi2; an index, a PCI address, a
-// module id or a path the one device it matches. Whether a device is
-// free is not checked. A selector that names no device is an error
-// matching device.ErrNoDevice, and a hardware selector on a machine
+// (hlperf -all, hlinfo, hlexporter): the default names every Gaudi of the
+// machine, or every simulated device when it has none; "sim" every
+// simulated device; "sim:N" that one; "gaudi2" every Gaudi2; an index, a
+// PCI address, a module id or a path the one device it matches. Whether
+// a device is free is not checked. A selector that names no device is an
+// error matching device.ErrNoDevice, and a hardware selector on a machine
 // without a Gaudi is the same error as for Open.
-func (s Selection) Devices() ([]Candidate, error) {
+func (s Selection) Devices() ([]Candidate, error) { return s.DevicesIn(thisMachine) }
+
+// DevicesIn is Devices over the Gaudi devices sys shows rather than this
+// machine's: a copy of another machine's sysfs, or a test's fixture tree.
+// The candidates name the device nodes that sysfs gives, which are paths
+// of this machine: a caller that must not reach this machine's devices
+// opens them itself rather than with Candidate.Open and OpenControl.
+func (s Selection) DevicesIn(sys device.SysFS) ([]Candidate, error) {
 	if s.Selector.Sim {
 		return simCandidates(s)
 	}
-	nodes, err := hardwareNodes()
+	nodes, err := hardwareNodes(sys)
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", err)
 	}
@@ -197,7 +215,7 @@ func (s Selection) Devices() ([]Candidate, error) {
 	}
 	var out []Candidate
 	for _, n := range nodes {
-		if matches(s.Selector.Device, n) {
+		if s.Selector.Device.Matches(n) {
 			out = append(out, Candidate{Name: n.Path, Node: n})
 		}
 	}
@@ -223,31 +241,4 @@ func simCandidates(s Selection) ([]Candidate, error) {
 		return nil, fmt.Errorf("%s: the simulator has %d devices (GAUDI_SIM): %w", s.origin(), len(sys.Devices()), device.ErrNoDevice)
 	}
 	return out, nil
-}
-
-// matches reports whether node n is one sel names, as device.Open
-// matches them.
-func matches(sel device.Selector, n device.Node) bool {
-	switch sel.Kind {
-	case device.SelectFirst:
-		return true
-	case device.SelectIndex:
-		return n.Index == sel.Index
-	case device.SelectPCI:
-		return n.PCIAddress != "" && n.PCIAddress == sel.PCIAddress
-	case device.SelectModule:
-		return n.ModuleID >= 0 && n.ModuleID == sel.Module
-	case device.SelectPath:
-		return n.Path == sel.Path || n.ControlPath != "" && n.ControlPath == sel.Path
-	case device.SelectASIC:
-		a := device.ASICFromPCI(uint32(n.DeviceID), n.Revision)
-		switch sel.ASIC {
-		case device.Gaudi:
-			return a.IsGaudi()
-		case device.Gaudi2:
-			return a.IsGaudi2()
-		}
-		return a == sel.ASIC
-	}
-	return false
 }

@@ -9,12 +9,18 @@ import (
 )
 
 // fakeEnv makes Selection read env instead of the process's environment,
-// and hardwareNodes return nodes, for one test.
+// and hardwareNodes return nodes for this machine's sysfs (and none for
+// any other), for one test.
 func fakeEnv(t *testing.T, env map[string]string, nodes []device.Node) {
 	t.Helper()
 	oldEnv, oldNodes := getenv, hardwareNodes
 	getenv = func(k string) string { return env[k] }
-	hardwareNodes = func() ([]device.Node, error) { return nodes, nil }
+	hardwareNodes = func(sys device.SysFS) ([]device.Node, error) {
+		if sys != thisMachine {
+			return nil, nil
+		}
+		return nodes, nil
+	}
 	t.Cleanup(func() { getenv, hardwareNodes = oldEnv, oldNodes })
 }
 
@@ -188,16 +194,85 @@ func TestHardwareMatching(t *testing.T) {
 	}
 }
 
-func TestDriverVersion(t *testing.T) {
-	root := t.TempDir()
-	if got := driverVersionAt(root, "6.12.0-1-amd64\n"); got != "linux 6.12.0-1-amd64" {
-		t.Errorf("in-tree driver: %q", got)
+// TestDevicesIn: a fixture's sysfs, not this machine's, is what DevicesIn
+// matches, and without devices there the default is the simulator while
+// a hardware selector stays an error.
+func TestDevicesIn(t *testing.T) {
+	fakeEnv(t, nil, nil)
+	fixture := device.SysFS{Root: "/fixture"}
+	nodes := []device.Node{
+		{Index: 0, Path: "/dev/accel/accel0", DeviceID: 0x1020, Revision: 1, ModuleID: 3},
+		{Index: 2, Path: "/dev/accel/accel2", DeviceID: 0x1020, Revision: 1, ModuleID: 5},
 	}
-	if got := driverVersionAt(root, ""); got != "unknown" {
-		t.Errorf("nothing known: %q", got)
+	var asked []device.SysFS
+	hardwareNodes = func(sys device.SysFS) ([]device.Node, error) {
+		asked = append(asked, sys)
+		if sys == fixture {
+			return nodes, nil
+		}
+		return nil, nil
+	}
+	for sel, want := range map[string]string{"": "/dev/accel/accel0 /dev/accel/accel2", "module:5": "/dev/accel/accel2", "gaudi2": "/dev/accel/accel0 /dev/accel/accel2"} {
+		s, err := ParseSelection("-device", sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := s.DevicesIn(fixture)
+		if err != nil {
+			t.Errorf("%q: %v", sel, err)
+			continue
+		}
+		var names []string
+		for _, c := range cs {
+			names = append(names, c.Name)
+		}
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("%q in the fixture: %q, want %q", sel, got, want)
+		}
+	}
+	for _, sys := range asked {
+		if sys != fixture {
+			t.Errorf("DevicesIn(fixture) listed %+v", sys)
+		}
+	}
+	s, _ := ParseSelection("GAUDI_DEVICE", "module:5")
+	if _, err := s.Devices(); !errors.Is(err, device.ErrNoDevice) || !strings.Contains(err.Error(), "GAUDI_DEVICE=module:5") {
+		t.Errorf("module:5 on this machine without a Gaudi: %v", err)
+	}
+	s, _ = ParseSelection("-device", "")
+	if cs, err := s.Devices(); err != nil || len(cs) != 2 || !cs[0].Simulated() {
+		t.Errorf("default on this machine without a Gaudi: %v, %v; want the simulator's two devices", cs, err)
+	}
+}
+
+func TestParseSelection(t *testing.T) {
+	s, err := ParseSelection("GAUDI_DEVICE", "sim:1")
+	if err != nil || !s.Selector.Sim || s.Selector.SimIndex != 1 || s.From != "GAUDI_DEVICE" || s.Default() {
+		t.Errorf("sim:1: %+v, %v", s, err)
+	}
+	if s, err := ParseSelection("-device", ""); err != nil || !s.Default() {
+		t.Errorf("empty: %+v, %v; want the default", s, err)
+	}
+	if _, err := ParseSelection("HLINFO_DEVICE", "three"); !errors.Is(err, device.ErrBadSelector) || !strings.HasPrefix(err.Error(), "HLINFO_DEVICE: ") {
+		t.Errorf("three: %v, want ErrBadSelector naming the variable", err)
+	}
+}
+
+func TestHostDriverVersion(t *testing.T) {
+	root := t.TempDir()
+	if v, ok := HostDriverVersion(root); ok {
+		t.Errorf("no driver loaded: %q, want none", v)
+	}
+	writeFile(t, root+"/proc/sys/kernel/osrelease", "6.12.0-1-amd64\n")
+	if v, ok := HostDriverVersion(root); ok {
+		t.Errorf("no driver loaded, a kernel release: %q, want none", v)
+	}
+	writeFile(t, root+"/sys/module/habanalabs/parameters/timeout_locked", "30\n")
+	if v, ok := HostDriverVersion(root); !ok || v != "linux 6.12.0-1-amd64" {
+		t.Errorf("in-tree driver: %q, %v", v, ok)
 	}
 	writeFile(t, root+"/sys/module/habanalabs/version", "1.19.0-561ad2c\n")
-	if got := driverVersionAt(root, "6.12.0"); got != "1.19.0-561ad2c" {
-		t.Errorf("module version: %q", got)
+	if v, ok := HostDriverVersion(root); !ok || v != "1.19.0-561ad2c" {
+		t.Errorf("module version: %q, %v", v, ok)
 	}
 }

@@ -1,39 +1,45 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/sysfsattr"
-	"golang.org/x/sys/unix"
 )
 
 // DriverVersion returns the version of the driver behind d: "sim" for a
-// simulated device; else the habanalabs module's version attribute
-// (/sys/module/habanalabs/version, which Habana's out-of-tree driver
-// has); else, for the driver built into the kernel, which has no version
-// of its own, "linux " and the kernel release; "unknown" when neither
-// can be read.
+// simulated device, else HostDriverVersion of this machine, else
+// "unknown".
 func DriverVersion(d *device.Device) string {
 	if d.Simulated() {
 		return "sim"
 	}
-	var u unix.Utsname
-	release := ""
-	if unix.Uname(&u) == nil {
-		release = unix.ByteSliceToString(u.Release[:])
-	}
-	return driverVersionAt("/", release)
-}
-
-// driverVersionAt is DriverVersion for hardware, reading sysfs under root.
-func driverVersionAt(root, release string) string {
-	if v, err := sysfsattr.Read(filepath.Join(root, "sys/module/habanalabs/version")); err == nil && v != "" {
+	if v, ok := HostDriverVersion("/"); ok {
 		return v
 	}
-	if release = strings.TrimSpace(release); release != "" {
-		return "linux " + release
-	}
 	return "unknown"
+}
+
+// HostDriverVersion returns the version of the habanalabs driver of the
+// machine whose sysfs and procfs are below root ("/" for this one, a
+// fixture tree in tests): the module's version attribute
+// (sys/module/habanalabs/version), which Habana's out-of-tree driver has;
+// else, for the kernel's own driver, which has none (no MODULE_VERSION in
+// drivers/accel/habanalabs/common/habanalabs_drv.c, linux 6.12), "linux "
+// and the kernel release (proc/sys/kernel/osrelease). ok is false when
+// the driver is not loaded (no sys/module/habanalabs) or neither can be
+// read.
+func HostDriverVersion(root string) (v string, ok bool) {
+	mod := sysfsattr.Join(root, "sys", "module", "habanalabs")
+	if v, err := sysfsattr.Read(filepath.Join(mod, "version")); err == nil && v != "" {
+		return v, true
+	}
+	if _, err := os.Stat(mod); err != nil {
+		return "", false
+	}
+	if r, err := sysfsattr.Read(sysfsattr.Join(root, "proc", "sys", "kernel", "osrelease")); err == nil && r != "" {
+		return "linux " + r, true
+	}
+	return "", false
 }

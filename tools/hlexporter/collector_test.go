@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
 )
@@ -24,9 +27,20 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
+	os.Unsetenv("GAUDI_DEVICE")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// mustSelect parses sel as -device does.
+func mustSelect(t *testing.T, sel string) cli.Selection {
+	t.Helper()
+	s, err := cli.ParseSelection("-device", sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // simLabels are the labels of simulated device id at PCI address dev, in
@@ -36,7 +50,7 @@ func simLabels(dev, id string) string {
 }
 
 func TestMetricsOnSimulator(t *testing.T) {
-	c := newCollector(devstat.Options{Selector: "sim"}, true)
+	c := newCollector(devstat.Options{Selection: mustSelect(t, "sim")}, true)
 	want := `
 # HELP habanalabs_power_mW Power usage in milliwatts (INFO POWER)
 # TYPE habanalabs_power_mW gauge
@@ -65,8 +79,8 @@ habanalabs_utilization{` + simLabels("0000:1a:00.0", "1") + `} 6
 }
 
 func TestMetricsOnFixture(t *testing.T) {
-	c := newCollector(devstat.Options{Root: devstattest.Machine(t), OpenControl: devstattest.NoDevice, Selector: "0"}, true)
-	l := `Serial="AN00000001",UUID="01P0-HL2080A0-15-TNS000-00-00-01",device="AN00000001",driver="6.12.57+deb12-amd64",` +
+	c := newCollector(devstat.Options{Root: devstattest.Machine(t), OpenControl: devstattest.NoDevice, Selection: mustSelect(t, "0")}, true)
+	l := `Serial="AN00000001",UUID="01P0-HL2080A0-15-TNS000-00-00-01",device="AN00000001",driver="linux 6.12.57+deb12-amd64",` +
 		`fit="U-Boot 2023.07-hl-gaudi2-1.17.0-fw-51.2.0-sec-9",id="0",pod_name="",pod_namespace="",spi="5.10.18-hl-gaudi2-1.17.0-fw-51.2.0-sec-9"`
 	want := `
 # HELP habanalabs_temperature_onchip Chip temperature in Celsius (the hwmon channel labelled as the chip's, else the hottest)
@@ -186,7 +200,7 @@ func scrape(t *testing.T, addr string) string {
 }
 
 func TestServe(t *testing.T) {
-	addr := startExporter(t, &config{opts: devstat.Options{Selector: "sim:1"}, habanaNames: true})
+	addr := startExporter(t, &config{opts: devstat.Options{Selection: mustSelect(t, "sim:1")}, habanaNames: true})
 	body := scrape(t, addr)
 	for _, want := range []string{`habanalabs_power_mW{Serial="",UUID="",device="0000:1a:00.0",driver="",fit="",id="1"`,
 		"habanalabs_exporter_collect_success 1", "go_goroutines", "process_resident_memory_bytes"} {
@@ -199,15 +213,36 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// exporter runs the command with args and GAUDI_DEVICE=env (unset for
+// "") until ctx ends, with its standard error going to stderr.
+func exporter(t *testing.T, ctx context.Context, env string, stdout, stderr io.Writer, args ...string) error {
+	t.Helper()
+	t.Setenv("GAUDI_DEVICE", env) // the empty value counts as unset
+	cmd, c := newCommand(stdout, stderr)
+	return run(ctx, cmd, c, args)
+}
+
 func TestRunRefusesABadSelector(t *testing.T) {
 	var out, errOut strings.Builder
-	err := run(context.Background(), &out, &errOut, []string{"-listen", "127.0.0.1:0", "-root", t.TempDir()},
-		func(k string) string { return map[string]string{"GAUDI_DEVICE": "3"}[k] })
-	if err == nil || !strings.Contains(err.Error(), "sim:N") {
+	err := exporter(t, context.Background(), "3", &out, &errOut, "-listen", "127.0.0.1:0", "-root", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "sim:N") || !strings.Contains(err.Error(), "GAUDI_DEVICE=3") {
 		t.Errorf("GAUDI_DEVICE=3 without hardware: %v, want an error naming sim:N", err)
 	}
-	if err := run(context.Background(), &out, &errOut, []string{"-version"}, os.Getenv); err != nil || !strings.HasPrefix(out.String(), "hlexporter ") {
+	err = exporter(t, context.Background(), "sim", &out, &errOut, "-listen", "127.0.0.1:0", "-device", "gaudi2", "-root", t.TempDir())
+	if !errors.Is(err, device.ErrNoDevice) || !strings.Contains(err.Error(), "-device gaudi2") {
+		t.Errorf("-device gaudi2 over GAUDI_DEVICE=sim without hardware: %v, want ErrNoDevice naming the flag", err)
+	}
+	if err := exporter(t, context.Background(), "", &out, &errOut, "-version"); !errors.Is(err, cli.ErrVersion) || !strings.HasPrefix(out.String(), "hlexporter ") {
 		t.Errorf("-version: %v %q", err, out.String())
+	}
+	out.Reset()
+	err = exporter(t, context.Background(), "", &out, &errOut, "-h")
+	if cli.ExitCode(err) != 0 || !strings.Contains(out.String(), "Usage:\n  hlexporter [-listen ADDR]") || !strings.Contains(out.String(), "GAUDI_DEVICE") {
+		t.Errorf("-h: %v %q", err, out.String())
+	}
+	errOut.Reset()
+	if err := exporter(t, context.Background(), "", &out, &errOut, "extra"); cli.ExitCode(err) != 2 || !strings.Contains(errOut.String(), "run hlexporter -h") {
+		t.Errorf("an argument: %v, stderr %q; want a usage error", err, errOut.String())
 	}
 }
 
@@ -215,10 +250,10 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	t.Setenv("GAUDI_DEVICE", "sim:0")
+	cmd, c := newCommand(io.Discard, pw)
 	go func() {
-		done <- run(ctx, io.Discard, pw, []string{"-listen", "127.0.0.1:0"}, func(k string) string {
-			return map[string]string{"GAUDI_DEVICE": "sim:0"}[k]
-		})
+		done <- run(ctx, cmd, c, []string{"-listen", "127.0.0.1:0"})
 		pw.Close()
 	}()
 	line := make([]byte, 200)

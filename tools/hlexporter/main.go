@@ -8,9 +8,11 @@
 // Usage:
 //
 //	hlexporter [-listen ADDR] [-device SEL] [-habana-names=false]
-//	hlexporter -version
+//	hlexporter -h | -version
 //
-// It reads the devices at every scrape, through their control nodes, so
+// -device, and GAUDI_DEVICE without it, select the devices as in every
+// command of this module (internal/cli); by default every Gaudi, else the
+// simulator's devices. It reads the devices at every scrape, through their control nodes, so
 // it never takes a device from a workload. It is a program of its own
 // rather than an hlinfo mode: it runs as a daemon that serves HTTP, and
 // it is the only tool that links the Prometheus client library.
@@ -19,7 +21,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -34,36 +35,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 )
 
-const usage = `usage: hlexporter [-listen ADDR] [-device SEL] [-habana-names=false]
-       hlexporter -version
-
-Serves the Gaudi devices (or the simulator's) as Prometheus metrics at
-/metrics, with the names and labels of Habana's metric exporter.
-
-Environment:
-  GAUDI_DEVICE       default for -device: N, PCI address, module:N, /dev path,
-                     chip name (gaudi2), sim or sim:N; empty: every device
-  GAUDI_SIM          shape of the simulator, such as gaudi2:8 (the default)
-  GAUDI_SIM_LOCKDIR  lock directory shared by processes using the simulator
-
-Flags:
-`
+const (
+	synopsis = "hlexporter [-listen ADDR] [-device SEL] [-habana-names=false]"
+	doc      = `hlexporter serves the Gaudi devices -device names (by default every one, else the simulator's)
+as Prometheus metrics at /metrics, with the names and labels of Habana's metric exporter. It
+reads the devices at every scrape, through their control nodes, so it never takes a device from
+a workload.`
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Stdout, os.Stderr, os.Args[1:], os.Getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hlexporter:", err)
-		os.Exit(1)
-	}
+	cmd, c := newCommand(os.Stdout, os.Stderr)
+	code := cmd.Report(run(ctx, cmd, c, os.Args[1:]))
+	stop()
+	os.Exit(code)
 }
 
 // config is what the command line asks for.
@@ -73,39 +62,37 @@ type config struct {
 	habanaNames bool
 }
 
-func parse(args []string, stderr io.Writer, getenv func(string) string) (*config, bool, error) {
-	fs := flag.NewFlagSet("hlexporter", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+// newCommand returns hlexporter's command line, writing to stdout and
+// stderr, and the configuration its flags fill.
+func newCommand(stdout, stderr io.Writer) (*cli.Command, *config) {
+	cmd := cli.New("hlexporter", synopsis, doc)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	c := &config{}
+	fs := cmd.Flags
 	// 41611 is the port of Habana's exporter (Intel Gaudi documentation,
 	// "Prometheus Metric Exporter").
-	fs.StringVar(&c.listen, "listen", ":41611", "address to serve /metrics on")
-	fs.StringVar(&c.opts.Selector, "device", getenv("GAUDI_DEVICE"), "devices to export, in GAUDI_DEVICE's grammar (default $GAUDI_DEVICE; empty: all)")
-	fs.BoolVar(&c.habanaNames, "habana-names", true, "keep Habana's metric names where promtool's lint rejects them (habanalabs_power_mW, habanalabs_power_default_limit_mW, habanalabs_pcie_replay_count); false: habanalabs_power_mw, habanalabs_power_default_limit_mw, habanalabs_pcie_replays")
-	fs.StringVar(&c.opts.Root, "root", "", "read sys/ and proc/ below this directory instead of /")
-	version := fs.Bool("version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		return nil, false, err
-	}
-	if fs.NArg() > 0 {
-		return nil, false, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
-	}
-	return c, *version, nil
+	fs.StringVar(&c.listen, "listen", ":41611", "serve /metrics on `ADDR` (host:port)")
+	fs.BoolVar(&c.habanaNames, "habana-names", true, "keep Habana's metric names where promtool's lint rejects them (habanalabs_power_mW,\n"+
+		"habanalabs_power_default_limit_mW, habanalabs_pcie_replay_count); false: habanalabs_power_mw,\n"+
+		"habanalabs_power_default_limit_mw, habanalabs_pcie_replays")
+	fs.StringVar(&c.opts.Root, "root", "", "read sys/ and proc/ below `DIR` instead of /")
+	return cmd, c
 }
 
-func run(ctx context.Context, stdout, stderr io.Writer, args []string, getenv func(string) string) error {
-	c, version, err := parse(args, stderr, getenv)
+// run is hlexporter with its command line: it parses args, checks that
+// the selection names devices, and serves until ctx ends.
+func run(ctx context.Context, cmd *cli.Command, c *config, args []string) error {
+	if err := cmd.Parse(args); err != nil {
+		return err
+	}
+	if cmd.Flags.NArg() > 0 {
+		return cmd.UsageError("unexpected argument %q", cmd.Flags.Arg(0))
+	}
+	sel, err := cmd.Device.Selection()
 	if err != nil {
-		return err
+		return err // a bad GAUDI_DEVICE
 	}
-	if version {
-		_, err := fmt.Fprintf(stdout, "hlexporter %s\n", device.Version())
-		return err
-	}
+	c.opts.Selection = sel
 	// A selector that cannot work is an error now, not at every scrape.
 	if _, err := devstat.Collect(c.opts); err != nil {
 		return err
@@ -114,7 +101,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string, getenv fu
 	if err != nil {
 		return err
 	}
-	log.SetOutput(stderr)
+	log.SetOutput(cmd.Stderr)
 	log.SetFlags(0)
 	log.Printf("hlexporter: serving http://%s/metrics", l.Addr())
 	return serve(ctx, l, c)

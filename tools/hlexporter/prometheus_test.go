@@ -73,7 +73,7 @@ func promtoolCheck(t *testing.T, promtool, exposition string) (int, []string) {
 func TestPromtoolCheckMetrics(t *testing.T) {
 	promtool := need(t, "promtool")
 	root := devstattest.Machine(t)
-	for _, opts := range []devstat.Options{{Selector: "sim"}, {Root: root, OpenControl: devstattest.NoDevice}} {
+	for _, opts := range []devstat.Options{{Selection: mustSelect(t, "sim")}, {Root: root, OpenControl: devstattest.NoDevice}} {
 		for _, habana := range []bool{false, true} {
 			body := scrape(t, startExporter(t, &config{opts: opts, habanaNames: habana}))
 			code, problems := promtoolCheck(t, promtool, body)
@@ -124,7 +124,7 @@ type queryResult struct {
 // until it has scraped, and reads a metric back through its HTTP API.
 func TestPrometheusScrapesExporter(t *testing.T) {
 	prometheus := need(t, "prometheus")
-	exporter := startExporter(t, &config{opts: devstat.Options{Selector: "sim"}, habanaNames: true})
+	exporter := startExporter(t, &config{opts: devstat.Options{Selection: mustSelect(t, "sim")}, habanaNames: true})
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s

@@ -37,7 +37,7 @@ func TestREADMEShowsRealOutput(t *testing.T) {
 		t.Fatalf("the test runs with GAUDI_SIM=%q, the README with gaudi2:2", os.Getenv("GAUDI_SIM"))
 	}
 	var got []string
-	for _, l := range strings.Split(scrape(t, startExporter(t, &config{opts: devstat.Options{Selector: "sim"}, habanaNames: true})), "\n") {
+	for _, l := range strings.Split(scrape(t, startExporter(t, &config{opts: devstat.Options{Selection: mustSelect(t, "sim")}, habanaNames: true})), "\n") {
 		if strings.HasPrefix(l, "habanalabs_power_mW{") {
 			got = append(got, l)
 		}

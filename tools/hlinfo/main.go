@@ -8,7 +8,8 @@
 // Usage:
 //
 //	hlinfo [-device SEL] [-v] [-engines] [-json | -query-device FIELDS [-noheader]] [-l SECONDS [-count N]]
-//	hlinfo -version
+//	hlinfo -query-device help
+//	hlinfo -h | -version
 //
 // Without flags it prints a table of every device that fits 80 columns,
 // the processes that hold them and the RDMA NICs. -v adds every value of
@@ -20,16 +21,19 @@
 // interval until interrupted (or -count times); with -json each report is
 // one line (JSON Lines), with -query-device the header is printed once.
 //
-// -device selects devices in the grammar of GAUDI_DEVICE, which is its
-// default: an index, a PCI address, module:N, a node path or a chip name
-// for hardware; sim or sim:N for the simulator (see devstat.Collect). Listing
-// opens control nodes only, so it works while other processes own the
-// devices; seeing other users' processes needs root.
+// -device, and GAUDI_DEVICE without it, select devices as in every
+// command of this module (internal/cli): an index, a PCI address,
+// module:N, a node path or a chip name for hardware (a chip name selects
+// every device of that chip); sim or sim:N for the simulator. A hardware
+// selector on a machine without a Gaudi is an error, never a listing of
+// the simulator. Listing opens control nodes only, so it works while
+// other processes own the devices; seeing other users' processes needs
+// root. -h prints the flags and the environment variables, -version the
+// version and the JSON schema's.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,36 +44,26 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 )
 
-const usage = `usage: hlinfo [-device SEL] [-v] [-engines] [-json | -query-device FIELDS [-noheader]] [-l SECONDS [-count N]]
-       hlinfo -version
-
-Reports the Gaudi devices of this machine (or the simulator's): a table
-that fits 80 columns by default, JSON with -json, chosen fields as CSV with
--query-device (hl-smi -Q names; "-query-device help" lists them).
-
-Environment:
-  GAUDI_DEVICE       default for -device: N, PCI address, module:N, /dev path,
-                     chip name (gaudi2), sim or sim:N
-  GAUDI_SIM          shape of the simulator, such as gaudi2:8 (the default)
-  GAUDI_SIM_LOCKDIR  lock directory shared by processes using the simulator
-
-Flags:
-`
+const (
+	synopsis = `hlinfo [-device SEL] [-v] [-engines] [-json | -query-device FIELDS [-noheader]] [-l SECONDS [-count N]]
+hlinfo -query-device help`
+	doc = `hlinfo reports the Gaudi devices -device names (by default every one, else the simulator's):
+a table that fits 80 columns, the processes that hold the devices and the RDMA NICs; -json
+prints typed JSON instead, -query-device chosen fields as CSV (hl-smi -Q names; "-query-device
+help" lists them). It opens control nodes only, so it works while other processes own the
+devices; seeing other users' processes needs root.`
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Stdout, os.Stderr, os.Args[1:], os.Getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hlinfo:", err)
-		os.Exit(1)
-	}
+	cmd, c := newCommand(os.Stdout, os.Stderr)
+	code := cmd.Report(run(ctx, cmd, c, os.Args[1:]))
+	stop()
+	os.Exit(code)
 }
 
 // openControl opens hardware control nodes; nil is device.OpenControl.
@@ -84,71 +78,77 @@ type config struct {
 	noHeader bool
 	interval time.Duration
 	count    int
-	root     string
+
+	queryText, loopText string
 }
 
-// parse reads the command line; getenv supplies GAUDI_DEVICE.
-func parse(args []string, stderr io.Writer, getenv func(string) string) (*config, bool, error) {
-	fs := flag.NewFlagSet("hlinfo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+// newCommand returns hlinfo's command line, writing to stdout and
+// stderr, and the configuration its flags fill.
+func newCommand(stdout, stderr io.Writer) (*cli.Command, *config) {
+	cmd := cli.New("hlinfo", synopsis, doc)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.VersionNote = fmt.Sprintf("JSON schema %d", devstat.SchemaVersion)
 	c := &config{}
-	fs.StringVar(&c.Selector, "device", getenv("GAUDI_DEVICE"), "devices to report, in GAUDI_DEVICE's grammar (default $GAUDI_DEVICE; empty: all)")
+	fs := cmd.Flags
 	fs.BoolVar(&c.Details, "v", false, "report every value of each device")
 	fs.BoolVar(&c.Engines, "engines", false, "print the driver's engine status of each device")
 	fs.BoolVar(&c.json, "json", false, "print JSON (one line per report with -l)")
-	query := fs.String("query-device", "", "print these comma-separated fields as CSV (\"help\" lists them)")
-	fs.StringVar(query, "Q", "", "short for -query-device")
+	fs.StringVar(&c.queryText, "query-device", "", "print these comma-separated `FIELDS` as CSV (\"help\" lists them)")
+	fs.StringVar(&c.queryText, "Q", "", "short for -query-device `FIELDS`")
 	fs.BoolVar(&c.noHeader, "noheader", false, "with -query-device, leave out the header line")
-	loop := fs.String("l", "", "repeat every interval: seconds (5) or a duration (500ms)")
-	fs.StringVar(loop, "loop", "", "same as -l")
+	fs.StringVar(&c.loopText, "l", "", "repeat every `SECONDS` (5), or every duration (500ms)")
+	fs.StringVar(&c.loopText, "loop", "", "the same as -l `SECONDS`")
 	fs.IntVar(&c.count, "count", 0, "with -l, stop after this many reports (0: until interrupted)")
-	version := fs.Bool("version", false, "print the version and exit")
 	// -root is for tests and for reading a copied machine's sysfs.
-	fs.StringVar(&c.root, "root", "", "read sys/ and proc/ below this directory instead of /")
-	if err := fs.Parse(args); err != nil {
-		return nil, false, err
+	fs.StringVar(&c.Root, "root", "", "read sys/ and proc/ below `DIR` instead of /")
+	return cmd, c
+}
+
+// parse reads the command line into c. -query-device help prints the
+// fields and returns flag.ErrHelp.
+func parse(cmd *cli.Command, c *config, args []string) error {
+	if err := cmd.Parse(args); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return nil, false, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
+	if cmd.Flags.NArg() > 0 {
+		return cmd.UsageError("unexpected argument %q", cmd.Flags.Arg(0))
 	}
-	if *version {
-		return c, true, nil
+	sel, err := cmd.Device.Selection()
+	if err != nil {
+		return err // a bad GAUDI_DEVICE
 	}
-	c.Root = c.root
+	c.Selection = sel
 	c.OpenControl = openControl
-	if *query != "" {
-		if *query == "help" {
-			return nil, false, fmt.Errorf("-query-device fields:\n%s", fieldHelp())
+	if c.queryText != "" {
+		if c.queryText == "help" {
+			fmt.Fprintf(cmd.Stdout, "-query-device fields:\n%s\n", fieldHelp())
+			return flag.ErrHelp
 		}
 		if c.json {
-			return nil, false, errors.New("-json and -query-device are two outputs: choose one")
+			return cmd.UsageError("-json and -query-device are two outputs: choose one")
 		}
-		f, err := parseFields(*query)
+		f, err := parseFields(c.queryText)
 		if err != nil {
-			return nil, false, err
+			return cmd.UsageError("%w", err)
 		}
 		c.query = f
 	} else if c.noHeader {
-		return nil, false, errors.New("-noheader goes with -query-device")
+		return cmd.UsageError("-noheader goes with -query-device")
 	}
-	if *loop != "" {
-		d, err := parseInterval(*loop)
+	if c.loopText != "" {
+		d, err := parseInterval(c.loopText)
 		if err != nil {
-			return nil, false, err
+			return cmd.UsageError("%w", err)
 		}
 		c.interval = d
 	}
 	if c.count < 0 {
-		return nil, false, fmt.Errorf("-count %d: want 0 or more", c.count)
+		return cmd.UsageError("-count %d: want 0 or more", c.count)
 	}
 	if c.count > 0 && c.interval == 0 {
-		return nil, false, errors.New("-count goes with -l")
+		return cmd.UsageError("-count goes with -l")
 	}
-	return c, false, nil
+	return nil
 }
 
 // parseInterval reads -l: a number of seconds, as hl-smi -l takes, or a
@@ -166,14 +166,10 @@ func parseInterval(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// run is hlinfo with its command line, output and environment.
-func run(ctx context.Context, stdout, stderr io.Writer, args []string, getenv func(string) string) error {
-	c, version, err := parse(args, stderr, getenv)
-	if err != nil {
-		return err
-	}
-	if version {
-		_, err := fmt.Fprintf(stdout, "hlinfo %s (JSON schema %d)\n", device.Version(), devstat.SchemaVersion)
+// run is hlinfo with its command line: it parses args and prints the
+// reports on cmd.Stdout.
+func run(ctx context.Context, cmd *cli.Command, c *config, args []string) error {
+	if err := parse(cmd, c, args); err != nil {
 		return err
 	}
 	var t *time.Ticker
@@ -182,7 +178,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string, getenv fu
 		defer t.Stop()
 	}
 	for n := 1; ; n++ {
-		if err := report(stdout, c, n); err != nil {
+		if err := report(cmd.Stdout, c, n); err != nil {
 			return err
 		}
 		if t == nil || n == c.count {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/internal/leakcheck"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
+	os.Unsetenv("GAUDI_DEVICE")
 	// The output must not depend on this machine's RDMA NICs, and the
 	// fixture's node paths must never reach a device of this machine.
 	listNICs = func() (ib.SysFS, []ib.Device, error) { return ib.SysFS{}, nil, nil }
@@ -50,19 +52,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// hlinfo runs the command with args and GAUDI_DEVICE=env and returns its
-// standard output.
+// hlinfo runs the command with args and GAUDI_DEVICE=env (unset for "")
+// and returns its standard output.
 func hlinfo(t *testing.T, env string, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := hlinfoCtx(t, context.Background(), env, args...)
+	return out, err
+}
+
+// hlinfoCtx is hlinfo under ctx, returning standard error as well.
+func hlinfoCtx(t *testing.T, ctx context.Context, env string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	t.Setenv("GAUDI_DEVICE", env) // the empty value counts as unset
 	var out, errOut bytes.Buffer
-	getenv := func(k string) string {
-		if k == "GAUDI_DEVICE" {
-			return env
-		}
-		return ""
-	}
-	err := run(context.Background(), &out, &errOut, args, getenv)
-	return out.String(), err
+	cmd, c := newCommand(&out, &errOut)
+	err = run(ctx, cmd, c, args)
+	return out.String(), errOut.String(), err
 }
 
 func mustRun(t *testing.T, env string, args ...string) string {
@@ -273,9 +278,9 @@ func TestQueryCSV(t *testing.T) {
 	got = readCSV(t, mustRun(t, "", "-root", devstattest.Machine(t), "-noheader", "-Q",
 		"index, serial,uuid,temperature.aip,pcie.link.speed.current,pcie.link.width.current,power.limit,reset.hard,driver_version,processes,power.draw"))
 	want = [][]string{
-		{"0", "AN00000001", "01P0-HL2080A0-15-TNS000-00-00-01", "51", "16", "16", "600", "2", "6.12.57+deb12-amd64", "1", "N/A"},
-		{"1", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A", "0", "6.12.57+deb12-amd64", "1", "N/A"},
-		{"2", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A", "0", "6.12.57+deb12-amd64", "0", "N/A"},
+		{"0", "AN00000001", "01P0-HL2080A0-15-TNS000-00-00-01", "51", "16", "16", "600", "2", "linux 6.12.57+deb12-amd64", "1", "N/A"},
+		{"1", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A", "0", "linux 6.12.57+deb12-amd64", "1", "N/A"},
+		{"2", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A", "0", "linux 6.12.57+deb12-amd64", "0", "N/A"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("fixture CSV (-want +got):\n%s", d)
@@ -289,12 +294,12 @@ func TestQueryCSV(t *testing.T) {
 		{"-count", "3"},
 		{"extra"},
 	} {
-		if _, err := hlinfo(t, "sim", bad...); err == nil {
-			t.Errorf("%v: no error", bad)
+		if _, err := hlinfo(t, "sim", bad...); cli.ExitCode(err) != 2 {
+			t.Errorf("%v: %v (exit %d), want a usage error", bad, err, cli.ExitCode(err))
 		}
 	}
-	if _, err := hlinfo(t, "sim", "-Q", "help"); err == nil || !strings.Contains(err.Error(), "temperature.aip") {
-		t.Errorf("-Q help: %v, want the field list", err)
+	if out, err := hlinfo(t, "sim", "-Q", "help"); cli.ExitCode(err) != 0 || !strings.Contains(out, "temperature.aip") {
+		t.Errorf("-Q help: %v, %q; want the field list on stdout and exit 0", err, out)
 	}
 }
 
@@ -325,12 +330,12 @@ func TestLoop(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var out bytes.Buffer
-	if err := run(ctx, &out, &out, []string{"-l", "1h", "-Q", "index", "-noheader"}, func(string) string { return "sim:0" }); err != nil {
+	out, _, err := hlinfoCtx(t, ctx, "sim:0", "-l", "1h", "-Q", "index", "-noheader")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != "0\n" {
-		t.Errorf("interrupted loop printed %q, want one report", out.String())
+	if out != "0\n" {
+		t.Errorf("interrupted loop printed %q, want one report", out)
 	}
 }
 
@@ -373,7 +378,7 @@ func TestTextShowsWhatHLSMIShows(t *testing.T) {
 	spaces := regexp.MustCompile(` +`)
 	flat := spaces.ReplaceAllString(out, " ")
 	for _, want := range []string{
-		"3 device(s), hardware, driver 6.12.57+deb12-amd64",
+		"3 device(s), hardware, driver linux 6.12.57+deb12-amd64",
 		"0    0000:19:00.0  GAUDI2  3    51C   -      -     -             operational",
 		"1    0000:1a:00.0  GAUDI2  5    -     -      -     -             in reset",
 		"PROCESSES",
@@ -417,18 +422,17 @@ func TestEngines(t *testing.T) {
 }
 
 func TestVersionAndHelp(t *testing.T) {
-	out := mustRun(t, "", "-version")
-	if !strings.HasPrefix(out, "hlinfo ") || !strings.Contains(out, "schema 1") {
-		t.Errorf("-version: %q", out)
+	out, err := hlinfo(t, "", "-version")
+	if !errors.Is(err, cli.ErrVersion) || !strings.HasPrefix(out, "hlinfo ") || !strings.HasSuffix(out, " (JSON schema 1)\n") {
+		t.Errorf("-version: %v, %q", err, out)
 	}
-	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), &stdout, &stderr, []string{"-h"}, func(string) string { return "" })
-	if !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	out, stderr, err := hlinfoCtx(t, context.Background(), "", "-h")
+	if !errors.Is(err, flag.ErrHelp) || cli.ExitCode(err) != 0 || stderr != "" {
+		t.Errorf("-h: %v, stderr %q; want flag.ErrHelp, exit 0 and nothing on stderr", err, stderr)
 	}
-	for _, want := range []string{"usage: hlinfo", "GAUDI_DEVICE", "GAUDI_SIM", "-query-device", "-l"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("-h lacks %q:\n%s", want, stderr.String())
+	for _, want := range []string{"Usage:\n  hlinfo [-device SEL]", "GAUDI_DEVICE", "GAUDI_SIM", "-query-device FIELDS", "-l SECONDS", "-device SEL", "-version"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-h lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 )
 
@@ -73,7 +74,11 @@ func TestNICSection(t *testing.T) {
 		return s, nics, err
 	}
 	defer func() { listNICs = old }()
-	snap, err := devstat.Collect(devstat.Options{Selector: "sim"})
+	sel, err := cli.ParseSelection("-device", "sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := devstat.Collect(devstat.Options{Selection: sel})
 	if err != nil {
 		t.Fatal(err)
 	}

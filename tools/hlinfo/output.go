@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 )
 
@@ -29,7 +29,7 @@ func writeJSON(w io.Writer, s *devstat.Snapshot, nics []nicReport, oneLine bool)
 	if !oneLine {
 		enc.SetIndent("", "  ")
 	}
-	return enc.Encode(document{Snapshot: s, Tool: "hlinfo", ToolVersion: device.Version(), NICs: nics})
+	return enc.Encode(document{Snapshot: s, Tool: "hlinfo", ToolVersion: cli.Version(), NICs: nics})
 }
 
 // tableStatus shortens the driver's states so that the table fits 80

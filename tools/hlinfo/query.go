@@ -46,7 +46,7 @@ var fields = []field{
 	}},
 	{"name", "", "card name the firmware reports", true, str(func(d *devstat.Device) *string { return d.CardName })},
 	{"bus_id", "", "PCI address", true, func(_ *devstat.Snapshot, d *devstat.Device) (string, bool) { return d.PCIAddress, d.PCIAddress != "" }},
-	{"driver_version", "", "habanalabs module version, or the kernel release for the kernel's driver", true, func(s *devstat.Snapshot, _ *devstat.Device) (string, bool) {
+	{"driver_version", "", "habanalabs module version, or \"linux\" and the kernel release for the kernel's driver", true, func(s *devstat.Snapshot, _ *devstat.Device) (string, bool) {
 		if s.DriverVersion == nil {
 			return "", false
 		}

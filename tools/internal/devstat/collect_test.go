@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
 )
@@ -55,7 +56,7 @@ func TestHardwareFromSysfs(t *testing.T) {
 	if s.Source != "hardware" || !s.Timestamp.Equal(at) || s.SchemaVersion != SchemaVersion {
 		t.Errorf("snapshot: source %q, time %v, schema %d", s.Source, s.Timestamp, s.SchemaVersion)
 	}
-	if s.DriverVersion == nil || *s.DriverVersion != "6.12.57+deb12-amd64" {
+	if s.DriverVersion == nil || *s.DriverVersion != "linux 6.12.57+deb12-amd64" {
 		t.Errorf("driver version %v, want the kernel release", s.DriverVersion)
 	}
 	if d := cmp.Diff([]int{0, 1, 2}, indexes(s)); d != "" {
@@ -110,15 +111,38 @@ func TestDriverVersionOfOutOfTreeDriver(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "sys/module/habanalabs/version"), []byte("1.17.0-495\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if v := driverVersion(root); v == nil || *v != "1.17.0-495" {
+	s, err := Collect(Options{OpenControl: devstattest.NoDevice, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.DriverVersion; v == nil || *v != "1.17.0-495" {
 		t.Errorf("driver version %v, want 1.17.0-495", v)
 	}
 	if err := os.RemoveAll(filepath.Join(root, "sys/module/habanalabs")); err != nil {
 		t.Fatal(err)
 	}
-	if v := driverVersion(root); v != nil {
+	if s, err = Collect(Options{OpenControl: devstattest.NoDevice, Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.DriverVersion; v != nil {
 		t.Errorf("driver version %q without the driver, want none", *v)
 	}
+}
+
+// mustSelect parses sel as -device does.
+func mustSelect(t *testing.T, sel string) cli.Selection {
+	t.Helper()
+	s, err := selection(t, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// selection parses sel as -device does.
+func selection(t *testing.T, sel string) (cli.Selection, error) {
+	t.Helper()
+	return cli.ParseSelection("-device", sel)
 }
 
 func TestSelectHardware(t *testing.T) {
@@ -143,7 +167,11 @@ func TestSelectHardware(t *testing.T) {
 		{"bogus", nil, device.ErrBadSelector},
 		{"-1", nil, device.ErrBadSelector},
 	} {
-		s, err := Collect(Options{OpenControl: devstattest.NoDevice, Root: root, Selector: c.sel})
+		sel, err := selection(t, c.sel)
+		var s *Snapshot
+		if err == nil {
+			s, err = Collect(Options{OpenControl: devstattest.NoDevice, Root: root, Selection: sel})
+		}
 		if c.err != nil {
 			if !errors.Is(err, c.err) {
 				t.Errorf("%q: error %v, want %v", c.sel, err, c.err)
@@ -171,7 +199,11 @@ func TestSelectSimulator(t *testing.T) {
 		{"sim:1", []int{1}},
 		{"sim:accel0", []int{0}},
 	} {
-		s, err := Collect(Options{Root: empty, Selector: c.sel})
+		sel, err := selection(t, c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Collect(Options{Root: empty, Selection: sel})
 		if err != nil {
 			t.Errorf("%q: %v", c.sel, err)
 			continue
@@ -185,17 +217,17 @@ func TestSelectSimulator(t *testing.T) {
 	}
 	// GAUDI_DEVICE=3 names hardware device 3: it must not list the
 	// simulator's devices, and says how to name a simulated one.
-	_, err := Collect(Options{Root: empty, Selector: "3"})
+	_, err := Collect(Options{Root: empty, Selection: mustSelect(t, "3")})
 	if !errors.Is(err, device.ErrNoDevice) || !strings.Contains(err.Error(), "sim:N") {
 		t.Errorf(`"3" without hardware: %v, want ErrNoDevice naming sim:N`, err)
 	}
-	if _, err := Collect(Options{Root: empty, Selector: "sim:2"}); !errors.Is(err, device.ErrNoDevice) {
+	if _, err := Collect(Options{Root: empty, Selection: mustSelect(t, "sim:2")}); !errors.Is(err, device.ErrNoDevice) {
 		t.Errorf(`"sim:2" of two devices: %v, want ErrNoDevice`, err)
 	}
 }
 
 func TestSimulatorValues(t *testing.T) {
-	s, err := Collect(Options{Root: t.TempDir(), Selector: "sim:0", Details: true, Engines: true})
+	s, err := Collect(Options{Root: t.TempDir(), Selection: mustSelect(t, "sim:0"), Details: true, Engines: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +272,7 @@ func TestSimulatorEventsAndCounters(t *testing.T) {
 	sd.RecordHWError(17)
 	sd.RecordRazwi(0x1000, []uint16{3}, 1)
 	defer sd.Reset()
-	s, err := Collect(Options{Root: t.TempDir(), Selector: "sim:1", Details: true})
+	s, err := Collect(Options{Root: t.TempDir(), Selection: mustSelect(t, "sim:1"), Details: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +295,7 @@ func TestSimulatorEventsAndCounters(t *testing.T) {
 // TestSimulatorOwner opens a simulated compute node in this process and
 // expects the scan of /proc to name this process as its owner.
 func TestSimulatorOwner(t *testing.T) {
-	before, err := Collect(Options{Selector: "sim"})
+	before, err := Collect(Options{Selection: mustSelect(t, "sim")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +309,7 @@ func TestSimulatorOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	s, err := Collect(Options{Selector: "sim"})
+	s, err := Collect(Options{Selection: mustSelect(t, "sim")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,9 @@ type Snapshot struct {
 	// Source is "hardware" or "simulator".
 	Source string `json:"source"`
 	// DriverVersion is /sys/module/habanalabs/version when the driver has
-	// one (Habana's out-of-tree driver), else the kernel release for the
-	// kernel's own driver; nil for the simulator or without the driver.
+	// one (Habana's out-of-tree driver), else "linux " and the kernel
+	// release for the kernel's own driver (cli.HostDriverVersion); nil
+	// for the simulator or without the driver.
 	DriverVersion *string `json:"driver_version"`
 	// Devices are sorted by Index.
 	Devices []Device `json:"devices"`

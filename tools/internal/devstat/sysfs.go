@@ -24,9 +24,6 @@ import (
 //     "Unknown", the width as a decimal lane count.
 //   - Documentation/ABI/testing/sysfs-driver-habanalabs: max_power is in
 //     milliwatts; hard_reset_cnt and soft_reset_cnt count resets.
-//   - The kernel's driver has no MODULE_VERSION (common/habanalabs_drv.c),
-//     so /sys/module/habanalabs/version exists only for Habana's
-//     out-of-tree driver; the kernel's driver is as old as the kernel.
 //   - Neither serial_number nor uuid is an attribute of the kernel's
 //     driver (the card's serial is in its EEPROM, whose layout the kernel
 //     does not document); they are read when a driver provides them.
@@ -220,20 +217,4 @@ func compareNumbered(a, b, prefix string) int {
 	x, _ := strconv.Atoi(strings.TrimPrefix(a, prefix))
 	y, _ := strconv.Atoi(strings.TrimPrefix(b, prefix))
 	return x - y
-}
-
-// driverVersion reads the habanalabs module's version, else the kernel
-// release when the module is there without one; nil without the driver.
-func driverVersion(root string) *string {
-	mod := filepath.Join(rootOr(root), "sys", "module", "habanalabs")
-	if v, ok := readText(filepath.Join(mod, "version")); ok && v != "" {
-		return &v
-	}
-	if _, err := os.Stat(mod); err != nil {
-		return nil
-	}
-	if v, ok := readText(filepath.Join(rootOr(root), "proc", "sys", "kernel", "osrelease")); ok && v != "" {
-		return &v
-	}
-	return nil
 }
