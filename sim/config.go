@@ -25,8 +25,9 @@ type Config struct {
 	// (linux 6.12) or Intel's out-of-tree one. The zero value takes
 	// GAUDI_SIM_DRIVER from the environment ("upstream" or "oot"), else
 	// DriverUpstream, so that a whole test suite can be run on either
-	// flavour; System.Driver reports the one in force. The out-of-tree
-	// driver has no legacy encoding: New refuses it with Legacy.
+	// flavour (with Legacy, the zero value is DriverUpstream); System.Driver
+	// reports the one in force. The out-of-tree driver has no legacy
+	// encoding: New refuses it with Legacy.
 	Driver Driver
 	// NoPeerToPeer makes the out-of-tree driver behave as built for a
 	// kernel without dma-buf peer-to-peer support (_HAS_PEER2PEER unset):

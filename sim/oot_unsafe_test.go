@@ -63,6 +63,13 @@ func TestDriverConfig(t *testing.T) {
 		}
 		s.Close()
 	}
+	// A legacy system is the kernel's driver whatever the environment says.
+	t.Setenv("GAUDI_SIM_DRIVER", "oot")
+	if s, err := New(Config{LockDir: t.TempDir(), Legacy: true}); err != nil || s.Driver() != DriverUpstream {
+		t.Errorf("legacy system with GAUDI_SIM_DRIVER=oot: %v", err)
+	} else {
+		s.Close()
+	}
 	t.Setenv("GAUDI_SIM_DRIVER", "bogus")
 	if _, err := New(Config{LockDir: t.TempDir()}); err == nil {
 		t.Error("New accepted GAUDI_SIM_DRIVER=bogus")

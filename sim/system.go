@@ -32,6 +32,9 @@ func New(cfg Config) (*System, error) {
 	if len(cfg.Devices) == 0 {
 		cfg.Devices = Default(Gaudi2, 1).Devices
 	}
+	if cfg.Driver == 0 && cfg.Legacy {
+		cfg.Driver = DriverUpstream // the legacy encoding is the old kernels' driver
+	}
 	drv, err := resolveDriver(cfg.Driver)
 	if err != nil {
 		return nil, err
