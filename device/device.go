@@ -211,8 +211,8 @@ type FileOptions struct {
 // of the packages above goes through it. Simulated and PCIAddress ask f
 // itself (see the package documentation), so a wrapper around a
 // simulated File that should count as simulated forwards
-// Simulated() bool, PCIAddress() string and, for package simdevice,
-// Device() *sim.Device.
+// Simulated() bool, PCIAddress() string, DriverVersion() string (which
+// DriverInfo reports) and, for package simdevice, Device() *sim.Device.
 func FromFile(f ioctl.File, opts FileOptions) (*Device, error) {
 	path := opts.Path
 	if path == "" {

@@ -54,8 +54,8 @@
 //
 // A Device knows it is simulated only through its File: Simulated reports
 // whether the File has a method Simulated() bool that returns true, and
-// PCIAddress uses the File's method PCIAddress() string when it has one.
-// sim.File has both (and Device() *sim.Device, which simdevice.Sim uses);
+// PCIAddress uses the File's method PCIAddress() string when it has one
+// (DriverInfo likewise DriverVersion() string). sim.File has them (and Device() *sim.Device, which simdevice.Sim uses);
 // a kernel file has neither.
 //
 // # Devices over other Files
