@@ -13,6 +13,20 @@
 // Discovery (Nodes, SysFS, Count) reads sysfs only and never opens a node,
 // so it works while other processes own the devices.
 //
+// # Which driver
+//
+// Most Gaudi servers run Intel's out-of-tree habanalabs driver, not the
+// kernel's: the six core ioctls are the same, and it adds INFO ops, a NIC
+// ioctl and the import of dma-bufs. DriverInfo tells which driver a device
+// runs on and its version, by asking the driver (an INFO only the
+// out-of-tree driver serves) and sysfs; the out-of-tree queries
+// (ModuleParams, TimeSyncDie, ReportMemoryConsumption, LinkState,
+// NICAppParams) fail with an error matching ioctl.ErrNotSupported on the
+// kernel's driver. Discovery also finds the devices of the "accel" class
+// the out-of-tree driver makes itself on kernels without CONFIG_DRM_ACCEL
+// (Node.OwnAccelClass). The library always sends DEVICE_STATUS's
+// soft_reset_stall word, which that driver reads, zeroed.
+//
 // # Choosing a device
 //
 // Open and OpenControl take a selector, in the grammar GAUDI_DEVICE uses
@@ -40,8 +54,8 @@
 //
 // A Device knows it is simulated only through its File: Simulated reports
 // whether the File has a method Simulated() bool that returns true, and
-// PCIAddress uses the File's method PCIAddress() string when it has one.
-// sim.File has both (and Device() *sim.Device, which simdevice.Sim uses);
+// PCIAddress uses the File's method PCIAddress() string when it has one
+// (DriverInfo likewise DriverVersion() string). sim.File has them (and Device() *sim.Device, which simdevice.Sim uses);
 // a kernel file has neither.
 //
 // # Devices over other Files

@@ -45,6 +45,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childCache())
 	case "watch":
 		os.Exit(childWatch())
+	case "device-export":
+		os.Exit(childDeviceExport())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(2)

@@ -11,6 +11,15 @@
 // MapHostCached; memory on the Go heap is refused, because the garbage
 // collector may move it while a DMA engine writes it.
 //
+// # Importing device memory of another Gaudi
+//
+// Import maps a dma-buf (another Gaudi's Buffer.Export, from this process
+// or, through package ipc, from another one) into the device's host
+// address range, so this device's DMA engines copy to and from the other
+// device's memory: typed copies take the import where host memory goes.
+// It needs Intel's out-of-tree habanalabs driver (REG_DMABUF_FD); on the
+// kernel's driver it fails with ErrNotSupported.
+//
 // # Lifetimes
 //
 // Every buffer and mapping has an idempotent Close. A device buffer is

@@ -23,7 +23,9 @@ type HostOptions struct {
 // HostBuffer is host memory mapped into the device's address space, so DMA
 // engines can read and write it. Memory from AllocHost lives outside the Go
 // heap and is unmapped by Close; memory given to MapHost stays the
-// caller's.
+// caller's. A dma-buf mapped by Import is a HostBuffer too: the device
+// reaches it through the same host address range, over PCIe, but it is
+// not this process's memory (Imported is true, Bytes nil).
 //
 // Close unmaps the memory from the device; it defers that while a transfer
 // holds the mapping, so memory is never unmapped under a running DMA. A
@@ -38,6 +40,8 @@ type HostBuffer struct {
 	huge string // "hugetlb", "thp" or ""
 	va   uint64 // device address of mem[0]
 	size uint64
+	// imported: a dma-buf mapped by Import, with no host memory (mem nil).
+	imported bool
 
 	mu      sync.Mutex
 	holds   int
@@ -161,7 +165,8 @@ func (m *Manager) mapHost(mem []byte, own, track bool) (*HostBuffer, error) {
 	return h, nil
 }
 
-// Bytes returns the host memory.
+// Bytes returns the host memory; nil for an imported dma-buf, which the
+// CPU does not reach through the mapping.
 func (h *HostBuffer) Bytes() []byte { return h.mem }
 
 // VA returns the device address of the first byte.
@@ -265,7 +270,9 @@ func (h *HostBuffer) release() error {
 	m := h.m
 	m.mu.Lock()
 	m.hostVA.remove(h.va)
-	m.hostPtr.remove(addrOf(h.mem))
+	if !h.imported {
+		m.hostPtr.remove(addrOf(h.mem))
+	}
 	m.mu.Unlock()
 	err := h.unmap()
 	if h.own {
@@ -280,6 +287,9 @@ func (h *HostBuffer) unmap() error {
 	in.Op = hl.HL_MEM_OP_UNMAP
 	in.Unmap().DeviceVirtAddr = h.va
 	if err := h.m.releaseCall(&a); err != nil {
+		if h.imported {
+			return fmt.Errorf("unmap imported dma-buf: %w", err)
+		}
 		return fmt.Errorf("unmap host memory: %w", err)
 	}
 	return nil

@@ -67,6 +67,10 @@ type mapping struct {
 	// Device memory.
 	pack *physPack
 
+	// An imported dma-buf (REG_DMABUF_FD): a host mapping over the
+	// simulator's mapping of the buffer, released with the mapping.
+	imported *importMap
+
 	exportCnt int // live dma-buf exports of this mapping
 }
 

@@ -19,6 +19,8 @@ type Device struct {
 	cfg      DeviceConfig
 	prof     profile
 	legacy   bool
+	driver   Driver
+	noP2P    bool // out-of-tree driver built without _HAS_PEER2PEER
 	lockPath string
 	dram     *sparseMem
 	vm       *devVM
@@ -47,6 +49,15 @@ type Device struct {
 	hostFaults     HostFaults // DMA that found host memory unmapped (hostfault.go)
 	hw             hwHolder   // command submission hardware (engine.go)
 
+	// The out-of-tree driver's soft reset stall (oot.go): until when soft
+	// resets wait (CLOCK_MONOTONIC ns, 0 for none), how many DEVICE_STATUS
+	// calls asked for one, how many resets waited; and the last memory
+	// consumption report.
+	stallUntil    int64
+	stallRequests uint64
+	stalledResets uint64
+	memReport     MemoryConsumption
+
 	debug   debugState  // DEBUG ioctl: debug mode and CoreSight (debug.go)
 	engines engineModes // engine cores halted and engines stalled (cs_control.go)
 }
@@ -68,6 +79,8 @@ func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
 		cfg:         dc,
 		prof:        prof,
 		legacy:      cfg.Legacy,
+		driver:      cfg.Driver,
+		noP2P:       cfg.NoPeerToPeer,
 		lockPath:    lockPath(cfg.LockDir, dc.PCIAddress),
 		dram:        newSparseMem(dc.DRAMSize),
 		vm:          newDevVM(&prof),
@@ -208,6 +221,11 @@ func (d *Device) finish(f *File) {
 		}
 	}()
 	f.final.Do(func() {
+		if d.prof.dramVirtual && d.oot() {
+			// The release's compute reset (see below) is a soft reset,
+			// which a DEVICE_STATUS poll may have asked to stall.
+			d.softResetStall()
+		}
 		d.closeSubmissions(f)
 		f.mm.fini()
 		f.ctx.fini()

@@ -66,6 +66,27 @@
 // registrations, raised through the sync managers' completion queues and
 // the MSI-X doorbell (interrupt.go, syncmgr.go).
 //
+// # Driver flavours
+//
+// Config.Driver chooses the driver the devices behave as: the kernel's
+// (linux 6.12, DriverUpstream, the default) or Intel's out-of-tree one
+// (DriverOutOfTree, built with CONFIG_DRM_ACCEL, NIC ports not enabled);
+// GAUDI_SIM="gaudi2:8:oot" or GAUDI_SIM_DRIVER=oot choose it from the
+// environment. The out-of-tree flavour adds what that driver adds
+// (oot.go, import_unsafe.go): INFO MODULE_PARAMS and
+// CONFIG_DRM_ACCEL_ENABLED in every state, TIME_SYNC_PER_DIE,
+// MEMORY_CONSUMPTION and the link queries (EFAULT: no NIC) on an
+// operational device, the named bytes of HW_IP_INFO, DEVICE_STATUS reading
+// soft_reset_stall from the caller's buffer (a non-zero value delays the
+// next soft reset by 30 ms; Device.SoftResetStallRequests counts them),
+// the NIC ioctl (EBUSY, EINVAL for ops it does not serve, EFAULT for the
+// rest), MAP with HL_MEM_ODP refused with EOPNOTSUPP, and MEMORY
+// REG_DMABUF_FD, which maps a dma-buf (a simulated device's export, from
+// this process or another one) into the device's host address range so
+// its engines copy to and from the exporter's memory. The upstream flavour
+// answers all of these as 6.12 does: EINVAL for the unknown INFO and
+// MEMORY ops, EINVAL from drm_ioctl for the NIC number.
+//
 // # Rules it keeps
 //
 //   - One compute context per device, across goroutines and processes: the

@@ -76,7 +76,7 @@ func (f *File) info(a *hl.InfoArgs) error {
 	if a.Pad != 0 {
 		return unix.EINVAL
 	}
-	op, known := infoOps[a.Op]
+	op, known := f.dev.infoOpOf(a.Op)
 	if known && op.anyState {
 		return op.serve(f, a)
 	}
@@ -152,6 +152,9 @@ func (d *Device) hwIPInfo() hl.InfoHWIPInfo {
 	r.RotatorEnabledMask = p.rotatorMask
 	r.EngineCoreInterruptRegAddr = p.engineCoreIRQAddr
 	r.ReservedDRAMSize = dramKMD
+	if d.oot() {
+		d.ootHWIPInfo(&r)
+	}
 	return r
 }
 

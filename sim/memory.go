@@ -40,6 +40,11 @@ func (f *File) memory(a *hl.MemArgs) error {
 		*a = hl.MemArgs{}
 		a.Out().SetFD(int32(fd))
 		return err
+	case hl.HL_MEM_OP_REG_DMABUF_FD:
+		if !f.dev.oot() {
+			break // not an upstream op: EINVAL below
+		}
+		return f.memRegDMABuf(a)
 	case hl.HL_MEM_OP_TS_ALLOC:
 		h, err := f.mm.allocTS(in.NumOfElements)
 		if err != nil {
@@ -93,6 +98,12 @@ func (f *File) memMap(a *hl.MemArgs) error {
 	flags := in.Flags
 	var va uint64
 	var err error
+	if flags&hl.HL_MEM_ODP != 0 && f.dev.oot() {
+		// The out-of-tree map_device_va: ODP asked of a device that
+		// does not support it (no simulated ASIC sets supports_odp).
+		*a = hl.MemArgs{}
+		return unix.EOPNOTSUPP
+	}
 	if flags&hl.HL_MEM_USERPTR != 0 {
 		h := *in.MapHost()
 		va, err = f.ctx.mapHost(h.HostVirtAddr, h.HintAddr, h.MemSize, flags)
@@ -301,6 +312,9 @@ func (c *context) unmap(va uint64) error {
 	if m.pack != nil {
 		m.pack.mappings.Add(-1)
 	}
+	if m.imported != nil {
+		m.imported.release()
+	}
 	return nil
 }
 
@@ -432,6 +446,9 @@ func (c *context) fini() {
 	for _, m := range c.index {
 		if m.pack != nil {
 			m.pack.mappings.Add(-1)
+		}
+		if m.imported != nil {
+			m.imported.release()
 		}
 	}
 	c.maps, c.index, c.exports = map[uint64]*mapping{}, nil, nil

@@ -30,7 +30,20 @@ func (s *System) Close() error {
 // New builds a System from cfg. Devices start operational.
 func New(cfg Config) (*System, error) {
 	if len(cfg.Devices) == 0 {
-		cfg = Config{Devices: Default(Gaudi2, 1).Devices, LockDir: cfg.LockDir, Legacy: cfg.Legacy}
+		cfg.Devices = Default(Gaudi2, 1).Devices
+	}
+	if cfg.Driver == 0 && cfg.Legacy {
+		cfg.Driver = DriverUpstream // the legacy encoding is the old kernels' driver
+	}
+	drv, err := resolveDriver(cfg.Driver)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Driver = drv
+	if cfg.Legacy && drv == DriverOutOfTree {
+		// The out-of-tree driver serves /dev/accel nodes only (DRM or its
+		// own accel class); the 'H' encoding is the pre-accel driver's.
+		return nil, fmt.Errorf("the out-of-tree driver has no legacy ioctl encoding")
 	}
 	if cfg.LockDir == "" {
 		cfg.LockDir = DefaultLockDir()

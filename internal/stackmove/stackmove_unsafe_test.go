@@ -3,10 +3,12 @@ package stackmove
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/control"
@@ -81,6 +83,10 @@ func regions(nr uint, arg unsafe.Pointer) []region {
 		if in.Op == hl.HL_MEM_OP_MAP && in.Flags&hl.HL_MEM_USERPTR != 0 {
 			add("MEMORY map host_virt_addr", in.MapHost().HostVirtAddr, min(in.MapHost().MemSize, 4096))
 		}
+	case hl.HL_IOCTL_NIC: // the out-of-tree driver's (hl_nic_ioctl, cn_control)
+		a := (*hl.NICArgs)(arg)
+		add("NIC input_ptr", u64(0), uint64(a.InputSize))
+		add("NIC output_ptr", u64(8), uint64(a.OutputSize))
 	}
 	return rs
 }
@@ -252,7 +258,9 @@ func fill(n int, wg *sync.WaitGroup, done chan struct{}) {
 	runtime.KeepAlive(&pad)
 }
 
-// scenario is one library call that hands the driver addresses.
+// scenario is one library call that hands the driver addresses. Every
+// one of scenarios runs on both driver flavours of the simulator, the
+// kernel's and Intel's out-of-tree one; ootScenarios only on the latter.
 type scenario struct {
 	name string
 	asic sim.ASIC
@@ -327,6 +335,67 @@ var scenarios = []scenario{
 	}},
 }
 
+// ootScenarios use what only the out-of-tree driver has.
+var ootScenarios = []scenario{
+	{"out-of-tree INFO inputs", sim.Gaudi2, func(t *testing.T, r *rig) {
+		if _, err := r.d.TimeSyncDie(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.d.ReportMemoryConsumption(0, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.d.Status(); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"NIC query", sim.Gaudi2, func(t *testing.T, r *rig) {
+		if _, err := r.d.NICAppParams(0); !errors.Is(err, device.ErrNoNIC) {
+			t.Fatalf("NIC query on a device without NIC ports: %v, want ErrNoNIC", err)
+		}
+	}},
+	{"dma-buf import and copy", sim.Gaudi2, func(t *testing.T, r *rig) { importCopy(t, r) }},
+}
+
+// importCopy exports a buffer, imports the dma-buf into the same device
+// and copies from the import with the device's engines.
+func importCopy(t *testing.T, r *rig) {
+	const n = 64 << 10
+	src, err := r.m.Alloc(n, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	want := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, n/7+1)[:n]
+	if _, err := src.WriteAt(want, 0); err != nil {
+		t.Fatal(err)
+	}
+	x, err := src.Export(0, n, memory.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	imp, err := r.m.Import(x.Fd(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Close()
+	dst, err := r.m.Alloc(n, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if err := r.e.CopyToDevice(r.ctx, dst.Range(0, n), imp.Range(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n)
+	if _, err := dst.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("bytes copied from the import differ")
+	}
+}
+
 func queueOf(t *testing.T, r *rig) device.Queue {
 	if r.d.ASIC().IsGaudi() {
 		return device.GaudiQueue(hl.GAUDI_QUEUE_ID_DMA_0_0)
@@ -389,61 +458,73 @@ func TestAddressesSurviveStackMoves(t *testing.T) {
 	defer close(poisonDone)
 
 	seen := map[string]int{}
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			cfg := sim.Default(sc.asic, 1)
-			cfg.LockDir = t.TempDir()
-			sys, err := sim.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sys.Close()
-			sf, err := sys.Device(0).Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := &movingFile{File: sf, t: t, calls: map[string]int{}}
-			d, err := device.FromFile(f, device.FileOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			m, err := memory.New(d, memory.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			e, err := dma.New(m, dma.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			s, err := stream.New(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background()) // sliced waits
-			defer cancel()
-			// Run on a fresh goroutine, whose stack starts small.
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				sc.run(t, &rig{d: d, m: m, e: e, s: s, ctx: ctx})
-			}()
-			<-done
-			if len(f.calls) == 0 {
-				t.Fatal("no call passed an address")
-			}
-			for k, v := range f.calls {
-				seen[k] += v
-			}
-		})
+	for _, drv := range []sim.Driver{sim.DriverUpstream, sim.DriverOutOfTree} {
+		for _, sc := range scenarios {
+			runScenario(t, drv, sc, seen)
+		}
+	}
+	for _, sc := range ootScenarios {
+		runScenario(t, sim.DriverOutOfTree, sc, seen)
 	}
 	// Every kind of address the library passes was exercised.
 	for _, want := range []string{"INFO return_pointer", "CS chunks_execute", "CS chunk signal_seq_arr",
-		"WAIT_CS multi-CS seq array", "WAIT_CS interrupt addr", "CS engines", "CS engine_cores", "MEMORY map host_virt_addr"} {
+		"WAIT_CS multi-CS seq array", "WAIT_CS interrupt addr", "CS engines", "CS engine_cores", "MEMORY map host_virt_addr",
+		"NIC input_ptr", "NIC output_ptr"} {
 		if seen[want] == 0 {
 			t.Errorf("no scenario passed %s; seen %v", want, fmt.Sprint(seen))
 		}
 	}
+}
+
+// runScenario runs one scenario on a fresh simulated device of driver
+// drv, through the moving File.
+func runScenario(t *testing.T, drv sim.Driver, sc scenario, seen map[string]int) {
+	t.Run(drv.String()+"/"+sc.name, func(t *testing.T) {
+		cfg := sim.Default(sc.asic, 1)
+		cfg.LockDir, cfg.Driver = t.TempDir(), drv
+		sys, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sys.Close()
+		sf, err := sys.Device(0).Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &movingFile{File: sf, t: t, calls: map[string]int{}}
+		d, err := device.FromFile(f, device.FileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		m, err := memory.New(d, memory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		e, err := dma.New(m, dma.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		s, err := stream.New(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background()) // sliced waits
+		defer cancel()
+		// Run on a fresh goroutine, whose stack starts small.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sc.run(t, &rig{d: d, m: m, e: e, s: s, ctx: ctx})
+		}()
+		<-done
+		if len(f.calls) == 0 {
+			t.Fatal("no call passed an address")
+		}
+		for k, v := range f.calls {
+			seen[k] += v
+		}
+	})
 }

@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
 	os.Unsetenv("GAUDI_DEVICE")
+	os.Unsetenv("GAUDI_SIM_DRIVER") // the README's output is of the kernel's driver
 	// The output must not depend on this machine's RDMA NICs, and the
 	// fixture's node paths must never reach a device of this machine.
 	listNICs = func() (ib.SysFS, []ib.Device, error) { return ib.SysFS{}, nil, nil }
@@ -378,7 +379,8 @@ func TestTextShowsWhatHLSMIShows(t *testing.T) {
 	spaces := regexp.MustCompile(` +`)
 	flat := spaces.ReplaceAllString(out, " ")
 	for _, want := range []string{
-		"3 device(s), hardware, driver linux 6.12.57+deb12-amd64",
+		"3 device(s), hardware, upstream driver linux 6.12.57+deb12-amd64",
+		"driver upstream",
 		"0    0000:19:00.0  GAUDI2  3    51C   -      -     -             operational",
 		"1    0000:1a:00.0  GAUDI2  5    -     -      -     -             in reset",
 		"PROCESSES",

@@ -43,7 +43,12 @@ var tableStatus = map[string]string{
 // -engines, a section per device.
 func writeText(w io.Writer, s *devstat.Snapshot, nics []nicReport, c *config) error {
 	head := fmt.Sprintf("%d device(s), %s", len(s.Devices), s.Source)
-	if s.DriverVersion != nil {
+	switch {
+	case s.Driver != nil && s.DriverVersion != nil:
+		head += ", " + *s.Driver + " driver " + *s.DriverVersion
+	case s.Driver != nil:
+		head += ", " + *s.Driver + " driver"
+	case s.DriverVersion != nil:
 		head += ", driver " + *s.DriverVersion
 	}
 	fmt.Fprintln(w, head)
@@ -110,6 +115,7 @@ func writeDetails(w io.Writer, d devstat.Device) error {
 	line("uuid", "%s", strOr(d.UUID))
 	line("status", "%s, simulated %s", dash(d.Status), yesNo(d.Simulated))
 	line("abi", "%s, dma-buf export %s", dash(d.ABI), boolOr(d.DMABufExport))
+	line("driver", "%s", strOr(d.Driver))
 	line("numa node", "%s", intOr(d.NUMANode))
 	line("firmware", "%s", strOr(d.FirmwareVersion))
 	keys := make([]string, 0, len(d.Firmware))
@@ -177,6 +183,15 @@ func writeDetails(w io.Writer, d devstat.Device) error {
 		for _, e := range x.Events {
 			b, _ := json.Marshal(e)
 			line("event "+e.Kind, "%s", b)
+		}
+		if o := x.OutOfTree; o != nil {
+			line("drm accel", "%s", boolOr(o.DRMAccel))
+			line("nic ports", "%#x, external %#x, initialized %s", o.NICPortsMask, o.NICPortsExternalMask, boolOr(o.NICInitialized))
+			line("engines (oot)", "mme %#x, scheduler arcs %#x, odp %s", o.MMEMask, o.SchedArcMask, yesNo(o.ODPSupported))
+			if p := o.ModuleParams; p != nil {
+				line("module params", "timeout %d s, reset on lockup %s, tpc %#x, nic ports %#x, firmware %#x",
+					p.TimeoutLockedS, yesNo(p.ResetOnLockup), p.TPCMask, p.NICPortsMask, p.FWLoadingMask)
+			}
 		}
 	}
 	for _, e := range d.Errors {

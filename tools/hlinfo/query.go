@@ -52,6 +52,7 @@ var fields = []field{
 		}
 		return *s.DriverVersion, true
 	}},
+	{"driver", "", "the habanalabs driver: upstream (the kernel's) or out-of-tree (Intel's)", false, str(func(d *devstat.Device) *string { return d.Driver })},
 	{"temperature.aip", "C", "hottest hwmon temperature sensor of the device", true, func(_ *devstat.Snapshot, d *devstat.Device) (string, bool) {
 		if len(d.Temperatures) == 0 {
 			return "", false

@@ -78,10 +78,27 @@ func Collect(o Options) (*Snapshot, error) {
 			collectHardware(s, c.Node, &o, files)
 		}
 	}
+	s.Driver = commonDriver(s.Devices)
 	// After every control node of ours is closed, so only other
 	// holders (and this process's compute opens) are seen.
 	scanProcesses(o.Root, files, s.Devices)
 	return s, nil
+}
+
+// commonDriver is the driver every device reports, or nil.
+func commonDriver(devs []Device) *string {
+	var drv *string
+	for _, d := range devs {
+		switch {
+		case d.Driver == nil:
+			return nil
+		case drv == nil:
+			drv = d.Driver
+		case *drv != *d.Driver:
+			return nil
+		}
+	}
+	return drv
 }
 
 // collectHardware adds Gaudi n to s.
@@ -101,6 +118,13 @@ func collectHardware(s *Snapshot, n device.Node, o *Options, files map[string]ho
 	}
 	if r.Resets == nil {
 		r.Resets = sysfsResets(n)
+	}
+	if r.Driver == nil {
+		// The device could not tell (not operational, or not opened):
+		// the loaded module can.
+		if drv, _ := (device.SysFS{Root: rootOr(o.Root)}).Driver(); drv != device.DriverUnknown {
+			r.Driver = ptr(drv.String())
+		}
 	}
 	files[n.Path] = holder{len(s.Devices), "compute"}
 	if n.ControlPath != "" {

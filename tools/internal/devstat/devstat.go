@@ -35,6 +35,10 @@ type Snapshot struct {
 	Timestamp time.Time `json:"timestamp"`
 	// Source is "hardware" or "simulator".
 	Source string `json:"source"`
+	// Driver is the habanalabs driver the devices run on: "upstream" (the
+	// kernel's) or "out-of-tree" (Intel's); nil when it cannot be told or
+	// the devices differ. See Device.Driver.
+	Driver *string `json:"driver"`
 	// DriverVersion is /sys/module/habanalabs/version when the driver has
 	// one (Habana's out-of-tree driver), else "linux " and the kernel
 	// release for the kernel's own driver (cli.HostDriverVersion); nil
@@ -70,6 +74,10 @@ type Device struct {
 	ControlNode string `json:"control_node"`
 	// ABI is the ioctl encoding the driver speaks: "drm" or "legacy".
 	ABI string `json:"abi"`
+	// Driver is the driver the device runs on, as the device answers a
+	// probe (device.Device.DriverInfo) or, when it cannot tell, as sysfs
+	// says: "upstream" or "out-of-tree"; nil when unknown.
+	Driver *string `json:"driver"`
 	// DMABufExport is true for drivers that export dma-bufs (every DRM
 	// one); nil when a control node cannot tell.
 	DMABufExport *bool `json:"dmabuf_export"`

@@ -1,6 +1,7 @@
 package devstat
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -30,6 +31,52 @@ type Details struct {
 	// Events are the first error of each kind the driver recorded since
 	// the last compute open.
 	Events []Event `json:"events"`
+	// OutOfTree holds what only Intel's out-of-tree driver reports; nil
+	// on the kernel's driver.
+	OutOfTree *OutOfTree `json:"out_of_tree"`
+}
+
+// OutOfTree is what Intel's out-of-tree driver reports beyond the kernel's:
+// the named bytes of INFO HW_IP_INFO, INFO CONFIG_DRM_ACCEL_ENABLED and
+// MODULE_PARAMS, and whether its NIC ports are up.
+type OutOfTree struct {
+	// DRMAccel says whether the driver was built with CONFIG_DRM_ACCEL
+	// (its nodes are DRM accel devices) rather than making its own accel
+	// class.
+	DRMAccel *bool `json:"drm_accel"`
+	// MMEMask and SchedArcMask are the enabled MMEs and scheduler ARCs.
+	MMEMask      uint32 `json:"mme_mask"`
+	SchedArcMask uint32 `json:"sched_arc_mask"`
+	// NICPortsMask are the enabled NIC ports, NICPortsExternalMask those
+	// used for scale-out.
+	NICPortsMask         uint64 `json:"nic_ports_mask"`
+	NICPortsExternalMask uint64 `json:"nic_ports_external_mask"`
+	// NICInitialized is false when the driver answers that its NIC is not
+	// initialized (INFO HABANA_LINK_STATE of port 0); nil when not asked
+	// or another error came.
+	NICInitialized *bool `json:"nic_initialized"`
+	ODPSupported   bool  `json:"odp_supported"`
+	// ModuleParams are the driver's module parameters.
+	ModuleParams *ModuleParams `json:"module_params"`
+}
+
+// ModuleParams is part of INFO MODULE_PARAMS: the values the driver's
+// module parameters took.
+type ModuleParams struct {
+	TimeoutLockedS      int64  `json:"timeout_locked_s"`
+	ResetOnLockup       bool   `json:"reset_on_lockup"`
+	MMUEnable           bool   `json:"mmu_enable"`
+	MMEEnable           bool   `json:"mme_enable"`
+	DRAMEnable          bool   `json:"dram_enable"`
+	TPCMask             uint64 `json:"tpc_mask"`
+	DecoderMask         uint32 `json:"decoder_mask"`
+	RotatorMask         uint32 `json:"rotator_mask"`
+	NICPortsMask        uint32 `json:"nic_ports_mask"`
+	FWLoadingMask       uint64 `json:"fw_loading_mask"`
+	Heartbeat           bool   `json:"heartbeat"`
+	SecurityEnable      bool   `json:"security_enable"`
+	HBMECCEnable        bool   `json:"hbm_ecc_enable"`
+	HardResetOnFWEvents bool   `json:"hard_reset_on_fw_events"`
 }
 
 // HWIP is INFO HW_IP_INFO: the device's fixed properties.
@@ -112,6 +159,10 @@ func fillInfo(r *Device, d *device.Device, o *Options) {
 		r.FirmwareVersion = ptr(hw.CPUCPVersion)
 	}
 	r.ABI = d.Encoding().String()
+	info, err := d.DriverInfo()
+	if err == nil && info.Driver != device.DriverUnknown {
+		r.Driver = ptr(info.Driver.String())
+	}
 	// Every driver that speaks the DRM encoding (6.6 and later) has
 	// MEMORY EXPORT_DMABUF_FD; for older ones a control node cannot tell.
 	if d.Encoding() == ioctl.EncodingDRM {
@@ -211,7 +262,37 @@ func fillInfo(r *Device, d *device.Device, o *Options) {
 			r.Details = &Details{}
 		}
 		fillDetails(r.Details, d, hw, fail)
+		if info.Driver == device.DriverOutOfTree {
+			r.Details.OutOfTree = outOfTree(d, hw, info, fail)
+		}
 	}
+}
+
+// outOfTree reads what only the out-of-tree driver reports.
+func outOfTree(d *device.Device, hw device.HWIPInfo, info device.DriverInfo, fail func(string, error)) *OutOfTree {
+	x := &OutOfTree{
+		DRMAccel: info.DRMAccel, MMEMask: hw.MMEMask, SchedArcMask: hw.SchedArcMask,
+		NICPortsMask: hw.NICPortsMask, NICPortsExternalMask: hw.NICPortsExternalMask, ODPSupported: hw.ODPSupported,
+	}
+	switch _, err := d.LinkState(0); {
+	case err == nil:
+		x.NICInitialized = ptr(true)
+	case errors.Is(err, device.ErrNoNIC):
+		x.NICInitialized = ptr(false)
+	default:
+		fail("habana_link_state", err)
+	}
+	if p, err := d.ModuleParams(); err == nil {
+		x.ModuleParams = &ModuleParams{
+			TimeoutLockedS: int64(p.TimeoutLocked / time.Second), ResetOnLockup: p.ResetOnLockup, MMUEnable: p.MMUEnable,
+			MMEEnable: p.MMEEnable, DRAMEnable: p.DRAMEnable, TPCMask: p.TPCMask, DecoderMask: p.DecoderMask,
+			RotatorMask: p.RotatorMask, NICPortsMask: p.NICPortsMask, FWLoadingMask: p.FWLoading, Heartbeat: p.Heartbeat,
+			SecurityEnable: p.SecurityEnable, HBMECCEnable: p.HBMECCEnable, HardResetOnFWEvents: p.HardResetOnFWEvents,
+		}
+	} else {
+		fail("module_params", err)
+	}
+	return x
 }
 
 // throttleNames names the hl.HL_CLK_THROTTLE_* bits of mask; unknown bits

@@ -38,13 +38,22 @@ var firmwareAttrs = []string{
 // sysfsDirs returns the PCI function directory of a device (where its
 // link and hwmon are) and the directory of its driver attributes: the
 // same directory on the accel layout, the class device on the legacy
-// one. Either is "" when sysfs does not show it.
+// one, accelN/device and the PCI function of pci_addr on the out-of-tree
+// driver's own accel class. Either is "" when sysfs does not show it.
 func sysfsDirs(root string, n device.Node) (pci, attrs string) {
 	join := func(elem ...string) string { return filepath.Join(append([]string{rootOr(root)}, elem...)...) }
 	switch n.Layout {
 	case device.LayoutAccel:
 		pci = join("sys", "class", "accel", "accel"+strconv.Itoa(n.Index), "device")
 		attrs = pci
+		if n.OwnAccelClass {
+			// The out-of-tree driver's own class: accelN/device is the
+			// directory of its attributes, not the PCI function.
+			pci = ""
+			if n.PCIAddress != "" {
+				pci = join("sys", "bus", "pci", "devices", n.PCIAddress)
+			}
+		}
 	case device.LayoutLegacy:
 		attrs = join("sys", "class", "habanalabs", "hl"+strconv.Itoa(n.Index))
 		if n.PCIAddress != "" {
