@@ -8,6 +8,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 // The simulated server is built once per process: two Gaudi2 here, with
@@ -20,7 +23,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
 	os.Unsetenv("GAUDI_DEVICE")
-	code := m.Run()
+	// The simulated server is the process's; it is closed before the
+	// leak check (internal/leakcheck).
+	code := leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if s, err := simdevice.System(); err == nil {
+			s.Close()
+		}
+	}))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
