@@ -61,6 +61,26 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestHelpSections checks that the sections follow the environment, in
+// order, their lines indented and their blank lines kept.
+func TestHelpSections(t *testing.T) {
+	c, out, _ := newTestCommand()
+	c.Sections = []Section{
+		{"Exit status", "0 when it worked,\n2 for a bad flag.\n"},
+		{"Examples", "\ntool -n 2\n\ntool -device 1\n"},
+	}
+	if err := c.Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatal(err)
+	}
+	want := "\nExit status:\n  0 when it worked,\n  2 for a bad flag.\n\nExamples:\n  tool -n 2\n\n  tool -device 1\n"
+	if !strings.HasSuffix(out.String(), want) {
+		t.Errorf("help ends\n%s\nwant it to end\n%s", out.String(), want)
+	}
+	if env, sec := strings.Index(out.String(), "Environment:"), strings.Index(out.String(), "Exit status:"); env < 0 || sec < env {
+		t.Errorf("the sections do not follow the environment:\n%s", out.String())
+	}
+}
+
 func TestVersionFlag(t *testing.T) {
 	c, out, _ := newTestCommand()
 	err := c.Parse([]string{"-version"})
