@@ -26,6 +26,15 @@ type Env struct {
 	Name, Doc string
 }
 
+// Section is a titled block of the text -h prints after the environment,
+// such as a command's exit statuses or examples.
+type Section struct {
+	// Title heads the block, such as "Exit status".
+	Title string
+	// Text is the block's lines, printed indented by two spaces.
+	Text string
+}
+
 // CommonEnv are the variables every command that opens a device reads.
 var CommonEnv = []Env{
 	{"GAUDI_DEVICE", "the device when -device is not given, in the grammar of -device"},
@@ -46,6 +55,8 @@ type Command struct {
 	Doc string
 	// Env lists the environment variables -h names; New sets CommonEnv.
 	Env []Env
+	// Sections follow the environment in -h, in order.
+	Sections []Section
 	// Flags is the command's flag set. New adds -device and -version.
 	Flags *flag.FlagSet
 	// Device is the -device flag.
@@ -83,8 +94,8 @@ func New(name, synopsis, doc string) *Command {
 	return c
 }
 
-// Usage writes the text -h prints: synopsis, description, flags and
-// environment.
+// Usage writes the text -h prints: synopsis, description, flags,
+// environment and Sections.
 func (c *Command) Usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage:\n")
 	for _, l := range strings.Split(strings.TrimSpace(c.Synopsis), "\n") {
@@ -105,6 +116,16 @@ func (c *Command) Usage(w io.Writer) {
 			fmt.Fprintf(tw, "  %s\t%s\n", e.Name, e.Doc)
 		}
 		tw.Flush()
+	}
+	for _, s := range c.Sections {
+		fmt.Fprintf(w, "\n%s:\n", s.Title)
+		for _, l := range strings.Split(strings.Trim(s.Text, "\n"), "\n") {
+			if l = strings.TrimRight(l, " "); l == "" {
+				fmt.Fprintln(w)
+				continue
+			}
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 }
 

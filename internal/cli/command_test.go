@@ -8,6 +8,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 // The simulated server is built once per process: two Gaudi2 here, with
@@ -20,7 +23,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
 	os.Unsetenv("GAUDI_DEVICE")
-	code := m.Run()
+	// The simulated server is the process's; it is closed before the
+	// leak check (internal/leakcheck).
+	code := leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if s, err := simdevice.System(); err == nil {
+			s.Close()
+		}
+	}))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -49,6 +58,26 @@ func TestHelp(t *testing.T) {
 		if errOut.Len() != 0 {
 			t.Errorf("%s: wrote to stderr: %q", arg, errOut.String())
 		}
+	}
+}
+
+// TestHelpSections checks that the sections follow the environment, in
+// order, their lines indented and their blank lines kept.
+func TestHelpSections(t *testing.T) {
+	c, out, _ := newTestCommand()
+	c.Sections = []Section{
+		{"Exit status", "0 when it worked,\n2 for a bad flag.\n"},
+		{"Examples", "\ntool -n 2\n\ntool -device 1\n"},
+	}
+	if err := c.Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatal(err)
+	}
+	want := "\nExit status:\n  0 when it worked,\n  2 for a bad flag.\n\nExamples:\n  tool -n 2\n\n  tool -device 1\n"
+	if !strings.HasSuffix(out.String(), want) {
+		t.Errorf("help ends\n%s\nwant it to end\n%s", out.String(), want)
+	}
+	if env, sec := strings.Index(out.String(), "Environment:"), strings.Index(out.String(), "Exit status:"); env < 0 || sec < env {
+		t.Errorf("the sections do not follow the environment:\n%s", out.String())
 	}
 }
 

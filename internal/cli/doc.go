@@ -4,8 +4,9 @@
 //   - ParseSize, FormatSize and Size: one strict size grammar ("4K" is
 //     4096, "4KB" is 4000, "1.5M" is 1572864; junk, signs, fractions of
 //     a byte and overflow are errors), and a flag.Value for it.
-//   - Command: a flag set with -h (a synopsis, the flags and the
-//     environment variables, on stdout, exit 0), -version (Version) and
+//   - Command: a flag set with -h (a synopsis, the flags, the
+//     environment variables and Sections such as exit statuses and
+//     examples, on stdout, exit 0), -version (Version) and
 //     -device, and the exit codes (Exit: 0 for -h and -version, 2 for a
 //     usage error, 1 for a failure).
 //   - DeviceFlag and Selection: the -device flag, in the selector grammar

@@ -15,6 +15,8 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/cli"
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
 )
@@ -28,7 +30,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
 	os.Unsetenv("GAUDI_DEVICE")
-	code := m.Run()
+	// The simulated server is the process's; it is closed before the
+	// leak check (internal/leakcheck).
+	code := leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if s, err := simdevice.System(); err == nil {
+			s.Close()
+		}
+	}))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -56,12 +56,13 @@ type bpfChunk struct {
 type bpfConfig struct {
 	_           structs.HostLayout
 	Pid         uint32
-	Rdev        uint32
 	Flags       bpfConfigFlag
+	Nrdev       uint32
+	Rdev        [16]uint32
 	Nprefix     uint32
 	Comm        [16]uint8
-	PrefixLen   [6]uint32
-	Prefix      [6][32]uint8
+	PrefixLen   [16]uint32
+	Prefix      [16][32]uint8
 	NrIoctl     uint32
 	NrOpenat    uint32
 	NrMmap      uint32

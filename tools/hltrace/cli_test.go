@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/uapi/dmabuf"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
@@ -39,11 +41,16 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-duration", "-1s"}, "-duration -1s: the duration must not be negative"},
 		{[]string{"-asic", "gaudi3"}, `-asic "gaudi3": want gaudi or gaudi2`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-device", "sim"}, "-device sim: hltrace sees only the kernel's devices, and a program on the simulator makes no system call"},
+		{[]string{"-device", "sim:1", "--", "true"}, "-device sim:1: hltrace sees only the kernel's devices"},
+		{[]string{"-d", "sim"}, "-device sim: hltrace sees only the kernel's devices"},
+		{[]string{"-device", "bogus"}, `invalid value "bogus" for flag -device`},
+		{[]string{"-device", "0", "-d", "/dev/null"}, "-d is the old name of -device: give one"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := hltrace(tc.args, nil, &stdout, &stderr)
-		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), "hltrace -h") {
-			t.Errorf("hltrace %q: status %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), exitUsage, tc.want)
+		if want := cli.ExitCode(cli.ErrUsage); code != want || !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), "hltrace -h") {
+			t.Errorf("hltrace %q: status %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), want, tc.want)
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("hltrace %q wrote to stdout: %q", tc.args, stdout.String())
@@ -52,18 +59,24 @@ func TestFlagErrors(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
-	cfg, err := parseArgs([]string{"-ringbuf", "16", "-errors", "-slower", "2ms", "-asic", "Gaudi2", "-o", "f", "--", "prog", "-x", "--", "y"})
+	_, cfg, err := parseArgs([]string{"-ringbuf", "16", "-errors", "-slower", "2ms", "-asic", "Gaudi2", "-o", "f", "-device", "gaudi2",
+		"--", "prog", "-x", "--", "y"}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.opts.RingSize != 16<<20 || !cfg.out.Errors || cfg.out.Slower != 2*time.Millisecond || cfg.out.ASIC != device.Gaudi2 ||
-		cfg.output != "f" || !slices.Equal(cfg.argv, []string{"prog", "-x", "--", "y"}) {
+		cfg.output != "f" || !slices.Equal(cfg.argv, []string{"prog", "-x", "--", "y"}) || cfg.device.String() != "gaudi2" || cfg.oldD {
 		t.Errorf("parsed %+v", cfg)
 	}
 	// Without "--", the first argument that is not a flag starts the command.
-	cfg, err = parseArgs([]string{"-summary", "prog", "-summary"})
+	_, cfg, err = parseArgs([]string{"-summary", "prog", "-summary"}, io.Discard, io.Discard)
 	if err != nil || !slices.Equal(cfg.argv, []string{"prog", "-summary"}) || !cfg.out.Summary {
 		t.Errorf("parsed %+v, %v", cfg, err)
+	}
+	// -d is -device's old name.
+	_, cfg, err = parseArgs([]string{"-d", "/dev/null"}, io.Discard, io.Discard)
+	if err != nil || cfg.device.String() != "/dev/null" || !cfg.oldD {
+		t.Errorf("-d: parsed %+v, %v", cfg, err)
 	}
 }
 
@@ -74,12 +87,29 @@ func TestHelp(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{
-		"hltrace [flags] -- command [args...]", "Flags:", "-errors", "-slower duration", "-ringbuf MiB", "-o file",
-		"Environment:", "GAUDI_DEVICE", "Exit status:", "128+N", "125", "127", "Examples:",
+		"Usage:\n  hltrace [flags] -- command [args...]\n  hltrace [flags]\n", "Flags:", "-errors", "-slower duration", "-ringbuf MiB", "-o file",
+		"-device SEL", "as GAUDI_DEVICE does", "sim:N are refused", "-d SEL\n    \tdeprecated: the same as -device SEL", "-version",
+		"Environment:\n  GAUDI_DEVICE", "Exit status:\n  With a command:", "128+N", "125", "126", "127", "2 for a bad flag",
+		"Examples:\n  sudo hltrace", "-device 1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("-h output lacks %q:\n%s", want, out)
 		}
+	}
+	// The sections come in the shared order.
+	last := -1
+	for _, h := range []string{"Usage:", "Flags:", "Environment:", "Exit status:", "Examples:"} {
+		i := strings.Index(out, "\n"+h)
+		if h == "Usage:" {
+			i = strings.Index(out, h)
+		}
+		if i <= last {
+			t.Errorf("-h: %s is out of place:\n%s", h, out)
+		}
+		last = i
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("-h wrote to stderr: %q", stderr.String())
 	}
 }
 

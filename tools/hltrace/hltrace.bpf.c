@@ -520,7 +520,11 @@ struct event {
 // ---------------------------------------------------------------------------
 // Configuration, set from Go before the programs are attached.
 
-#define MAX_PREFIXES 6
+// A device filter names at most MAX_RDEVS device nodes (a compute and a
+// control node for each of eight Gaudis), and openat reports at most
+// MAX_PREFIXES paths: the default directories, or the filter's nodes.
+#define MAX_RDEVS 16
+#define MAX_PREFIXES 16
 
 enum config_flag {
 	CFG_COMM = 1,   // trace only tasks whose comm equals config.comm
@@ -530,12 +534,15 @@ enum config_flag {
 
 struct config {
 	u32 pid;   // trace only this thread group; 0 for all
-	u32 rdev;  // trace only ioctls on this device (kernel dev_t); 0 for all
 	enum config_flag flags;
+	u32 nrdev;              // trace only ioctls on these devices; 0 for all
+	u32 rdev[MAX_RDEVS];    // kernel dev_t values (major << 20 | minor)
 	u32 nprefix;
 	u8 comm[16];
 	u32 prefix_len[MAX_PREFIXES];
-	u8 prefix[MAX_PREFIXES][32]; // openat paths worth reporting
+	// openat paths worth reporting: a prefix, or a whole path when its
+	// terminating NUL is part of prefix_len.
+	u8 prefix[MAX_PREFIXES][32];
 	// For the raw tracepoint programs: syscall numbers and the byte offsets
 	// of the six argument registers in struct pt_regs.
 	u32 nr_ioctl;
@@ -1040,6 +1047,18 @@ static __always_inline void enter_dmabuf(struct event *ev, enum call call, u64 a
 	}
 }
 
+// want_rdev reports whether rdev is one of the devices the filter names.
+static __always_inline int want_rdev(struct config *cfg, u32 rdev)
+{
+	for (u32 i = 0; i < MAX_RDEVS; i++) {
+		if (i >= cfg->nrdev)
+			break;
+		if (cfg->rdev[i] == rdev)
+			return 1;
+	}
+	return 0;
+}
+
 // ---------------------------------------------------------------------------
 // The entry handlers, shared by the tracepoint, raw tracepoint, kprobe and
 // fentry programs.
@@ -1065,9 +1084,9 @@ static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *fi
 	// decoding depends on the ASIC: a CS names queues and engines, and an
 	// INFO HW_IP_INFO answer tells which ASIC the device is (exit_body).
 	u32 rdev = 0;
-	if (cfg->rdev || major || call == CALL_HL_CS) {
+	if (cfg->nrdev || major || call == CALL_HL_CS) {
 		rdev = file ? file_rdev(file) : fd_rdev((u32)fd);
-		if (cfg->rdev && rdev != cfg->rdev)
+		if (cfg->nrdev && !want_rdev(cfg, rdev))
 			return 0;
 		if (major && rdev >> 20 != major)
 			return 0;
@@ -1111,7 +1130,8 @@ static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *fi
 	return 0;
 }
 
-// has_prefix reports whether path starts with one of the configured prefixes.
+// has_prefix reports whether path starts with one of the configured prefixes
+// (is one of the whole paths, for those whose length counts the NUL).
 static __always_inline int has_prefix(struct config *cfg, const u8 *path)
 {
 	for (u32 p = 0; p < MAX_PREFIXES; p++) {

@@ -93,8 +93,9 @@ type command struct {
 
 // startCommand starts the launcher for argv, whose executable is path,
 // blocked until release or abort. The command inherits stdin, stdout,
-// stderr and this process's environment.
-func startCommand(argv []string, path string, stdin *os.File, stdout, stderr io.Writer) (*command, error) {
+// stderr and this process's environment, with env's NAME=value settings
+// added (replacing those of the same name).
+func startCommand(argv []string, path string, env []string, stdin *os.File, stdout, stderr io.Writer) (*command, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
@@ -104,7 +105,7 @@ func startCommand(argv []string, path string, stdin *os.File, stdout, stderr io.
 		cmd: &exec.Cmd{
 			Path:       "/proc/self/exe",
 			Args:       argv,
-			Env:        append(os.Environ(), launchEnv+"="+path),
+			Env:        append(append(os.Environ(), env...), launchEnv+"="+path),
 			Stdout:     stdout,
 			Stderr:     stderr,
 			ExtraFiles: []*os.File{r},

@@ -73,7 +73,7 @@ func TestLauncher(t *testing.T) {
 			t.Setenv(exitEnv, tc.exit)
 			t.Setenv("HLTRACE_TEST_MARK", "kept")
 			argv := append([]string{"argv0-as-given"}, args...)
-			c, err := startCommand(argv, exe, nil, os.Stdout, os.Stderr)
+			c, err := startCommand(argv, exe, nil, nil, os.Stdout, os.Stderr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func TestLauncher(t *testing.T) {
 		t.Setenv(programEnv, "exit")
 		t.Setenv(reportEnv, report)
 		t.Setenv(exitEnv, "0")
-		c, err := startCommand([]string{exe}, exe, nil, os.Stdout, os.Stderr)
+		c, err := startCommand([]string{exe}, exe, nil, nil, os.Stdout, os.Stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestLauncher(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stderr bytes.Buffer
-		c, err := startCommand([]string{"data"}, notExec, nil, os.Stdout, &stderr)
+		c, err := startCommand([]string{"data"}, notExec, nil, nil, os.Stdout, &stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestIntegrationCommandOutput(t *testing.T) {
 			dir := t.TempDir()
 			t.Setenv(reportEnv, filepath.Join(dir, "report"))
 			file := filepath.Join(dir, "trace")
-			args := append([]string{"-no-funcs", "-d", "/dev/null", "-o", file}, tc.flags...)
+			args := append([]string{"-no-funcs", "-device", "/dev/null", "-o", file}, tc.flags...)
 			code, stdout, stderr := runHltrace(t, append(args, "--", testExe(t))...)
 			if code != 0 {
 				t.Fatalf("exit status %d; stderr:\n%s", code, stderr)

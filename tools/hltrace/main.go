@@ -18,8 +18,25 @@
 // standard output stays its own. SIGTERM, and a SIGINT that did not come
 // from the terminal (the terminal sends Ctrl-C to the command too), are
 // passed on to the command. Without a command, hltrace traces every
-// process, or those -p, -c and -d choose, until interrupted or -duration
-// passes. "hltrace -h" lists the flags, the exit statuses and examples.
+// process, or those -p and -c choose, until interrupted or -duration
+// passes. "hltrace -h" lists the flags, the environment, the exit
+// statuses and examples; -h, -version, -device and the exit status of a
+// bad command line (2) are those of every command of this module
+// (internal/cli).
+//
+// # Devices
+//
+// -device, else GAUDI_DEVICE, keeps only the ioctls on the devices a
+// selector names, in the grammar every command of this module shares: an
+// index, a PCI address, module:N or a chip name stands for the compute
+// and control nodes of each Gaudi it matches (found in sysfs, with their
+// device numbers); a path for that one device node, a Gaudi's or any
+// other (a uverbs device, say); the calls on other files, dma-bufs
+// included, are left out. With a command, -device's selector also
+// becomes the command's GAUDI_DEVICE, so that a program of this module
+// opens the device traced. The simulator's selectors, sim and sim:N, are
+// refused: the simulator answers a program's device calls inside its
+// process, without a system call. -d is the deprecated name of -device.
 //
 // By default it prints one line per call: time, pid, tid, comm, call,
 // decoded arguments, "->" decoded results, "=" the return value or errno
@@ -74,10 +91,11 @@
 // command and its descendants, found through the sched_process_fork raw
 // tracepoint), the ioctl request (the habanalabs
 // requests in both encodings, RDMA_VERBS_IOCTL, the dma-buf ioctls), -p
-// (thread group id), -c (comm) and -d (the device number of the inode
-// behind the ioctl's fd, read through task->files with CO-RE). openat is
-// reported for paths under the Gaudi, uverbs and dma-buf device
-// directories (or the -d path); mmap and close for file descriptors that
+// (thread group id), -c (comm) and -device (the device number of the
+// inode behind the ioctl's fd, read through task->files with CO-RE, one of
+// at most MaxDevices). openat is reported for paths under the Gaudi,
+// uverbs and dma-buf device directories (or, with -device, for the paths
+// of its nodes); mmap and close for file descriptors that
 // were opened so, answered a traced ioctl, or came from EXPORT_DMABUF_FD.
 // -errors and -slower choose, in hltrace, which traced calls are printed
 // and summarised: -transfers and -decode-cb need every call.
@@ -99,13 +117,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gaudi-go/gaudi/internal/cli"
 )
 
 func main() {
@@ -113,11 +131,10 @@ func main() {
 	os.Exit(hltrace(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// Exit statuses without a command; with one, see launch.go.
-const (
-	exitFailed = 1 // hltrace failed
-	exitUsage  = 2 // a bad flag or argument
-)
+// Exit statuses without a command (with one, see launch.go); -h,
+// -version and a bad command line exit as every command of this module
+// does (cli.ExitCode: 0, 0 and 2).
+const exitFailed = 1 // hltrace failed
 
 // config is what the command line asks for.
 type config struct {
@@ -126,17 +143,73 @@ type config struct {
 	duration time.Duration // -duration; 0 for none
 	output   string        // -o; "" for standard output (standard error with a command)
 	argv     []string      // the command; nil for none
-	version  bool
+	device   *cli.DeviceFlag
+	oldD     bool         // -d, the deprecated name of -device, was given
+	devices  deviceFilter // what -device or GAUDI_DEVICE names; resolved by run
 }
 
-// newFlagSet defines hltrace's flags on a flag set that reports errors to
-// the caller and prints nothing itself.
-func newFlagSet(cfg *config, ring *int) *flag.FlagSet {
-	fs := flag.NewFlagSet("hltrace", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+const synopsis = `hltrace [flags] -- command [args...]
+hltrace [flags]`
+
+const doc = `hltrace traces the calls processes make to the Gaudi driver (habanalabs
+ioctls), to RDMA devices (the uverbs ioctl) and to dma-bufs, with the
+openat, mmap and close of those files, from BPF programs in the kernel.
+It needs root, or CAP_BPF and CAP_PERFMON.
+
+With a command, hltrace starts it once its probes are attached, traces it
+and every process it starts, and exits with its exit status. The trace
+goes to standard error (or to -o FILE), so that the command's standard
+output stays its own. SIGTERM, and a SIGINT that the terminal did not
+send (Ctrl-C reaches the command directly), are passed on to it.
+Without a command, hltrace traces every process, or those -p and -c
+choose, until Ctrl-C or -duration.
+
+-device (else GAUDI_DEVICE) keeps only the ioctls on the devices a
+selector names, in the grammar of every command of this module; with a
+command, -device also becomes the command's GAUDI_DEVICE, so that it
+opens the device traced. The simulator's devices cannot be traced: a
+program on the simulator makes no system call for its device.`
+
+// sections are -h's exit statuses and examples.
+var sections = []cli.Section{
+	{Title: "Exit status", Text: `With a command: the command's exit status, or 128+N when signal N ended
+it; 125 when hltrace fails (the command did not run, or ran untraced),
+126 when the command cannot be run, 127 when it is not found.
+Without a command: 0, or 1 when hltrace fails.
+Either way: 0 after -h and -version, 2 for a bad flag or argument.`},
+	{Title: "Examples", Text: `sudo hltrace -- ./train.sh --epochs 1
+sudo hltrace -errors -slower 1ms -o trace.txt -- python3 app.py
+sudo hltrace -device 1 -summary -- hlperf
+sudo hltrace -p 1234 -summary -duration 10s
+sudo hltrace -json -o trace.jsonl -decode-cb -- ./bench`},
+}
+
+// deviceUsage is -device's text: the shared selectors, and what hltrace
+// does with them.
+const deviceUsage = "trace only the ioctls on the devices a selector `SEL` names, as GAUDI_DEVICE does:\n" +
+	"an index (0), a PCI address (0000:19:00.0 or 19:00.0), module:N or a chip (gaudi, gaudi2,\n" +
+	"gaudi3) for the compute and control nodes of each Gaudi it matches; a device node\n" +
+	"(/dev/accel/accel0, or any other, such as /dev/infiniband/uverbs0) for that node alone.\n" +
+	"Their openat is reported, by that path. Default $GAUDI_DEVICE, else every device, as\n" +
+	"-device \"\" says. With a command, the selector becomes its GAUDI_DEVICE. The\n" +
+	"simulator's sim and sim:N are refused: a program on it makes no system calls."
+
+// newCommand returns hltrace's command line, writing to stdout and
+// stderr, with its flags bound to cfg and ring (-ringbuf).
+func newCommand(cfg *config, ring *int, stdout, stderr io.Writer) *cli.Command {
+	cmd := cli.New("hltrace", synopsis, doc)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Env = []cli.Env{{Name: "GAUDI_DEVICE", Doc: "the devices to trace without -device, in its grammar; the command inherits it"}}
+	cmd.Sections = sections
+	cmd.Flags.Lookup("device").Usage = deviceUsage
+	cfg.device = cmd.Device
+	fs := cmd.Flags
 	fs.IntVar(&cfg.opts.PID, "p", 0, "trace only this process id (not with a command)")
 	fs.StringVar(&cfg.opts.Comm, "c", "", "trace only tasks with this command `name`")
-	fs.StringVar(&cfg.opts.Device, "d", "", "trace only ioctls on this device `node` (and report its openat)")
+	fs.Func("d", "deprecated: the same as -device `SEL`", func(v string) error {
+		cfg.oldD = true
+		return cmd.Device.Set(v)
+	})
 	fs.StringVar(&cfg.opts.Probe, "probe", ProbeAuto, "`probes`: auto, tracepoint (syscall tracepoints), raw (raw sys_enter/sys_exit), kprobe or fentry (on the ioctl functions, see -func)")
 	fs.Func("func", "comma-separated ioctl entry `functions` for -probe kprobe and fentry (default hl_ioctl,hl_ioctl_control,drm_ioctl, those present)", func(v string) error {
 		for _, f := range strings.Split(v, ",") {
@@ -161,139 +234,65 @@ func newFlagSet(cfg *config, ring *int) *flag.FlagSet {
 	})
 	fs.StringVar(&cfg.output, "o", "", "write the trace to this `file` instead of standard output (standard error with a command)")
 	fs.DurationVar(&cfg.duration, "duration", 0, "stop tracing after this long (default: until interrupted, or until the command exits)")
-	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
-	return fs
+	return cmd
 }
 
-// parseArgs reads the command line. It returns flag.ErrHelp for -h.
-func parseArgs(args []string) (*config, error) {
+// parseArgs reads the command line. For -h and -version it has written
+// the help or the version to stdout, and it returns an error for which
+// cli.ExitCode is 0; a bad command line it has reported on stderr, and
+// it returns an error matching cli.ErrUsage.
+func parseArgs(args []string, stdout, stderr io.Writer) (*cli.Command, *config, error) {
 	cfg := new(config)
 	var ring int
-	fs := newFlagSet(cfg, &ring)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	cmd := newCommand(cfg, &ring, stdout, stderr)
+	if err := cmd.Parse(args); err != nil {
+		return cmd, nil, err
 	}
-	if fs.NArg() > 0 {
-		cfg.argv = fs.Args()
+	if cmd.Flags.NArg() > 0 {
+		cfg.argv = cmd.Flags.Args()
 	}
-	if cfg.version {
-		return cfg, nil
-	}
+	given := map[string]bool{}
+	cmd.Flags.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if ring < 1 || ring > 1024 || ring&(ring-1) != 0 {
-		return nil, fmt.Errorf("-ringbuf %d: the size is in MiB and must be a power of two from 1 to 1024", ring)
+		return cmd, nil, cmd.UsageError("-ringbuf %d: the size is in MiB and must be a power of two from 1 to 1024", ring)
 	}
 	cfg.opts.RingSize = ring << 20
 	switch {
+	case given["d"] && given["device"]:
+		return cmd, nil, cmd.UsageError("-d is the old name of -device: give one")
 	case cfg.opts.PID < 0:
-		return nil, fmt.Errorf("-p %d: not a process id", cfg.opts.PID)
+		return cmd, nil, cmd.UsageError("-p %d: not a process id", cfg.opts.PID)
 	case cfg.opts.PID != 0 && cfg.argv != nil:
-		return nil, fmt.Errorf("-p and a command exclude each other: with a command, hltrace traces the command and its children")
+		return cmd, nil, cmd.UsageError("-p and a command exclude each other: with a command, hltrace traces the command and its children")
 	case cfg.out.Slower < 0:
-		return nil, fmt.Errorf("-slower %v: the duration must not be negative", cfg.out.Slower)
+		return cmd, nil, cmd.UsageError("-slower %v: the duration must not be negative", cfg.out.Slower)
 	case cfg.duration < 0:
-		return nil, fmt.Errorf("-duration %v: the duration must not be negative", cfg.duration)
+		return cmd, nil, cmd.UsageError("-duration %v: the duration must not be negative", cfg.duration)
 	case cfg.out.Transfers && cfg.out.filtered():
-		return nil, fmt.Errorf("%s select calls, and -transfers shows every transfer: use one or the other", cfg.out.filters())
+		return cmd, nil, cmd.UsageError("%s select calls, and -transfers shows every transfer: use one or the other", cfg.out.filters())
 	}
-	return cfg, nil
+	// The simulator's selectors are a bad argument on the command line
+	// (in GAUDI_DEVICE, run reports them as a failure).
+	if given["device"] || given["d"] {
+		sel, err := cmd.Device.Selection()
+		if err == nil && sel.Selector.Sim {
+			_, err = resolveDevices(sel, sysfsRoot)
+			return cmd, nil, cmd.UsageError("%w", err)
+		}
+	}
+	return cmd, cfg, nil
 }
 
 // hltrace runs the command line args and returns the exit status.
 func hltrace(args []string, stdin *os.File, stdout, stderr io.Writer) int {
-	cfg, err := parseArgs(args)
-	if errors.Is(err, flag.ErrHelp) {
-		usage(stdout)
-		return 0
-	}
+	cmd, cfg, err := parseArgs(args, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "hltrace: %v\nusage: hltrace [flags] [-- command [args...]]; hltrace -h for help\n", err)
-		return exitUsage
+		return cmd.Report(err)
 	}
-	if cfg.version {
-		fmt.Fprintln(stdout, version())
-		return 0
+	if cfg.oldD {
+		fmt.Fprintf(stderr, "hltrace: -d is deprecated: use -device, which takes the selectors of GAUDI_DEVICE\n")
 	}
 	return run(cfg, stdin, stdout, stderr)
-}
-
-// usage writes the help: synopsis, description, flags, environment, exit
-// statuses and examples.
-func usage(w io.Writer) {
-	fmt.Fprint(w, `Usage:
-  hltrace [flags] -- command [args...]
-  hltrace [flags]
-
-hltrace traces the calls processes make to the Gaudi driver (habanalabs
-ioctls), to RDMA devices (the uverbs ioctl) and to dma-bufs, with the
-openat, mmap and close of those files, from BPF programs in the kernel.
-It needs root, or CAP_BPF and CAP_PERFMON.
-
-With a command, hltrace starts it once its probes are attached, traces it
-and every process it starts, and exits with its exit status. The trace
-goes to standard error (or to -o FILE), so that the command's standard
-output stays its own. SIGTERM, and a SIGINT that the terminal did not
-send (Ctrl-C reaches the command directly), are passed on to it.
-Without a command, hltrace traces every process, or those -p, -c and -d
-choose, until Ctrl-C or -duration.
-
-Flags:
-`)
-	var cfg config
-	var ring int
-	fs := newFlagSet(&cfg, &ring)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fmt.Fprint(w, `
-Environment:
-  hltrace reads no environment variable. The command inherits hltrace's
-  environment, GAUDI_DEVICE included; -d chooses the device to trace.
-
-Exit status:
-  With a command: the command's exit status, or 128+N when signal N
-  ended it; 125 when hltrace fails, 126 when the command cannot be run,
-  127 when it is not found.
-  Without: 0, or 1 when hltrace fails.
-  2 for a bad flag or argument.
-
-Examples:
-  sudo hltrace -- ./train.sh --epochs 1
-  sudo hltrace -errors -slower 1ms -o trace.txt -- python3 app.py
-  sudo hltrace -p 1234 -summary -duration 10s
-  sudo hltrace -json -o trace.jsonl -decode-cb -- ./bench
-`)
-}
-
-// version describes the build: module version, VCS revision and time (and
-// whether the tree was modified), Go version and platform.
-func version() string {
-	parts := []string{"hltrace"}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		parts = append(parts, bi.Main.Version)
-		var rev, at, modified string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.time":
-				at = s.Value
-			case "vcs.modified":
-				modified = s.Value
-			}
-		}
-		if rev != "" {
-			if len(rev) > 12 {
-				rev = rev[:12]
-			}
-			if modified == "true" {
-				rev += "+modified"
-			}
-			parts = append(parts, rev)
-		}
-		if at != "" {
-			parts = append(parts, at)
-		}
-	}
-	return strings.Join(append(parts, runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH), " ")
 }
 
 // bannerWidth is the width banner lines are wrapped to after "hltrace: ".
@@ -314,6 +313,15 @@ func run(cfg *config, stdin *os.File, stdout, stderr io.Writer) int {
 			return code
 		}
 	}
+	sel, err := cfg.device.Selection()
+	if err == nil {
+		cfg.devices, err = resolveDevices(sel, sysfsRoot)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hltrace: %v\n", err)
+		return failed
+	}
+	cfg.opts.Devices = cfg.devices.nodes
 	w := stdout
 	if cfg.argv != nil {
 		w = stderr
@@ -341,7 +349,7 @@ func run(cfg *config, stdin *os.File, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	for _, l := range t.DescribeLines(bannerWidth) {
+	for _, l := range append(t.DescribeLines(bannerWidth), cfg.devices.describe(bannerWidth)...) {
 		fmt.Fprintf(stderr, "hltrace: %s\n", l)
 	}
 	if cfg.output != "" {
@@ -350,7 +358,7 @@ func run(cfg *config, stdin *os.File, stdout, stderr io.Writer) int {
 
 	var cmd *command
 	if cfg.argv != nil {
-		cmd, err = startCommand(cfg.argv, path, stdin, stdout, stderr)
+		cmd, err = startCommand(cfg.argv, path, cfg.devices.commandEnv(), stdin, stdout, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "hltrace: %v\n", err)
 			return failed
@@ -414,8 +422,12 @@ func (o *Options) who() string {
 	if len(parts) == 0 {
 		parts = append(parts, "every process")
 	}
-	if o.Device != "" {
-		parts = append(parts, "on "+o.Device)
+	switch len(o.Devices) {
+	case 0:
+	case 1:
+		parts = append(parts, "on "+o.Devices[0].Path)
+	default:
+		parts = append(parts, fmt.Sprintf("on %d device nodes", len(o.Devices)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,8 +18,9 @@ import (
 // checks the second's note against what hltrace writes for it.
 
 const (
-	readmeDemo = "$ go run ./tools/hltrace -asic gaudi2 -- go run ./tools/hltrace/internal/ioctldemo"
-	readmeSim  = "$ go run ./tools/hltrace -- go run ./examples/dma"
+	readmeDemo     = "$ go run ./tools/hltrace -asic gaudi2 -- go run ./tools/hltrace/internal/ioctldemo"
+	readmeSim      = "$ go run ./tools/hltrace -- go run ./examples/dma"
+	readmeSelector = "$ GAUDI_DEVICE=sim go run ./tools/hltrace -- go run ./examples/dma"
 )
 
 // fencedBlock returns the lines of the README's fenced block that starts
@@ -134,4 +136,29 @@ func noteWords(lines []string) string {
 		words = append(words, strings.Fields(varying[3].re.ReplaceAllString(l, "pid N"))...)
 	}
 	return strings.Join(words, " ")
+}
+
+// TestREADMESimulatorSelector reruns the README's run with
+// GAUDI_DEVICE=sim, which fails before anything is loaded (so it needs no
+// root): hltrace's lines and its exit status, as go run reports it, are
+// the README's.
+func TestREADMESimulatorSelector(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := fencedBlock(t, string(b), readmeSelector)
+	t.Setenv("GAUDI_DEVICE", "sim")
+	code, stdout, stderr := runHltrace(t, "--", goTool(t), "run", "./examples/dma")
+	isOurs := func(l string) bool { return strings.HasPrefix(l, "hltrace:") }
+	want, got := normalized(block, isOurs), normalized(strings.Split(stderr, "\n"), isOurs)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("the README shows\n%s\nhltrace prints\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
+	}
+	if line := fmt.Sprintf("exit status %d", code); !slices.Contains(block, line) || code != exitTraceFailed {
+		t.Errorf("hltrace exited %d (want %d); the README shows\n%s", code, exitTraceFailed, strings.Join(block, "\n"))
+	}
+	if stdout != "" {
+		t.Errorf("stdout: %q", stdout)
+	}
 }

@@ -25,9 +25,13 @@ import (
 
 // Options choose what the tracer watches.
 type Options struct {
-	PID    int    // trace this process only; 0 for all
-	Comm   string // trace tasks with this comm only (at most 15 bytes)
-	Device string // trace ioctls on this device node only
+	PID  int    // trace this process only; 0 for all
+	Comm string // trace tasks with this comm only (at most 15 bytes)
+
+	// Devices, when not empty, are the only device nodes whose ioctls
+	// are traced and whose openat is reported (by whole path); at most
+	// MaxDevices.
+	Devices []DeviceNode
 
 	// Follow traces only the processes given to Tracer.Follow and the
 	// processes they start after that (their descendants), instead of
@@ -54,6 +58,26 @@ type Options struct {
 	// int cmd, unsigned long arg); nil for DefaultIoctlFuncs. The tests
 	// name ib_uverbs_ioctl, where no habanalabs driver is loaded.
 	IoctlFuncs []string
+}
+
+// A DeviceNode is a device node to trace: its path, for openat, and its
+// device number, for the ioctls on it.
+type DeviceNode struct {
+	Path string
+	Rdev uint32 // the kernel's dev_t: major << 20 | minor
+}
+
+// MaxDevices is the most device nodes Options.Devices may hold: the BPF
+// side's MAX_RDEVS, a compute and a control node for eight Gaudis.
+const MaxDevices = len(bpfConfig{}.Rdev)
+
+// NodeAt returns the device node at path, a character or block device.
+func NodeAt(path string) (DeviceNode, error) {
+	rdev, err := deviceNumber(path)
+	if err != nil {
+		return DeviceNode{}, err
+	}
+	return DeviceNode{Path: path, Rdev: rdev}, nil
 }
 
 // DefaultOpenPrefixes are the paths whose openat is reported: the device
@@ -379,13 +403,23 @@ func buildConfig(opts Options) (bpfConfig, error) {
 		cfg.Flags |= bpfConfigFlagCFG_COMM
 	}
 	prefixes := DefaultOpenPrefixes
-	if opts.Device != "" {
-		rdev, err := deviceNumber(opts.Device)
-		if err != nil {
-			return cfg, err
+	if len(opts.Devices) > 0 {
+		if len(opts.Devices) > len(cfg.Rdev) {
+			return cfg, fmt.Errorf("%d device nodes to trace: at most %d", len(opts.Devices), len(cfg.Rdev))
 		}
-		cfg.Rdev = rdev
-		prefixes = []string{opts.Device}
+		prefixes = nil
+		for i, d := range opts.Devices {
+			switch {
+			case d.Rdev == 0:
+				return cfg, fmt.Errorf("device %s: no device number", d.Path)
+			case len(d.Path) >= len(cfg.Prefix[i]):
+				return cfg, fmt.Errorf("device %s: the path is longer than %d bytes", d.Path, len(cfg.Prefix[i])-1)
+			}
+			cfg.Rdev[i] = d.Rdev
+			// The NUL makes the prefix a whole path: accel1 is not accel10.
+			prefixes = append(prefixes, d.Path+"\x00")
+		}
+		cfg.Nrdev = uint32(len(opts.Devices))
 	}
 	if len(prefixes) > len(cfg.Prefix) {
 		return cfg, fmt.Errorf("at most %d openat prefixes", len(cfg.Prefix))

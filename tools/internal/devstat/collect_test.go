@@ -12,6 +12,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/cli"
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
 )
@@ -25,7 +26,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
 	os.Unsetenv("GAUDI_SIM_DRIVER") // the kernel's driver: what the tests expect
-	code := m.Run()
+	// The simulated server is the process's; it is closed before the
+	// leak check (internal/leakcheck).
+	code := leakcheck.Run(m, leakcheck.AfterRun(func() {
+		if s, err := simdevice.System(); err == nil {
+			s.Close()
+		}
+	}))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
