@@ -326,3 +326,42 @@ func TestNewCopyEncoderRefusesGaudi3(t *testing.T) {
 		}()
 	}
 }
+
+// TestGaudi3NoAllocs proves the Gaudi3 encoders do not allocate when the
+// slice has room.
+func TestGaudi3NoAllocs(t *testing.T) {
+	buf := make([]byte, 0, 4096)
+	for _, f := range []Format{Gaudi3, Gaudi3PQM} {
+		for _, p := range samples3(f) {
+			if n := testing.AllocsPerRun(100, func() { _, _ = p.Append(f, buf[:0]) }); n != 0 {
+				t.Errorf("%v %v.Append: %v allocations", f, p.Opcode(), n)
+			}
+		}
+	}
+	b := NewBuilder(Gaudi3PQM, buf)
+	n := testing.AllocsPerRun(100, func() {
+		b.Reset(buf[:0])
+		b.LinPDMA(LinPDMA{Src: 0xff70_0000_0000_1000, Dst: 0x0201_0000_0000_0000, Size: 1 << 20, HostToDevice: true,
+			WriteCompletion: true, CompletionAddr: 0x0300_007f_fc00_0000, CompletionData: 1})
+		b.ChWReg32(ChWReg32{Offset: 0x10, Value: 1})
+		b.Gaudi3Fence(Gaudi3Fence{ID: 1, Target: 1, Dec: 1})
+	})
+	if n != 0 || b.Err() != nil {
+		t.Errorf("Builder: %v allocations, %v", n, b.Err())
+	}
+}
+
+// BenchmarkAppendLinPDMA encodes one LIN_PDMA with a completion write, the
+// packet a PQM copy is made of, into a slice with room.
+func BenchmarkAppendLinPDMA(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	p := LinPDMA{Src: 0xff70_0000_0000_1000, Dst: 0x0201_0000_0000_0000, Size: 1 << 20, HostToDevice: true,
+		WriteCompletion: true, CompletionAddr: 0x0300_007f_fc00_0000, CompletionData: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = p.Append(Gaudi3PQM, buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
