@@ -43,5 +43,15 @@
 // pointer of mapped host memory. The dma package uses it to find the
 // direction of a copy.
 //
+// # Memory maps
+//
+// LayoutOf returns what the driver fixes about a chip's memory without
+// asking the device: the DRAM physical base and virtual range, the DRAM
+// page sizes its MMU supports and which of them may be active at once
+// (Layout.CheckPageSizes), the default allocation page size, the HBM the
+// driver reserves (Layout.ReservedDRAM), and the host-memory ranges and
+// their page sizes. Gaudi3 has such a table: its MMU, unlike Gaudi2's,
+// takes several DRAM page sizes at once.
+//
 // All types are safe for concurrent use.
 package memory

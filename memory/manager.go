@@ -67,7 +67,7 @@ func New(d *device.Device, opts Options) (*Manager, error) {
 		dev:         d,
 		io:          devio.Of(d),
 		hw:          hw,
-		virtualDRAM: d.ASIC().IsGaudi2() || d.ASIC() == device.Gaudi3,
+		virtualDRAM: d.ASIC().IsGaudi2() || d.ASIC().IsGaudi3(),
 	}
 	if !m.virtualDRAM {
 		m.phys = newPhysAlloc(hw.DRAMBase, hw.DRAMSize)
