@@ -366,7 +366,15 @@ step "guest (boot, tests, poweroff)"
 if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
 	ACC=(-accel kvm -cpu host)
 else
-	ACC=(-accel tcg,thread=multi)
+	# One host thread runs every vCPU. With multi-threaded TCG the guest
+	# oopsed twice (2026-11-26) on an int3 left in kernel text at a
+	# patched site ("Oops: int3" in get_random_u32 from memfd_create, and
+	# while hltrace attached tracepoints): the kernel patches its text
+	# with int3 and a cross-CPU sync (text_poke_bp) each time a BPF
+	# program or tracepoint is attached or detached, and another vCPU
+	# still ran the old translation. A single TCG thread makes that
+	# patching appear atomic to the guest; the guest keeps its CPUs.
+	ACC=(-accel tcg,thread=single)
 fi
 say "qemu ${ACC[*]}, timeout ${TMO}s, kernel $KVER"
 LOG=$RUN/console.log
