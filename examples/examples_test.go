@@ -1,5 +1,6 @@
 // Package examples_test runs every example program on the simulator, so
-// that none of them rots.
+// that none of them rots: in the example's process, and served as device
+// nodes by tools/hlsim (when the test runs as root with /dev/fuse).
 package examples_test
 
 import (
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gaudi-go/gaudi/internal/hlsimtest"
 )
 
 // wants lists, per example, lines its output must contain. An example not
@@ -56,25 +59,53 @@ func TestExamples(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/...: %v\n%s", err, out)
 	}
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(filepath.Join(bin, name))
-			cmd.Env = append(os.Environ(), "GAUDI_DEVICE=sim", "GAUDI_SIM_LOCKDIR="+t.TempDir())
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			start := time.Now()
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", name, err, stdout.String(), stderr.String())
-			}
-			t.Logf("%s ran in %v", name, time.Since(start).Round(time.Millisecond))
-			if stdout.Len() == 0 {
-				t.Errorf("%s printed nothing", name)
-			}
-			for _, w := range wants[name] {
-				if !strings.Contains(stdout.String(), w) {
-					t.Errorf("%s output lacks %q:\n%s", name, w, stdout.String())
+	// One suite, two backends: the simulator inside each example's
+	// process, and the same simulator served by tools/hlsim as device
+	// nodes the examples open through the kernel (the library's real
+	// file-descriptor path).
+	t.Run("in-process", func(t *testing.T) {
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				runExample(t, bin, name, append(os.Environ(), "GAUDI_DEVICE=sim", "GAUDI_SIM_LOCKDIR="+t.TempDir()))
+			})
+		}
+	})
+	t.Run("served", func(t *testing.T) {
+		s := hlsimtest.Serve(t, "gaudi2:2")
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				out := runExample(t, bin, name, s.Env())
+				if !strings.Contains(out, s.Dir+"/dev/accel/accel") {
+					t.Errorf("%s did not use a served node:\n%s", name, out)
 				}
-			}
-		})
+			})
+		}
+		if t.Failed() {
+			t.Logf("hlsim:\n%s", s.Log())
+		}
+	})
+}
+
+// runExample runs example name with env and checks its output; it returns
+// the output.
+func runExample(t *testing.T, bin, name string, env []string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(bin, name))
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", name, err, stdout.String(), stderr.String())
 	}
+	t.Logf("%s ran in %v", name, time.Since(start).Round(time.Millisecond))
+	if stdout.Len() == 0 {
+		t.Errorf("%s printed nothing", name)
+	}
+	for _, w := range wants[name] {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("%s output lacks %q:\n%s", name, w, stdout.String())
+		}
+	}
+	return stdout.String() + stderr.String()
 }

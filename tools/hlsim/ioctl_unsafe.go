@@ -5,12 +5,12 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/internal/hlsimproto"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
 
-// serveIoctl runs a client's request on its file. The kernel (FUSE's
+// serveIoctl runs a client's request on its open file. The kernel (FUSE's
 // restricted ioctls) has copied in the _IOC_SIZE bytes of the argument
 // when the request has _IOC_WRITE and copies back what the reply carries
 // when it has _IOC_READ; pointers inside the argument are the client's
@@ -18,16 +18,88 @@ import (
 // carries the argument, also when the request fails, as drm_ioctl and
 // _hl_ioctl copy it out whatever the handler returned, and the result is
 // the negative errno (which the system call returns) or 0.
-func serveIoctl(f *sim.File, cmd uint32, in, out []byte) int32 {
+//
+// hlsim's own requests (internal/hlsimproto) are answered here, and a
+// dma-buf export's descriptor is kept for the client to take.
+func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte) int32 {
+	switch cmd {
+	case hlsimproto.HelloRequest:
+		return s.hello(of, out)
+	case hlsimproto.TakenRequest:
+		return s.taken(of, in)
+	}
 	size := max(len(in), len(out), int(cmd>>16&0x3fff), 8)
 	// A buffer the garbage collector does not scan, aligned for the
 	// argument structs: the pointer fields hold the client's addresses.
 	words := make([]uint64, (size+7)/8)
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), size)
 	copy(buf, in)
-	err := f.Ioctl(uint(cmd), unsafe.Pointer(&words[0]))
+	arg := unsafe.Pointer(&words[0])
+	export := cmd == hl.DRM_IOCTL_HL_MEMORY && size >= int(unsafe.Sizeof(hl.MemArgs{})) &&
+		(*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_EXPORT_DMABUF_FD
+	err := of.f.Ioctl(uint(cmd), arg)
+	if export && err == nil {
+		err = s.exported(of, (*hl.MemArgs)(arg).Out())
+	}
 	copy(out, buf)
 	return -int32(errnoOf(err))
+}
+
+// hello answers hlsimproto.Hello: the client knows the protocol and can
+// take dma-bufs.
+func (s *server) hello(of *openFile, out []byte) int32 {
+	if len(out) < int(unsafe.Sizeof(hlsimproto.Hello{})) {
+		return -int32(unix.EINVAL)
+	}
+	h := (*hlsimproto.Hello)(unsafe.Pointer(&out[0]))
+	*h = hlsimproto.Hello{Magic: hlsimproto.Magic, Version: hlsimproto.Version, ServerPID: int32(unix.Getpid()), Device: uint32(of.dev)}
+	copy(h.PCIAddress[:len(h.PCIAddress)-1], s.sys.Device(of.dev).Config().PCIAddress)
+	s.mu.Lock()
+	of.hello = true
+	s.mu.Unlock()
+	return 0
+}
+
+// exported keeps the descriptor of an export for the client to take, or
+// refuses the export to a client that cannot take it.
+func (s *server) exported(of *openFile, out *hl.MemOut) error {
+	fd := int(out.FD())
+	s.mu.Lock()
+	hello := of.hello
+	if hello {
+		if of.exports == nil {
+			of.exports = map[int]bool{}
+		}
+		of.exports[fd] = true
+	}
+	s.mu.Unlock()
+	if !hello {
+		unix.Close(fd)
+		out.SetFD(-1)
+		s.log.Printf("process %d exported a dma-buf of %s but cannot receive the descriptor, which is the server's: refused with EOPNOTSUPP (a client takes it with pidfd_getfd after saying Hello, see internal/hlsimproto; the Go library does)", of.pid, of.f.Name())
+		return unix.EOPNOTSUPP
+	}
+	return nil
+}
+
+// taken closes the server's copy of a descriptor the client took.
+func (s *server) taken(of *openFile, in []byte) int32 {
+	if len(in) < int(unsafe.Sizeof(hlsimproto.Taken{})) {
+		return -int32(unix.EINVAL)
+	}
+	t := *(*hlsimproto.Taken)(unsafe.Pointer(&in[0]))
+	s.mu.Lock()
+	ok := of.exports[int(t.FD)]
+	delete(of.exports, int(t.FD))
+	s.mu.Unlock()
+	if !ok {
+		return -int32(unix.EBADF)
+	}
+	unix.Close(int(t.FD))
+	if t.Errno != 0 {
+		s.log.Printf("process %d could not take the dma-buf the server exported for it (pidfd_getfd: %v): it needs ptrace access to the server (the same user, or CAP_SYS_PTRACE)", of.pid, unix.Errno(t.Errno))
+	}
+	return 0
 }
 
 // errnoOf is the errno an ioctl answers for err: the simulator answers

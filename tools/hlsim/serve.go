@@ -42,16 +42,19 @@ type openFile struct {
 	f       *sim.File
 	dev     int
 	ctl     bool
-	pid     int   // the process the file serves (the opener's thread group)
-	backing int32 // passthrough backing id, 0 for none
-	flushed bool  // a FLUSH came: the client closed a descriptor of it
+	pid     int          // the process the file serves (the opener's thread group)
+	backing int32        // passthrough backing id, 0 for none
+	flushed bool         // a FLUSH came: the client closed a descriptor of it
+	hello   bool         // the client said Hello (internal/hlsimproto)
+	exports map[int]bool // the server's descriptors of dma-bufs the client has yet to take
 }
 
 // releaseGrace is how long an open waits for the release of the device's
 // previous compute file when that file's descriptor was closed already:
 // the kernel sends RELEASE after close(2) returned, so a client that
-// closes and opens again at once would otherwise meet EBUSY.
-const releaseGrace = 200 * time.Millisecond
+// closes and opens again at once would otherwise meet EBUSY. RELEASE took
+// up to 350 ms on a loaded two-core machine.
+const releaseGrace = 2 * time.Second
 
 // entryTimeout is how long the kernel may cache names and attributes:
 // the tree never changes.
@@ -257,7 +260,11 @@ func (s *server) openCompute(dev, pid int) (*sim.File, error) {
 	deadline := time.Now().Add(releaseGrace)
 	for {
 		f, err := s.sys.Device(dev).OpenFor(pid)
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) || !s.closing(dev) {
+		if !errors.Is(err, unix.EBUSY) || !s.closing(dev) {
+			return f, err
+		}
+		if time.Now().After(deadline) {
+			s.log.Printf("open of %s: EBUSY: the file that holds it was closed but not released within %v", s.sys.Device(dev).Name(), releaseGrace)
 			return f, err
 		}
 		time.Sleep(time.Millisecond)
@@ -342,8 +349,15 @@ func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	if of == nil {
 		return
 	}
-	// The entry stays until the file is closed, so that an open meanwhile
-	// waits for it (closing).
+	// Exports the client never took go first: they would keep the
+	// context. The entry stays until the file is closed, so that an open
+	// meanwhile waits for it (closing).
+	s.mu.Lock()
+	for fd := range of.exports {
+		unix.Close(fd)
+	}
+	of.exports = nil
+	s.mu.Unlock()
 	of.f.Close()
 	if of.backing != 0 {
 		s.fs.UnregisterBackingFd(of.backing)
@@ -372,7 +386,7 @@ func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, o
 		s.log.Printf("ioctl %#x on %s from process %d, which did not open it (process %d did): refused with EPERM", in.Cmd, of.f.Name(), pid, of.pid)
 		return fuse.EPERM
 	}
-	out.Result = serveIoctl(of.f, in.Cmd, inbuf, outbuf)
+	out.Result = s.serveIoctl(of, in.Cmd, inbuf, outbuf)
 	return fuse.OK
 }
 
@@ -403,6 +417,9 @@ func (s *server) closeFiles() {
 	s.files = map[uint64]*openFile{}
 	s.mu.Unlock()
 	for _, of := range files {
+		for fd := range of.exports {
+			unix.Close(fd)
+		}
 		of.f.Close()
 	}
 	s.closeControl()

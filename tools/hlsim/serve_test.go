@@ -11,8 +11,10 @@ import (
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/hlsimproto"
 	"github.com/gaudi-go/gaudi/internal/hlsimtest"
 	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -140,7 +142,7 @@ func TestComputeExclusive(t *testing.T) {
 	for i := range 1000 {
 		fd, err := unix.Open(s.Node(0, false), unix.O_RDWR|unix.O_CLOEXEC, 0)
 		if err != nil {
-			t.Fatalf("open %d after close: %v", i, err)
+			t.Fatalf("open %d after close: %v\n%s", i, err, s.Log())
 		}
 		unix.Close(fd)
 	}
@@ -208,4 +210,18 @@ func hwIPInfoAt(t *testing.T, path string) string {
 	}
 	defer f.Close()
 	return hwIPInfo(int(f.Fd()))
+}
+
+// TestTSAlias checks that the server keeps timestamp buffers where the
+// library maps them.
+func TestTSAlias(t *testing.T) {
+	for _, off := range []uint64{7<<12 | hlsimproto.TSBit, 3<<12 | 2<<59} {
+		want := off
+		if off&hlsimproto.TSBit != 0 {
+			want = off&^hlsimproto.TSBit | hlsimproto.TSAliasBit
+		}
+		if got := sim.MmapFileOffset(off); got != want {
+			t.Errorf("MmapFileOffset(%#x) = %#x, want %#x", off, got, want)
+		}
+	}
 }
