@@ -37,6 +37,22 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte) int32 {
 	arg := unsafe.Pointer(&words[0])
 	export := cmd == hl.DRM_IOCTL_HL_MEMORY && size >= int(unsafe.Sizeof(hl.MemArgs{})) &&
 		(*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_EXPORT_DMABUF_FD
+	if cmd == hl.DRM_IOCTL_HL_INFO && size >= int(unsafe.Sizeof(hl.InfoArgs{})) &&
+		(*hl.InfoArgs)(arg).Op == hl.HL_INFO_REGISTER_EVENTFD && !of.ctl {
+		// The eventfd is a descriptor of the client: the device signals
+		// the server's duplicate of it.
+		a := (*hl.InfoArgs)(arg)
+		theirs := a.Eventfd()
+		mine, err := s.clientFD(of, int(int32(theirs)))
+		if err == nil {
+			a.SetEventfd(uint32(mine))
+			err = of.f.Ioctl(uint(cmd), arg)
+			unix.Close(mine)
+			a.SetEventfd(theirs)
+		}
+		copy(out, buf)
+		return -int32(errnoOf(err))
+	}
 	err := of.f.Ioctl(uint(cmd), arg)
 	if export && err == nil {
 		err = s.exported(of, (*hl.MemArgs)(arg).Out())

@@ -45,14 +45,18 @@ import (
 )
 
 const usage = `usage: hlsim serve -dir DIR [-sim gaudi2:8] [-force] [-v]
+       hlsim ctl -dir DIR COMMAND...
 
 Serves simulated Gaudis as device nodes under DIR until interrupted:
 DIR/dev/accel/accelN and accel_controlDN, and a sysfs tree in DIR/sys.
 Programs of this module find them with GAUDI_ROOT=DIR.
 
+ctl drives a running server's devices while clients use them.
+
 Environment:
   GAUDI_SIM   shape of the simulated server, such as gaudi2:8 (the default)
-`
+
+` + ctlUsage
 
 func main() {
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
@@ -73,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serveCmd(args[1:], stdout, stderr)
+	case "ctl":
+		return ctlCmd(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // tgids caches the thread group of the thread ids requests came from.
@@ -38,4 +41,27 @@ func tgid(tid int, cached bool) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("thread %d: no Tgid in /proc/%d/status", tid, tid)
+}
+
+// clientFD returns a duplicate, in the server, of the client's descriptor
+// fd: pidfd_getfd on the process the file serves. A descriptor the client
+// does not have is EBADF, as the driver's fdget answers.
+func (s *server) clientFD(of *openFile, fd int) (int, error) {
+	if fd < 0 {
+		return -1, unix.EBADF
+	}
+	pidfd, err := unix.PidfdOpen(of.pid, 0)
+	if err != nil {
+		return -1, unix.EBADF
+	}
+	defer unix.Close(pidfd)
+	mine, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		if errors.Is(err, unix.EBADF) {
+			return -1, unix.EBADF
+		}
+		s.log.Printf("take descriptor %d of process %d: %v", fd, of.pid, err)
+		return -1, err
+	}
+	return mine, nil
 }

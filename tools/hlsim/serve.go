@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -210,7 +211,8 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	case n == nil:
 		return fuse.ENOENT
 	case n.kind == kindAttr:
-		if in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY && n.write == nil {
+		if in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY && n.write == nil ||
+			in.Flags&syscall.O_ACCMODE != syscall.O_WRONLY && n.read == nil {
 			return fuse.EACCES
 		}
 		out.OpenFlags = fuse.FOPEN_DIRECT_IO
@@ -312,11 +314,40 @@ func (s *server) backing(f *sim.File) (int32, error) {
 	return id, nil
 }
 
+// Write implements fuse.RawFileSystem: a write to a control attribute is
+// a command (ctl.go).
+func (s *server) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	n := s.tree.get(in.NodeId)
+	if n == nil || n.kind != kindAttr || n.write == nil {
+		return 0, fuse.EACCES
+	}
+	if err := n.write(strings.TrimSpace(string(data))); err != nil {
+		s.log.Printf("%v", err)
+		return 0, fuse.EINVAL
+	}
+	return uint32(len(data)), fuse.OK
+}
+
+// SetAttr implements fuse.RawFileSystem: truncation of an attribute, as a
+// shell's ">" asks, does nothing.
+func (s *server) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	n := s.tree.get(in.NodeId)
+	if n == nil {
+		return fuse.ENOENT
+	}
+	if n.kind != kindAttr || n.write == nil {
+		return fuse.EPERM
+	}
+	out.SetTimeout(entryTimeout)
+	s.fillAttr(n, &out.Attr)
+	return fuse.OK
+}
+
 // Read implements fuse.RawFileSystem: attributes give their text; the
 // device nodes, like the driver's, cannot be read.
 func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	n := s.tree.get(in.NodeId)
-	if n == nil || n.kind != kindAttr {
+	if n == nil || n.kind != kindAttr || n.read == nil {
 		return nil, fuse.EINVAL
 	}
 	v := []byte(n.read() + "\n")

@@ -123,6 +123,12 @@ func (t *tree) attr(p string, read func() string) *node {
 	return n
 }
 
+// control adds a write-only attribute: each write is a command for fn.
+func (t *tree) control(p string, fn func(v string) error) {
+	n := t.add(t.dir(path.Dir(p)), path.Base(p), kindAttr, 0o200)
+	n.write = fn
+}
+
 // value adds an attribute whose content never changes.
 func (t *tree) value(p, v string) { t.attr(p, func() string { return v }) }
 
@@ -177,6 +183,8 @@ func buildTree(s *server) *tree {
 		for _, name := range []string{"cpucp_ver", "armcp_ver"} {
 			t.attr(fn+"/"+name, func() string { return s.cpucpVersion(i) })
 		}
+		// hard_reset_store: any write resets the device.
+		t.control(fn+"/hard_reset", func(string) error { d.Reset(); return nil })
 
 		acc := fn + "/accel/accel" + num
 		t.value(acc+"/dev", "261:"+num)
@@ -190,6 +198,7 @@ func buildTree(s *server) *tree {
 		t.link(vc+"/subsystem", "../../../../../class/accel")
 	}
 	t.value("hlsim/pid", fmt.Sprint(syscall.Getpid()))
+	t.control("hlsim/ctl", s.command)
 	return t
 }
 
