@@ -223,3 +223,26 @@ func mounted(dir string) bool {
 	}
 	return false
 }
+
+// Run runs "hlsim run -sim spec -- args..." with env (nil: this process's)
+// and returns its standard output and exit status, after skipping the
+// test when serving is not possible (Skip). Its standard error goes to
+// the test log when the status is not 0.
+func Run(t testing.TB, spec string, env []string, args ...string) (string, int) {
+	t.Helper()
+	Skip(t)
+	cmd := exec.Command(Binary(t), append([]string{"run", "-sim", spec, "--"}, args...)...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		t.Logf("hlsim run %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
+		return stdout.String(), exit.ExitCode()
+	case err != nil:
+		t.Fatalf("hlsim run: %v\n%s", err, stderr.String())
+	}
+	return stdout.String(), 0
+}

@@ -5,6 +5,8 @@
 // Usage:
 //
 //	hlsim serve -dir DIR [-sim gaudi2:8] [-force] [-v]
+//	hlsim run [-sim gaudi2:8] [-v] -- COMMAND [ARG...]
+//	hlsim ctl -dir DIR COMMAND...
 //
 // serve mounts the nodes and the tree on DIR (made when missing) until
 // SIGINT or SIGTERM, then unmounts it:
@@ -28,6 +30,15 @@
 //
 // A second hlsim on the same directory is refused; a mount left by an
 // hlsim that died is reported, and -force unmounts it first.
+//
+// run serves the devices for one command, in a private mount namespace
+// where they are /dev/accel/accelN and /sys/class/accel/accelN, so that
+// unmodified programs (hl-thunk, a C program, hltrace's target) find them
+// where the driver puts them; nothing of it is visible on the host (see
+// run.go). It exits with the command's status.
+//
+// ctl sends a running server a command (ctl.go): reset a device, change
+// its state, make its next calls fail, raise notifier events.
 package main
 
 import (
@@ -38,6 +49,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -45,11 +57,16 @@ import (
 )
 
 const usage = `usage: hlsim serve -dir DIR [-sim gaudi2:8] [-force] [-v]
+       hlsim run [-sim gaudi2:8] [-v] -- COMMAND [ARG...]
        hlsim ctl -dir DIR COMMAND...
 
 Serves simulated Gaudis as device nodes under DIR until interrupted:
 DIR/dev/accel/accelN and accel_controlDN, and a sysfs tree in DIR/sys.
 Programs of this module find them with GAUDI_ROOT=DIR.
+
+run runs COMMAND in a private mount namespace where the devices are
+/dev/accel/accelN and /sys/class/accel/accelN, as the driver makes them, so
+unmodified programs find them; it exits with COMMAND's status.
 
 ctl drives a running server's devices while clients use them.
 
@@ -59,32 +76,40 @@ Environment:
 ` + ctlUsage
 
 func main() {
-	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	code, err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hlsim:", err)
-		os.Exit(1)
+		if code == 0 {
+			code = 1
+		}
 	}
+	os.Exit(code)
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// run runs a command line and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return errors.New("no command")
+		return 2, errors.New("no command")
 	}
 	switch args[0] {
 	case "serve":
-		return serveCmd(args[1:], stdout, stderr)
+		return 0, serveCmd(args[1:], stdout, stderr)
+	case "run":
+		return runCmd(args[1:], stderr)
+	case "run-inner":
+		return runInner(args[1:], stderr)
 	case "ctl":
-		return ctlCmd(args[1:])
+		return 0, ctlCmd(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
-		return nil
+		return 0, nil
 	}
 	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	return 2, fmt.Errorf("unknown command %q", args[0])
 }
 
 // simFlag reads the simulated server's shape: -sim, else GAUDI_SIM.
@@ -198,11 +223,20 @@ func mount(dir string, cfg sim.Config, force, verbose bool, stderr io.Writer) (*
 // hold fail with ENOTCONN once the process exits.
 func (m *mounted) close() error {
 	var err error
-	if uerr := m.fs.Unmount(); uerr != nil {
-		fmt.Fprintf(m.stderr, "hlsim: unmount %s: %v: detaching it\n", m.dir, uerr)
-		if derr := unix.Unmount(m.dir, unix.MNT_DETACH); derr != nil && !errors.Is(derr, unix.EINVAL) {
-			err = fmt.Errorf("unmount %s: %w", m.dir, derr)
+	unmounted := make(chan error, 1)
+	go func() { unmounted <- m.fs.Unmount() }()
+	select {
+	case uerr := <-unmounted:
+		if uerr != nil {
+			fmt.Fprintf(m.stderr, "hlsim: unmount %s: %v: detaching it\n", m.dir, uerr)
+			if derr := unix.Unmount(m.dir, unix.MNT_DETACH); derr != nil && !errors.Is(derr, unix.EINVAL) {
+				err = fmt.Errorf("unmount %s: %w", m.dir, derr)
+			}
 		}
+	case <-time.After(5 * time.Second):
+		// Unmounted, but bind mounts of the tree elsewhere keep the
+		// filesystem: the connection ends when this process exits.
+		fmt.Fprintf(m.stderr, "hlsim: %s is still mounted elsewhere (bind mounts): its files fail once hlsim exits\n", m.dir)
 	}
 	m.s.closeFiles()
 	m.sys.Close()

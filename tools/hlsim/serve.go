@@ -55,7 +55,7 @@ type openFile struct {
 // the kernel sends RELEASE after close(2) returned, so a client that
 // closes and opens again at once would otherwise meet EBUSY. RELEASE took
 // up to 350 ms on a loaded two-core machine.
-const releaseGrace = 2 * time.Second
+const releaseGrace = 5 * time.Second
 
 // entryTimeout is how long the kernel may cache names and attributes:
 // the tree never changes.

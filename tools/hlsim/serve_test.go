@@ -49,6 +49,16 @@ func child(cmd string) int {
 	case "info":
 		fd, _ := strconv.Atoi(f[1])
 		fmt.Println(hwIPInfo(fd))
+	case "discover":
+		// Unmodified discovery: /sys and /dev as the kernel has them.
+		d, err := device.Open("")
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		defer d.Close()
+		addr, _ := d.PCIAddress()
+		fmt.Println(d.Path(), d.ASIC(), addr, d.Simulated())
 	}
 	return 0
 }
@@ -224,4 +234,46 @@ func TestTSAlias(t *testing.T) {
 			t.Errorf("MmapFileOffset(%#x) = %#x, want %#x", off, got, want)
 		}
 	}
+}
+
+// TestRun runs commands where the devices are /dev/accel and
+// /sys/class/accel, with the command's exit status, and leaves nothing on
+// the host.
+func TestRun(t *testing.T) {
+	hostAccel := exists("/dev/accel")
+	hostClass := exists("/sys/class/accel")
+	before, _ := os.ReadFile("/proc/self/mountinfo")
+
+	out, code := hlsimtest.Run(t, "gaudi2:2", nil, "sh", "-c",
+		"ls /dev/accel; cat /sys/class/accel/accel1/device/pci_addr /sys/class/accel/accel0/device/status; ls /dev/null /dev/pts >/dev/null && echo host-dev; exit 7")
+	if code != 7 {
+		t.Errorf("exit status %d, want 7", code)
+	}
+	for _, w := range []string{"accel0\naccel1\naccel_controlD0\naccel_controlD1\n", "0000:1a:00.0\nOperational\n", "host-dev"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code = hlsimtest.Run(t, "gaudi2:1", append(os.Environ(), hlsimChildEnv+"=discover"), exe)
+	if code != 0 || strings.TrimSpace(out) != "/dev/accel/accel0 GAUDI2 0000:19:00.0 true" {
+		t.Errorf("discovery in hlsim run: %q, status %d", out, code)
+	}
+
+	if exists("/dev/accel") != hostAccel || exists("/sys/class/accel") != hostClass {
+		t.Error("hlsim run changed /dev/accel or /sys/class/accel on the host")
+	}
+	after, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Count(string(after), "fuse.hlsim") > strings.Count(string(before), "fuse.hlsim") {
+		t.Errorf("hlsim run left a mount on the host:\n%s", after)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
