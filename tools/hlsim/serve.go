@@ -34,8 +34,9 @@ type server struct {
 	mu          sync.Mutex
 	files       map[uint64]*openFile
 	nextFh      uint64
-	noPassthru  error // why the kernel refused a passthrough backing file, once it did
-	passthrough bool  // a backing file was accepted
+	releases    uint64 // releases of files so far
+	noPassthru  error  // why the kernel refused a passthrough backing file, once it did
+	passthrough bool   // a backing file was accepted
 }
 
 // openFile is a client's open of a device node.
@@ -53,9 +54,10 @@ type openFile struct {
 // releaseGrace is how long an open waits for the release of the device's
 // previous compute file when that file's descriptor was closed already:
 // the kernel sends RELEASE after close(2) returned, so a client that
-// closes and opens again at once would otherwise meet EBUSY. RELEASE took
-// up to 350 ms on a loaded two-core machine.
-const releaseGrace = 5 * time.Second
+// closes and opens again at once would otherwise meet EBUSY. It bounds the
+// wait for a release that never comes (the opener closed one descriptor of
+// the file and keeps another).
+const releaseGrace = time.Second
 
 // entryTimeout is how long the kernel may cache names and attributes:
 // the tree never changes.
@@ -261,15 +263,27 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 func (s *server) openCompute(dev, pid int) (*sim.File, error) {
 	deadline := time.Now().Add(releaseGrace)
 	for {
+		s.mu.Lock()
+		gen := s.releases
+		s.mu.Unlock()
 		f, err := s.sys.Device(dev).OpenFor(pid)
-		if !errors.Is(err, unix.EBUSY) || !s.closing(dev) {
+		if !errors.Is(err, unix.EBUSY) {
+			return f, err
+		}
+		s.mu.Lock()
+		// A release that ended since the attempt may have freed it.
+		again := s.releases != gen
+		s.mu.Unlock()
+		if !again && !s.closing(dev) {
 			return f, err
 		}
 		if time.Now().After(deadline) {
 			s.log.Printf("open of %s: EBUSY: the file that holds it was closed but not released within %v", s.sys.Device(dev).Name(), releaseGrace)
 			return f, err
 		}
-		time.Sleep(time.Millisecond)
+		if !again {
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
 
@@ -358,12 +372,21 @@ func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 }
 
 // Flush implements fuse.RawFileSystem: a descriptor of the open file was
-// closed.
+// closed, by the process that opened it or another that shares it.
 func (s *server) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	s.mu.Lock()
-	if of := s.files[in.Fh]; of != nil {
-		of.flushed = true
+	of := s.files[in.Fh]
+	s.mu.Unlock()
+	if of == nil {
+		return fuse.OK
 	}
+	// A child that inherited the descriptor and runs another program
+	// closes its copy too; only the opener's close says the file may go.
+	if pid, err := processOf(int(in.Pid), true); err == nil && pid != of.pid {
+		return fuse.OK
+	}
+	s.mu.Lock()
+	of.flushed = true
 	s.mu.Unlock()
 	return fuse.OK
 }
@@ -395,6 +418,7 @@ func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	}
 	s.mu.Lock()
 	delete(s.files, in.Fh)
+	s.releases++
 	s.mu.Unlock()
 }
 
