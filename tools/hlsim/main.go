@@ -211,6 +211,7 @@ func mount(dir string, cfg sim.Config, force, verbose bool, stderr io.Writer) (*
 		fs.Serve()
 		close(m.done)
 	}()
+	go s.reap(100*time.Millisecond, m.done)
 	if err := fs.WaitMount(); err != nil {
 		m.close()
 		return nil, fmt.Errorf("mount %s: %w", abs, err)

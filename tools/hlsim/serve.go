@@ -48,6 +48,7 @@ type openFile struct {
 	backing int32        // passthrough backing id, 0 for none
 	flushed bool         // a FLUSH came: the client closed a descriptor of it
 	hello   bool         // the client said Hello (internal/hlsimproto)
+	killed  bool         // its process was sent SIGKILL
 	exports map[int]bool // the server's descriptors of dma-bufs the client has yet to take
 }
 
@@ -442,7 +443,50 @@ func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, o
 		return fuse.EPERM
 	}
 	out.Result = s.serveIoctl(of, in.Cmd, inbuf, outbuf)
+	if of.f.Killed() {
+		s.kill(of)
+	}
 	return fuse.OK
+}
+
+// kill ends the process that holds a compute file a hard reset killed, as
+// the driver does (device_kill_open_processes sends SIGKILL); the
+// simulator only marks the file dead.
+func (s *server) kill(of *openFile) {
+	s.mu.Lock()
+	done := of.killed
+	of.killed = true
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	s.log.Printf("a hard reset of %s kills process %d, which holds its compute node", s.sys.Device(of.dev).Name(), of.pid)
+	unix.Kill(of.pid, unix.SIGKILL)
+}
+
+// reap kills the holders of files hard resets killed since it last
+// looked; it runs every interval until stop is closed.
+func (s *server) reap(interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		var dead []*openFile
+		for _, of := range s.files {
+			if !of.ctl && !of.killed && of.f.Killed() {
+				dead = append(dead, of)
+			}
+		}
+		s.mu.Unlock()
+		for _, of := range dead {
+			s.kill(of)
+		}
+	}
 }
 
 // name returns the path of n below the mount point, for messages.

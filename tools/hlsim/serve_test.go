@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/device"
@@ -49,6 +50,16 @@ func child(cmd string) int {
 	case "info":
 		fd, _ := strconv.Atoi(f[1])
 		fmt.Println(hwIPInfo(fd))
+	case "block":
+		// Submit a CS that never completes (a FENCE nothing satisfies)
+		// with a 1 s timeout, then wait to be killed.
+		if err := blockDevice(f[1]); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("submitted")
+		time.Sleep(time.Minute)
+		fmt.Println("still alive")
 	case "discover":
 		// Unmodified discovery: /sys and /dev as the kernel has them.
 		d, err := device.Open("")
