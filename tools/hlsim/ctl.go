@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,25 +114,25 @@ func parseErrno(s string) (unix.Errno, bool) {
 }
 
 // ctlCmd is "hlsim ctl -dir DIR COMMAND...": it writes the command to the
-// server's control file.
-func ctlCmd(args []string) error {
-	if len(args) >= 2 && args[0] == "-dir" {
-		dir, cmd := args[1], strings.Join(args[2:], " ")
-		if cmd == "" {
-			return errors.New("ctl: no command\n" + ctlUsage)
-		}
-		f, err := os.OpenFile(filepath.Join(dir, "hlsim", "ctl"), os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("ctl: is hlsim serving %s? %w", dir, err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(cmd); err != nil {
-			if errors.Is(err, unix.EINVAL) {
-				return fmt.Errorf("ctl: the server refused %q (its log says why)\n%s", cmd, ctlUsage)
-			}
-			return fmt.Errorf("ctl: %w", err)
-		}
-		return nil
+// server's control file. The commands are listed on stderr when the
+// command line or the command is wrong.
+func ctlCmd(args []string, stderr io.Writer) error {
+	if len(args) < 3 || args[0] != "-dir" {
+		fmt.Fprint(stderr, "usage: hlsim ctl -dir DIR COMMAND...\n"+ctlUsage)
+		return errors.New("ctl: no directory or no command")
 	}
-	return errors.New("usage: hlsim ctl -dir DIR COMMAND...\n" + ctlUsage)
+	dir, cmd := args[1], strings.Join(args[2:], " ")
+	f, err := os.OpenFile(filepath.Join(dir, "hlsim", "ctl"), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("ctl: is hlsim serving %s? %w", dir, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(cmd); err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			fmt.Fprint(stderr, ctlUsage)
+			return fmt.Errorf("ctl: the server refused %q (its log says why)", cmd)
+		}
+		return fmt.Errorf("ctl: %w", err)
+	}
+	return nil
 }

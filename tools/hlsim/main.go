@@ -103,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	case "run-inner":
 		return runInner(args[1:], stderr)
 	case "ctl":
-		return 0, ctlCmd(args[1:])
+		return 0, ctlCmd(args[1:], stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0, nil
