@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gaudi-go/gaudi/control"
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/internal/devio"
@@ -62,6 +63,7 @@ func run(t *testing.T, b backend) {
 		{"MappedKernelCBs", mappedKernelCBs},
 		{"SignalWait", signalWait},
 		{"Timestamps", timestamps},
+		{"HWBlock", hwBlock},
 		{"ResetEvent", resetEvent},
 		{"DMABuf", dmaBuf},
 	} {
@@ -522,5 +524,29 @@ func dmaBuf(t *testing.T, b backend) {
 	}
 	if err := buf.Close(); err != nil {
 		t.Fatalf("Close after the export closed: %v", err)
+	}
+}
+
+// hwBlock maps a hardware block (Gaudi2's SCHED_ARC0 DCCM) read and write;
+// Gaudi has none to map (EPERM).
+func hwBlock(t *testing.T, b backend) {
+	d := b.mustOpen(t, 0, false)
+	const sched0DCCM = 0x1000007ff8000000 + 0x4e90000 // CFG base + the block's offset
+	blk, err := control.MapBlock(d, sched0DCCM)
+	if b.asic.IsGaudi() {
+		if !errors.Is(err, control.ErrNotSupported) {
+			t.Fatalf("MapBlock on Gaudi: %v, want ErrNotSupported", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blk.Bytes()) != 0x10000 {
+		t.Fatalf("%d bytes mapped, want 64 KiB", len(blk.Bytes()))
+	}
+	blk.Bytes()[0] = 1 // read and write
+	if err := blk.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
