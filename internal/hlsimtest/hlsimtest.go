@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,8 +81,11 @@ var (
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hlsimtest-bin-")
-		if err != nil {
+		// One directory per test process, named after it; those of
+		// processes that are gone are removed.
+		removeStale()
+		dir := filepath.Join(os.TempDir(), binDirPrefix+strconv.Itoa(os.Getpid()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
@@ -99,6 +103,27 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// binDirPrefix names the directories Binary builds in.
+const binDirPrefix = "hlsimtest-bin-"
+
+// removeStale removes the build directories of test processes that are
+// gone.
+func removeStale() {
+	ents, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), binDirPrefix))
+		if !strings.HasPrefix(e.Name(), binDirPrefix) || err != nil || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+		}
+	}
 }
 
 // Serve runs "hlsim serve -sim spec" (spec in GAUDI_SIM's grammar, such as

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/hlsimproto"
 	"github.com/gaudi-go/gaudi/internal/hlsimtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
@@ -57,6 +58,25 @@ func benchBackends(b *testing.B, n int) []backend {
 // and one 4 KiB host-to-device copy (CS and WAIT_CS) per op.
 func BenchmarkIoctl(b *testing.B) {
 	for _, be := range benchBackends(b, 1) {
+		if be.name == "served" {
+			// The transport alone: hlsim's Hello, which the server
+			// answers without the simulator.
+			b.Run("served/Hello", func(b *testing.B) {
+				c := be.mustOpen(b, 0, true)
+				f, err := os.OpenFile(c.Path(), os.O_RDWR, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				var h hlsimproto.Hello
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := hello(f.Fd(), &h); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		b.Run(be.name+"/INFO", func(b *testing.B) {
 			d := be.mustOpen(b, 0, false)
 			b.ReportAllocs()

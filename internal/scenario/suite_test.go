@@ -64,6 +64,7 @@ func run(t *testing.T, b backend) {
 		{"SignalWait", signalWait},
 		{"Timestamps", timestamps},
 		{"HWBlock", hwBlock},
+		{"Debug", debugSession},
 		{"ResetEvent", resetEvent},
 		{"DMABuf", dmaBuf},
 	} {
@@ -548,5 +549,44 @@ func hwBlock(t *testing.T, b backend) {
 	blk.Bytes()[0] = 1 // read and write
 	if err := blk.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// debugSession is hl-thunk's debug_mode on Gaudi2: DEBUG with input
+// structs read from the process (ETR, STM, SPMU) and output written into
+// it (the SPMU counters, the ETR write pointer). Gaudi's CoreSight indices
+// differ; package sim's tests cover them.
+func debugSession(t *testing.T, b backend) {
+	if b.asic.IsGaudi() {
+		t.Skip("Gaudi2's CoreSight indices")
+	}
+	d := b.mustOpen(t, 0, false)
+	if err := control.ConfigureFunnel(d, 0, true); !errors.Is(err, unix.EFAULT) {
+		t.Fatalf("funnel outside debug mode: %v, want EFAULT", err)
+	}
+	if err := control.SetDebugMode(d, true); err != nil {
+		t.Fatal(err)
+	}
+	defer control.SetDebugMode(d, false)
+	buf := d.HWIPInfo().DRAMBase
+	if err := control.EnableETR(d, control.ETR{BufferAddress: buf, BufferSize: 1 << 20, SinkMode: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := control.ConfigureSTM(d, 4, true, control.STM{HEMask: 0xff, ID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := control.EnableSPMU(d, 8, control.SPMU{EventTypes: []uint64{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := control.DisableSPMU(d, 8, 3)
+	if err != nil || len(c.Events) != 3 {
+		t.Fatalf("SPMU counters %+v, %v", c, err)
+	}
+	wp, err := control.DisableETR(d)
+	if err != nil || wp != buf {
+		t.Fatalf("ETR write pointer %#x, %v; want %#x", wp, err, buf)
+	}
+	if err := control.EnableSPMU(d, 0, control.SPMU{EventTypes: make([]uint64, 7)}); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("SPMU with 7 events: %v, want EINVAL", err)
 	}
 }
