@@ -204,6 +204,9 @@ func mount(dir string, cfg sim.Config, force, verbose bool, stderr io.Writer) (*
 		s.closeFiles()
 		sys.Close()
 		os.RemoveAll(lockDir)
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("mount %s: %w (serving needs root)", abs, err)
+		}
 		return nil, fmt.Errorf("mount %s: %w", abs, err)
 	}
 	m := &mounted{dir: abs, s: s, sys: sys, fs: fs, lockDir: lockDir, done: make(chan struct{}), stderr: stderr}

@@ -248,7 +248,11 @@ func rebuildDir(work, dir string, extra map[string]string) error {
 			f.Close()
 		}
 		if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", dst, err)
+			// An entry the namespace cannot have (it vanished, or the
+			// kernel refuses to bind it) is left out rather than
+			// failing the command.
+			fmt.Fprintf(os.Stderr, "hlsim run: %s left out: %v\n", filepath.Join(dir, name), err)
+			os.Remove(dst)
 		}
 	}
 	for name, src := range extra {
