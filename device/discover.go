@@ -189,9 +189,10 @@ type Node struct {
 	Attrs map[string]string
 }
 
-// Nodes lists the habanalabs devices of the live system; see SysFS.Nodes.
+// Nodes lists the habanalabs devices of the live system (or of the tree
+// GAUDI_ROOT names, see RootEnv); see SysFS.Nodes.
 func Nodes() ([]Node, error) {
-	return SysFS{Root: "/"}.Nodes()
+	return SysFS{}.Nodes()
 }
 
 // Nodes lists the habanalabs devices in both layouts, sorted by Index

@@ -43,6 +43,14 @@
 // owns, that are resetting or that are not operational; the others open
 // the one device they name and report why it cannot be had.
 //
+// # Another root
+//
+// GAUDI_ROOT=DIR (RootEnv) makes discovery read DIR/sys instead of /sys
+// and open the nodes it finds under DIR (DIR/dev/accel/accel0), so a
+// program finds devices served under a directory of the user's choice,
+// such as the simulated ones of "hlsim serve -dir DIR", without code
+// changes. A selector that is a node path is opened as written.
+//
 // # The simulator
 //
 // This package opens hardware only and does not import the software

@@ -1,6 +1,8 @@
 // Package examples_test runs every example program on the simulator, so
-// that none of them rots, and checks the command line they share with the
-// tools (package internal/cli): -h, -version, -device and sizes.
+// that none of them rots, in the example's process and served as device
+// nodes by tools/hlsim (when the test runs as root with /dev/fuse), and
+// checks the command line they share with the tools (package
+// internal/cli): -h, -version, -device and sizes.
 package examples_test
 
 import (
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/hlsimtest"
 )
 
 // wants lists, per example, lines its output must contain. An example not
@@ -127,10 +130,34 @@ func TestExamples(t *testing.T) {
 			t.Errorf("example %s is listed here but has no directory", name)
 		}
 	}
+	// One suite, two backends: the simulator inside each example's
+	// process, and the same simulator served by tools/hlsim as device
+	// nodes the examples open through the kernel (the library's real
+	// file-descriptor path).
+	t.Run("in-process", func(t *testing.T) {
+		runExamples(t, bin, names, []string{"GAUDI_DEVICE=sim"}, nil)
+	})
+	t.Run("served", func(t *testing.T) {
+		s := hlsimtest.Serve(t, "gaudi2:2")
+		runExamples(t, bin, names, s.Env(), func(t *testing.T, name, out string) {
+			if !strings.Contains(out, s.Dir+"/dev/accel/accel") {
+				t.Errorf("%s did not use a served node:\n%s", name, out)
+			}
+		})
+		if t.Failed() {
+			t.Logf("hlsim:\n%s", s.Log())
+		}
+	})
+}
+
+// runExamples runs every example with env added to the test's environment
+// and checks its output; check, when not nil, looks at stdout and stderr
+// too.
+func runExamples(t *testing.T, bin string, names, env []string, check func(t *testing.T, name, out string)) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
-			code, stdout, stderr := runExample(t, filepath.Join(bin, name), []string{"GAUDI_DEVICE=sim"}, args[name]...)
+			code, stdout, stderr := runExample(t, filepath.Join(bin, name), env, args[name]...)
 			if code != 0 {
 				t.Fatalf("%s %q: exit %d\nstdout:\n%s\nstderr:\n%s", name, args[name], code, stdout, stderr)
 			}
@@ -147,6 +174,9 @@ func TestExamples(t *testing.T) {
 			// the program did not close (device.SetLeakReporter).
 			if strings.Contains(stderr, "garbage-collected without Close") {
 				t.Errorf("%s dropped an object without Close:\n%s", name, stderr)
+			}
+			if check != nil {
+				check(t, name, stdout+stderr)
 			}
 		})
 	}

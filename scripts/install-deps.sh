@@ -9,6 +9,12 @@
 # all are there.
 set -eu
 
+# tools/hlsim's tests serve simulated devices over FUSE (the kernel's own;
+# no fusermount or fuse3 package is needed): load the module where FUSE is
+# one and not loaded yet. Without root this does nothing, and those tests
+# skip.
+[ -e /dev/fuse ] || modprobe fuse 2>/dev/null || true
+
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in linux-source-6.12 gcc libc6-dev linux-libc-dev make tar xz-utils clang llvm prometheus; do

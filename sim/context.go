@@ -49,6 +49,8 @@ type context struct {
 	internalCB uint64
 
 	dramPhysMem atomic.Int64 // ctx->dram_phys_mem
+
+	rem *remoteMem // the served process whose memory host mappings reach, or nil (served.go)
 }
 
 // mapping is a hash node (struct hl_vm_hash_node) with what it maps.
@@ -146,7 +148,9 @@ const (
 // extent is a contiguous run of what a device address range reaches.
 type extent struct {
 	kind extentKind
-	host []byte // extentHost: the memory itself
+	host []byte     // extentHost: the memory itself
+	rem  *remoteMem // extentHost of a served process: its memory at addr, instead of host
+	addr uint64
 	dram uint64 // extentDRAM: offset into Device.dram
 	n    uint64 // bytes
 }
@@ -185,6 +189,9 @@ func (c *context) resolveLocked(va, n uint64) (extent, error) {
 	}
 	off := va - m.vaStart
 	n = min(n, m.size-off)
+	if m.host && c.rem != nil {
+		return extent{kind: extentHost, rem: c.rem, addr: m.hostBase() + off, n: n}, nil
+	}
 	if m.host {
 		return extent{kind: extentHost, host: hostBytes(m.hostBase()+off, n), n: n}, nil
 	}

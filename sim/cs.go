@@ -503,7 +503,7 @@ func (c *csCtx) copyChunks(ptr uint64, n uint32) (*chunkBuf, error) {
 		buf.b = make([]hl.CSChunk, n)
 	}
 	buf.b = buf.b[:n]
-	if err := copyIn(ptr, sliceBytes(buf.b)); err != nil {
+	if err := c.f.copyIn(ptr, sliceBytes(buf.b)); err != nil {
 		c.putChunks(buf)
 		c.drop(dropValidation)
 		return nil, unix.EFAULT

@@ -122,10 +122,23 @@
 //     kind until the next compute open, raise the notifier bit that
 //     GET_EVENTS reads and signal registered eventfds.
 //
+// # Serving other processes
+//
+// Device.OpenFor and OpenControlFor open a file on behalf of another
+// process, for a server that hands the device out as a node programs open
+// (tools/hlsim serves it over FUSE): user pointers in ioctl arguments and
+// host memory given to MEMORY MAP are that process's addresses, read and
+// written with process_vm_readv and process_vm_writev by the ioctls and
+// the engines alike, and host mappings are checked against its
+// /proc/PID/maps. Command and timestamp buffers then live in one sparse
+// memory file at their mmap offsets (File.MmapFile, MmapFileOffset),
+// which the server lets the process map (served.go, engine_remote.go).
+//
 // # Differences from the kernel
 //
 // The simulator runs inside the calling process; ioctls are method calls, not
-// system calls, so tracers that watch syscalls (hltrace) do not see them.
+// system calls, so tracers that watch syscalls (hltrace) do not see them
+// unless the device is served (tools/hlsim).
 //
 // EXPORT_DMABUF_FD hands out a file of exactly the exported bytes, whose
 // pages are the device memory of the range (the simulator maps them over

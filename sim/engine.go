@@ -683,6 +683,9 @@ type seg struct {
 	host   bool // crosses PCIe
 	user   bool // the caller's memory (a host mapping), which it may unmap
 	n      uint64
+
+	rem  *remoteMem // a host mapping of a served process: its memory at addr (engine_remote.go)
+	addr uint64
 }
 
 // locked runs fn with the mappings held: the context's (so UNMAP waits)
@@ -719,6 +722,9 @@ func (x *execEnv) resolveLocked(addr, n uint64) (seg, error) {
 	e, err := x.ctx.resolveLocked(addr, n)
 	if err != nil {
 		return seg{}, &pageFault{addr}
+	}
+	if e.kind == extentHost && e.rem != nil {
+		return seg{rem: e.rem, addr: e.addr, host: true, n: e.n}, nil
 	}
 	if e.kind == extentHost {
 		return seg{b: e.host, host: true, user: true, n: e.n}, nil
@@ -776,6 +782,9 @@ func (x *execEnv) copyOnce(dst, src, n, width uint64, k *uint64, host *[2]bool) 
 		}
 		*k, *host = n, [2]bool{s.host, d.host}
 		x.scope.set(s, d, n)
+		if s.rem != nil || d.rem != nil {
+			return x.remoteCopy(d, s, n, width)
+		}
 		if width != 0 {
 			return x.swapCopy(d, s, n, width)
 		}
@@ -877,6 +886,9 @@ func (x *execEnv) fillOnce(dst, n uint64, pat [8]byte, phase uint64, k *uint64, 
 		n := d.n
 		*k, *host = n, d.host
 		x.scope.set(seg{}, d, n)
+		if d.rem != nil {
+			return x.remoteFill(d, n, pat, phase)
+		}
 		switch {
 		case !d.isDRAM:
 			fillPattern(d.b[:n], pat, phase)
@@ -934,6 +946,9 @@ func (x *execEnv) storeOnce(dst uint64, b []byte, k *uint64) error {
 		n := d.n
 		*k = n
 		x.scope.set(seg{}, d, n)
+		if d.rem != nil {
+			return remoteStore(d, b[:n])
+		}
 		if d.isDRAM {
 			return x.hw.d.dram.WriteAt(b[:n], d.dram)
 		}
@@ -970,6 +985,9 @@ func (x *execEnv) loadOnce(src uint64, b []byte, k *uint64) error {
 		n := s.n
 		*k = n
 		x.scope.set(s, seg{}, n)
+		if s.rem != nil {
+			return remoteLoad(s, b[:n])
+		}
 		if s.isDRAM {
 			return x.hw.d.dram.ReadAt(b[:n], s.dram)
 		}

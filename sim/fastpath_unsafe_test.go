@@ -277,7 +277,7 @@ func TestCopyInFaults(t *testing.T) {
 	// another goroutine), so take one far from the mmap area and the Go
 	// heap, and check it.
 	goneAddr := uint64(0x2000_0000_0000)
-	if vmas, err := readMaps(); err == nil {
+	if vmas, err := readMaps(procMaps); err == nil {
 		for _, v := range vmas {
 			if goneAddr >= v.start && goneAddr < v.end {
 				t.Skipf("%#x is mapped", goneAddr)

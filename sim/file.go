@@ -39,6 +39,8 @@ type File struct {
 	final     sync.Once
 
 	killed atomic.Bool // a hard reset killed the holder (watchdog.go)
+
+	rem *remoteMem // the served process whose memory user pointers reach, or nil (served.go)
 }
 
 func newFile(d *Device, control bool) *File {

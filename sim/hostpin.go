@@ -57,9 +57,9 @@ var (
 	procSmaps = "/proc/self/smaps"
 )
 
-// readMaps parses /proc/self/maps.
-func readMaps() ([]vma, error) {
-	b, err := os.ReadFile(procMaps)
+// readMaps parses a process's maps file (/proc/self/maps).
+func readMaps(path string) ([]vma, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +101,10 @@ func readMaps() ([]vma, error) {
 }
 
 // deviceFlags sets the device field of the vmas from the VmFlags lines
-// of /proc/self/smaps (VM_IO is "io", VM_PFNMAP "pf"). Without smaps
-// nothing is known.
-func deviceFlags(vmas []vma) {
-	b, err := os.ReadFile(procSmaps)
+// of the process's smaps file (/proc/self/smaps; VM_IO is "io", VM_PFNMAP
+// "pf"). Without smaps nothing is known.
+func deviceFlags(path string, vmas []vma) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
@@ -151,13 +151,14 @@ func (v *vma) pinnable() bool {
 	return true
 }
 
-// pinCheck answers what pinning [addr, addr+size) would; the caller has
-// rejected a zero size and overflow (EINVAL) as hl_pin_host_memory does.
-func pinCheck(addr, size uint64) error {
+// pinCheck answers what pinning [addr, addr+size) of the process whose
+// maps and smaps files are named would; the caller has rejected a zero
+// size and overflow (EINVAL) as hl_pin_host_memory does.
+func pinCheck(maps, smaps string, addr, size uint64) error {
 	if addr+size > userAddrLimit {
 		return unix.EFAULT
 	}
-	vmas, err := readMaps()
+	vmas, err := readMaps(maps)
 	if err != nil {
 		// Without /proc nothing can be checked; the copies will fault.
 		return nil
@@ -168,7 +169,7 @@ func pinCheck(addr, size uint64) error {
 	// process's mappings when the range reaches one.
 	for _, v := range vmas {
 		if v.start < end && v.end > start && v.inode != 0 {
-			deviceFlags(vmas)
+			deviceFlags(smaps, vmas)
 			break
 		}
 	}

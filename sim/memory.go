@@ -248,7 +248,7 @@ func (c *context) mapHost(addr, hint, size uint64, flags uint32) (uint64, error)
 	if end < addr || (end+hostPageSize-1)&^(hostPageSize-1) < end {
 		return 0, unix.EINVAL
 	}
-	if err := pinCheck(addr, size); err != nil {
+	if err := c.pinCheck(addr, size); err != nil {
 		return 0, err
 	}
 	// init_phys_pg_pack_from_userptr.

@@ -130,7 +130,7 @@ func (f *File) infoModuleParams(a *hl.InfoArgs) error {
 	r.HardResetOnFWEvents = 1
 	r.DecoderMask = m.decoder
 	r.RotatorMask = m.rotator
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // drm_accel_enabled_info: the buffer must hold a u64; the driver is built
@@ -140,7 +140,7 @@ func (f *File) infoDRMAccelEnabled(a *hl.InfoArgs) error {
 		return unix.EINVAL
 	}
 	one := uint64(1)
-	return copyOut(a.ReturnPointer.Addr(), structBytes(&one))
+	return f.copyOut(a.ReturnPointer.Addr(), structBytes(&one))
 }
 
 // device_status_info of the out-of-tree driver: it reads min(return_size,
@@ -155,7 +155,7 @@ func (f *File) infoDeviceStatusOOT(a *hl.InfoArgs) error {
 	}
 	var r hl.InfoDeviceStatus
 	b := structBytes(&r)[:size]
-	if err := copyIn(a.ReturnPointer.Addr(), b); err != nil {
+	if err := f.copyIn(a.ReturnPointer.Addr(), b); err != nil {
 		return err
 	}
 	d := f.dev
@@ -168,7 +168,7 @@ func (f *File) infoDeviceStatusOOT(a *hl.InfoArgs) error {
 	}
 	r.Status = uint32(d.state)
 	d.mu.Unlock()
-	return copyOut(a.ReturnPointer.Addr(), b)
+	return f.copyOut(a.ReturnPointer.Addr(), b)
 }
 
 // SoftResetStallRequests returns how many INFO DEVICE_STATUS calls asked
@@ -213,7 +213,7 @@ func (f *File) infoTimeSyncPerDie(a *hl.InfoArgs) error {
 	var r hl.InfoTimeSyncPerDie
 	b := structBytes(&r)
 	n := min(int(a.ReturnSize), len(b))
-	if err := copyIn(a.ReturnPointer.Addr(), b[:n]); err != nil {
+	if err := f.copyIn(a.ReturnPointer.Addr(), b[:n]); err != nil {
 		return err
 	}
 	const dies = 1 // num_of_dies unset: one die
@@ -221,7 +221,7 @@ func (f *File) infoTimeSyncPerDie(a *hl.InfoArgs) error {
 		return unix.EINVAL
 	}
 	r = hl.InfoTimeSyncPerDie{DieIndex: r.DieIndex, DeviceTime: f.dev.deviceTime(), HostTime: uint64(clockNs(unix.CLOCK_MONOTONIC_RAW)), TSCTime: readTSC()}
-	return copyOut(a.ReturnPointer.Addr(), b[:n])
+	return f.copyOut(a.ReturnPointer.Addr(), b[:n])
 }
 
 // deviceTime is the PSOC timestamp counter TIME_SYNC reads.
@@ -256,7 +256,7 @@ func (f *File) infoMemoryConsumption(a *hl.InfoArgs) error {
 	if int(a.ReturnSize) != len(b) {
 		return unix.EINVAL
 	}
-	if err := copyIn(a.ReturnPointer.Addr(), b); err != nil {
+	if err := f.copyIn(a.ReturnPointer.Addr(), b); err != nil {
 		return err
 	}
 	d := f.dev
@@ -286,7 +286,7 @@ func (f *File) infoLinkCounters(a *hl.InfoArgs) error {
 	}
 	var r hl.InfoHabanaLinkCounters
 	b := structBytes(&r)
-	if err := copyIn(a.ReturnPointer.Addr(), b[:min(int(a.ReturnSize), len(b))]); err != nil {
+	if err := f.copyIn(a.ReturnPointer.Addr(), b[:min(int(a.ReturnSize), len(b))]); err != nil {
 		return err
 	}
 	return unix.EFAULT
@@ -358,14 +358,14 @@ func (f *File) nicIoctl(a *hl.NICArgs) error {
 	a.OutputSize = min(a.OutputSize, nicOutSize[op])
 	if !a.InputPtr.IsNil() && a.InputSize > 0 {
 		in := make([]byte, a.InputSize)
-		if err := copyIn(a.InputPtr.Addr(), in); err != nil {
+		if err := f.copyIn(a.InputPtr.Addr(), in); err != nil {
 			return err
 		}
 	}
 	// hl_cn_control answers EFAULT ("NIC is not initialized"); the output
 	// goes out anyway, and a fault there is EFAULT too.
 	if !a.OutputPtr.IsNil() && a.OutputSize > 0 {
-		copyOut(a.OutputPtr.Addr(), make([]byte, a.OutputSize))
+		f.copyOut(a.OutputPtr.Addr(), make([]byte, a.OutputSize))
 	}
 	return unix.EFAULT
 }

@@ -107,8 +107,9 @@ func (s Selection) Why(d *device.Device) string {
 	return kind + " (" + s.origin() + ")"
 }
 
-// thisMachine is the sysfs of this machine.
-var thisMachine = device.SysFS{Root: "/"}
+// thisMachine is the sysfs of this machine: /sys, or the tree of served
+// devices GAUDI_ROOT names (device.RootEnv).
+var thisMachine = device.SysFS{}
 
 // hardwareNodes lists the Gaudi devices sys shows; tests replace it.
 var hardwareNodes = func(sys device.SysFS) ([]device.Node, error) { return sys.Nodes() }
