@@ -21,6 +21,9 @@ type Config struct {
 	// kernels up to 6.5 (and refuse the DRM one with ENOTTY), as /dev/hlN
 	// did; by default they speak the DRM encoding of current kernels.
 	Legacy bool
+	// Strict turns strict mode on or off (strict.go); the zero value,
+	// StrictAuto, turns it on in test binaries unless GAUDI_SIM_STRICT=0.
+	Strict StrictMode
 }
 
 // DeviceConfig describes one simulated device. Zero fields take the ASIC's

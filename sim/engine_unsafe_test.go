@@ -574,6 +574,9 @@ func TestPageFault(t *testing.T) {
 	if pf.Addr != bad {
 		t.Fatalf("page fault at %#x, want %#x", pf.Addr, bad)
 	}
+	if v := takeViolations(t, d, ViolationPageFault); len(v) == 1 && (v[0].Addr != bad || v[0].Seq != seq) {
+		t.Errorf("violation %+v, want the page fault at %#x of CS %d", v[0], bad, seq)
+	}
 	var maps [8]hl.UserMapping
 	var ia hl.InfoArgs
 	ia.Op = hl.HL_INFO_USER_MAPPINGS

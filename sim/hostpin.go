@@ -47,6 +47,7 @@ var userAddrLimit = func() uint64 {
 type vma struct {
 	start, end    uint64
 	write, shared bool
+	offset        uint64 // file offset of start (0 for anonymous memory)
 	dev, inode    uint64
 	device        bool // VM_IO or VM_PFNMAP, known after deviceFlags
 }
@@ -85,7 +86,8 @@ func readMaps() ([]vma, error) {
 		major, err3 := strconv.ParseUint(string(dev[0]), 16, 32)
 		minor, err4 := strconv.ParseUint(string(dev[1]), 16, 32)
 		inode, err5 := strconv.ParseUint(string(f[4]), 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || err5 != nil {
+		offset, err6 := strconv.ParseUint(string(f[2]), 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || err5 != nil || err6 != nil {
 			continue
 		}
 		out = append(out, vma{
@@ -93,6 +95,7 @@ func readMaps() ([]vma, error) {
 			end:    end,
 			write:  f[1][1] == 'w',
 			shared: f[1][3] == 's',
+			offset: offset,
 			dev:    unix.Mkdev(uint32(major), uint32(minor)),
 			inode:  inode,
 		})
@@ -153,14 +156,15 @@ func (v *vma) pinnable() bool {
 
 // pinCheck answers what pinning [addr, addr+size) would; the caller has
 // rejected a zero size and overflow (EINVAL) as hl_pin_host_memory does.
-func pinCheck(addr, size uint64) error {
+// It also returns the process's mappings it read (nil without /proc).
+func pinCheck(addr, size uint64) ([]vma, error) {
 	if addr+size > userAddrLimit {
-		return unix.EFAULT
+		return nil, unix.EFAULT
 	}
 	vmas, err := readMaps()
 	if err != nil {
 		// Without /proc nothing can be checked; the copies will fault.
-		return nil
+		return nil, nil
 	}
 	start := addr &^ (hostPageSize - 1)
 	end := (addr + size + hostPageSize - 1) &^ (hostPageSize - 1)
@@ -180,11 +184,11 @@ func pinCheck(addr, size uint64) error {
 		}
 		if i == len(vmas) || vmas[i].start > pos || !vmas[i].pinnable() {
 			if pos == start {
-				return unix.EFAULT
+				return nil, unix.EFAULT
 			}
-			return unix.ENOMEM
+			return nil, unix.ENOMEM
 		}
 		pos = vmas[i].end
 	}
-	return nil
+	return vmas, nil
 }

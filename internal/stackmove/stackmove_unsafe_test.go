@@ -134,7 +134,7 @@ func head(b []byte) []byte { return b[:min(len(b), 32)] }
 // old stack no longer holds the old bytes (package strict). The poisoning
 // goroutines stay parked until the test ends.
 func moveStack() {
-	if !strict.MoveStack() {
+	if moved, _ := strict.MoveStack(); !moved {
 		panic("stackmove: the stack did not move")
 	}
 	runtime.GC()

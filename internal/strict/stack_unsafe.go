@@ -57,19 +57,21 @@ func OnStack(addr, n uint64, lo, hi uintptr) bool {
 // MoveStack makes the runtime copy the calling goroutine's stack elsewhere:
 // it calls deeper than the stack has room for, doubling the depth until the
 // stack moved, and reports whether it did (it gives up past 4 MiB of
-// frames). The stack keeps its new, larger size until a garbage collection
-// shrinks it; memory the old stack held is free for other goroutines'
-// stacks.
-func MoveStack() bool {
+// frames) and how deep it went. The stack keeps its new, larger size
+// until a garbage collection shrinks it (the caller may run one when the
+// depth was large); memory the old stack held is free for other
+// goroutines' stacks.
+func MoveStack() (moved bool, depth uintptr) {
 	var here byte
 	before := uintptr(unsafe.Pointer(&here))
-	for n := 8; uintptr(unsafe.Pointer(&here)) == before; n *= 2 {
+	n := 8
+	for ; uintptr(unsafe.Pointer(&here)) == before; n *= 2 {
 		if n > 1<<13 {
-			return false
+			return false, uintptr(n) * 512
 		}
 		grow(n)
 	}
-	return true
+	return true, uintptr(n/2) * 512
 }
 
 //go:noinline

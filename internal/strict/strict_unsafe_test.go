@@ -83,7 +83,7 @@ func TestMoveStack(t *testing.T) {
 		}
 		addr := uintptr(unsafe.Pointer(&arr[0]))
 		before := arr
-		moved = MoveStack()
+		moved, _ = MoveStack()
 		runtime.GC()
 		release = Poison(8, 64<<10)
 		var now [64]byte
