@@ -44,6 +44,12 @@ import (
 // to MAP) are only checked against the stack, since their bytes may
 // change during the call by design.
 
+// stackBounds is strict.StackBounds; a test turns it off to exercise the
+// stack-move check alone.
+var stackBounds = defaultStackBounds
+
+func defaultStackBounds() (lo, hi uintptr, ok bool) { return strict.StackBounds() }
+
 // moveSample tells whether the n-th call (from 1) of an ioctl on a file
 // gets the stack-move check.
 func moveSample(n uint32) bool { return n <= 2 || n%256 == 0 }
@@ -85,7 +91,7 @@ func (f *File) strictEnter(idx int, arg unsafe.Pointer) (*argCheck, error) {
 		return nil, nil
 	}
 	op := ioctlTable[idx].name
-	lo, hi, ok := strict.StackBounds()
+	lo, hi, ok := stackBounds()
 	if ok {
 		for _, r := range c.regions {
 			if strict.OnStack(r.Addr, r.Len, lo, hi) {
@@ -124,9 +130,11 @@ func (f *File) strictEnter(idx int, arg unsafe.Pointer) (*argCheck, error) {
 	if !moved {
 		return c, nil
 	}
-	used := uintptr(16 << 10)
+	// The poisoners take stack memory up to twice what the goroutine used,
+	// or 256 KiB when that is not known.
+	used := uintptr(256 << 10)
 	if ok {
-		used += 2 * (hi - lo)
+		used = 16<<10 + 2*(hi-lo)
 	}
 	release := strict.Poison(4, used)
 	defer release()
