@@ -31,6 +31,11 @@ func newRig(t testing.TB, asic sim.ASIC, opts Options) rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // after the cleanups below: fails on strict mode violations
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)
