@@ -79,6 +79,7 @@ func newDevice(i int, dc DeviceConfig, cfg Config, strict bool) (*Device, error)
 		created:     time.Now(),
 	}
 	d.strict.on = strict
+	d.strict.proc = newProcFiles()
 	return d, nil
 }
 
@@ -237,6 +238,7 @@ func (d *Device) finish(f *File) {
 			d.releaseResets++
 		}
 		d.mu.Unlock()
+		d.strict.proc.close()
 		f.lock.release()
 	})
 }

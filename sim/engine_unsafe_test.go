@@ -741,9 +741,16 @@ func TestWaitBusyTimeout(t *testing.T) {
 	d.SetState(Operational)
 }
 
-// BenchmarkSubmitWaitNOP submits a prepared one-NOP CS and waits for it.
-func BenchmarkSubmitWaitNOP(b *testing.B) {
-	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir()})
+// BenchmarkSubmitWaitNOP submits a prepared one-NOP CS and waits for it,
+// as programs run it (strict mode off).
+func BenchmarkSubmitWaitNOP(b *testing.B) { benchSubmitWaitNOP(b, StrictOff) }
+
+// BenchmarkSubmitWaitNOPStrict is BenchmarkSubmitWaitNOP in strict mode, as
+// tests run it: the cost of its checks.
+func BenchmarkSubmitWaitNOPStrict(b *testing.B) { benchSubmitWaitNOP(b, StrictOn) }
+
+func benchSubmitWaitNOP(b *testing.B, mode StrictMode) {
+	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir(), Strict: mode})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -826,7 +833,7 @@ func BenchmarkDMAHostToDRAM(b *testing.B) { benchDMA(b, true) }
 func BenchmarkDMAHostToHost(b *testing.B) { benchDMA(b, false) }
 
 func benchDMA(b *testing.B, toDRAM bool) {
-	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir()})
+	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir(), Strict: StrictOff})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -258,7 +258,7 @@ func (c *context) mapHost(addr, hint, size uint64, flags uint32) (uint64, error)
 	}
 	var ident *hostIdent
 	if c.dev.strict.on {
-		ident = newHostIdent(vmas, first, first+total) // strict_host.go
+		ident = newHostIdent(&c.dev.strict.proc, vmas, first, first+total) // strict_host_unsafe.go
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

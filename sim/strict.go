@@ -197,6 +197,8 @@ type strictState struct {
 	// device's contexts for the in-flight checks (strict_dma.go).
 	clock atomic.Uint64
 
+	proc procFiles // for the host memory identity checks (strict_host_unsafe.go)
+
 	mu         sync.Mutex
 	violations []Violation
 	dropped    int    // violations beyond maxViolations

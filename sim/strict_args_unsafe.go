@@ -31,7 +31,7 @@ import (
 //     simulator's own calls overwrite, or memory another goroutine rewrote
 //     during the call.
 //   - For a sample of calls (the first two of each ioctl on each file,
-//     then one in 256), before the call is served, the calling goroutine's
+//     then one in 4096), before the call is served, the calling goroutine's
 //     stack is moved (internal/strict.MoveStack), the stack memory the
 //     runtime freed is taken and filled by other goroutines
 //     (internal/strict.Poison), and every region that is read or written
@@ -52,7 +52,7 @@ func defaultStackBounds() (lo, hi uintptr, ok bool) { return strict.StackBounds(
 
 // moveSample tells whether the n-th call (from 1) of an ioctl on a file
 // gets the stack-move check.
-func moveSample(n uint32) bool { return n <= 2 || n%256 == 0 }
+func moveSample(n uint32) bool { return n <= 2 || n%4096 == 0 }
 
 // argCheck is what strict mode saw of a call's argument at its start.
 type argCheck struct {

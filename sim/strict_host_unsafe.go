@@ -1,11 +1,10 @@
 package sim
 
 import (
-	"encoding/binary"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -64,7 +63,7 @@ type identPiece struct {
 
 // newHostIdent records the identity of [start, end), page aligned, from
 // the mappings pinCheck read.
-func newHostIdent(vmas []vma, start, end uint64) *hostIdent {
+func newHostIdent(pf *procFiles, vmas []vma, start, end uint64) *hostIdent {
 	if vmas == nil {
 		return nil
 	}
@@ -80,7 +79,7 @@ func newHostIdent(vmas []vma, start, end uint64) *hostIdent {
 	}
 	if anon && pagemapFrames() && (end-start)/hostPageSize <= maxIdentPages {
 		h.pfns = make([]uint64, (end-start)/hostPageSize)
-		if err := readPagemap(start, h.pfns); err != nil {
+		if err := pf.pagemap(start, h.pfns); err != nil {
 			h.pfns = nil
 		}
 		for i, e := range h.pfns {
@@ -100,23 +99,22 @@ func (h *hostIdent) anonAt(addr uint64) bool {
 }
 
 // check compares the range with its identity at MAP; it returns what
-// changed, or "".
-func (h *hostIdent) check() string {
-	vmas, err := readMaps()
+// changed, or "" (also when it cannot tell).
+func (h *hostIdent) check(pf *procFiles) string {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	find, err := pf.finder()
 	if err != nil {
 		return ""
 	}
-	i := 0
 	for _, p := range h.pieces {
 		for pos := p.start; pos < p.end; {
-			for i < len(vmas) && vmas[i].end <= pos {
-				i++
-			}
-			if i == len(vmas) || vmas[i].start > pos {
-				return fmt.Sprintf("the memory at %#x was unmapped", pos)
-			}
-			v := vmas[i]
+			v, ok, err := find(pos)
 			switch {
+			case err != nil:
+				return ""
+			case !ok:
+				return fmt.Sprintf("the memory at %#x was unmapped", pos)
 			case v.inode != p.inode || v.dev != p.dev:
 				return fmt.Sprintf("the memory at %#x, %s at MAP, is now %s", pos, p.describe(), describeVMA(v))
 			case p.inode != 0 && v.offset+(pos-v.start) != p.fileOff+(pos-p.start):
@@ -125,7 +123,79 @@ func (h *hostIdent) check() string {
 			pos = min(v.end, p.end)
 		}
 	}
-	return h.checkFrames()
+	return h.checkFrames(pf)
+}
+
+// procFiles are the /proc files the identity checks read, kept open
+// while a compute context of the device lives (opening them costs more
+// than the reads): /proc/self/maps for PROCMAP_QUERY and
+// /proc/self/pagemap. -1 is a file not open.
+type procFiles struct {
+	mu     sync.Mutex
+	maps   int
+	frames int // /proc/self/pagemap
+}
+
+func newProcFiles() procFiles { return procFiles{maps: -1, frames: -1} }
+
+// close closes the files; the next check opens them again.
+func (pf *procFiles) close() {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	for _, fd := range []*int{&pf.maps, &pf.frames} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+}
+
+// finder returns a lookup of the mapping that holds an address: by
+// PROCMAP_QUERY where the kernel has it, else over one reading of
+// /proc/self/maps (for addresses in rising order). pf.mu must be held.
+func (pf *procFiles) finder() (find func(addr uint64) (vma, bool, error), err error) {
+	if pf.maps < 0 && procMaps == "/proc/self/maps" { // not a test's fake
+		if q, err := openVMAQuery(); err == nil {
+			pf.maps = q.fd
+		}
+	}
+	if pf.maps >= 0 && !noProcmapQuery.Load() {
+		return vmaQuery{pf.maps}.query, nil
+	}
+	vmas, err := readMaps()
+	if err != nil {
+		return nil, err
+	}
+	i := 0
+	return func(addr uint64) (vma, bool, error) {
+		for i < len(vmas) && vmas[i].end <= addr {
+			i++
+		}
+		if i < len(vmas) && vmas[i].start <= addr {
+			return vmas[i], true, nil
+		}
+		return vma{}, false, nil
+	}, nil
+}
+
+// pagemapLocked reads the pagemap entry of each page from addr. pf.mu
+// must be held.
+func (pf *procFiles) pagemapLocked(addr uint64, entries []uint64) error {
+	if pf.frames < 0 {
+		fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		pf.frames = fd
+	}
+	return readPagemapFD(pf.frames, addr, entries)
+}
+
+// pagemap is pagemapLocked taking pf.mu.
+func (pf *procFiles) pagemap(addr uint64, entries []uint64) error {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	return pf.pagemapLocked(addr, entries)
 }
 
 func (p identPiece) describe() string {
@@ -141,14 +211,14 @@ func describeVMA(v vma) string {
 
 // checkFrames compares the frames of the anonymous pages with those at
 // MAP, recording frames of pages that were absent then.
-func (h *hostIdent) checkFrames() string {
+func (h *hostIdent) checkFrames(pf *procFiles) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.pfns == nil {
 		return ""
 	}
 	now := make([]uint64, len(h.pfns))
-	if err := readPagemap(h.start, now); err != nil {
+	if err := pf.pagemapLocked(h.start, now); err != nil {
 		return ""
 	}
 	for i, was := range h.pfns {
@@ -189,13 +259,93 @@ func (x *execEnv) strictHost(m *mapping) {
 	}
 	s.hostChecked = append(s.hostChecked, m)
 	s.hostMu.Unlock()
-	why := h.check()
+	why := h.check(&x.hw.d.strict.proc)
 	if why == "" {
 		return
 	}
 	x.goneSeen = true // one report per job
 	x.violate(ViolationHostReplaced, m.va, fmt.Sprintf("CS %d on queue %d reached the host mapping at %#x of [%#x, +%#x): %s since MAP; on hardware the device goes on using the pages pinned at MAP, which the process no longer sees there",
 		s.seq, x.q.id, m.va, m.hostAddr, m.hostSize, why))
+}
+
+// vmaQuery looks mappings up one address at a time with the PROCMAP_QUERY
+// ioctl on /proc/self/maps (Linux 6.11), much cheaper than reading the
+// whole file; fd is -1 without it.
+type vmaQuery struct{ fd int }
+
+// procmapQuery is struct procmap_query (include/uapi/linux/fs.h, Linux
+// 6.11).
+type procmapQuery struct {
+	Size        uint64
+	QueryFlags  uint64
+	QueryAddr   uint64
+	VMAStart    uint64
+	VMAEnd      uint64
+	VMAFlags    uint64
+	VMAPageSize uint64
+	VMAOffset   uint64
+	Inode       uint64
+	DevMajor    uint32
+	DevMinor    uint32
+	VMANameSize uint32
+	BuildIDSize uint32
+	VMANameAddr uint64
+	BuildIDAddr uint64
+}
+
+// procmapQueryReq is PROCMAP_QUERY: _IOWR(PROCFS_IOCTL_MAGIC ('f'), 17,
+// struct procmap_query).
+const procmapQueryReq = 3<<30 | uint(unsafe.Sizeof(procmapQuery{}))<<16 | 'f'<<8 | 17
+
+// noProcmapQuery is set once the kernel refused PROCMAP_QUERY.
+var noProcmapQuery atomic.Bool
+
+// openVMAQuery opens /proc/self/maps for queries; an error means the
+// caller reads the file instead.
+func openVMAQuery() (vmaQuery, error) {
+	if noProcmapQuery.Load() {
+		return vmaQuery{-1}, unix.ENOTTY
+	}
+	fd, err := unix.Open("/proc/self/maps", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return vmaQuery{-1}, err
+	}
+	q := vmaQuery{fd}
+	if _, _, err := q.query(uint64(uintptr(unsafe.Pointer(&noProcmapQuery)))); err != nil {
+		q.close()
+		noProcmapQuery.Store(true) // ENOTTY before Linux 6.11
+		return vmaQuery{-1}, err
+	}
+	return q, nil
+}
+
+func (q vmaQuery) close() {
+	if q.fd >= 0 {
+		unix.Close(q.fd)
+	}
+}
+
+// query returns the mapping that holds addr; found is false when none
+// does.
+func (q vmaQuery) query(addr uint64) (v vma, found bool, err error) {
+	a := procmapQuery{Size: uint64(unsafe.Sizeof(procmapQuery{})), QueryAddr: addr}
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(q.fd), uintptr(procmapQueryReq), uintptr(unsafe.Pointer(&a)))
+	switch errno {
+	case 0:
+	case unix.ENOENT:
+		return vma{}, false, nil
+	default:
+		return vma{}, false, errno
+	}
+	return vma{
+		start:  a.VMAStart,
+		end:    a.VMAEnd,
+		write:  a.VMAFlags&2 != 0, // PROCMAP_QUERY_VMA_WRITABLE
+		shared: a.VMAFlags&8 != 0, // PROCMAP_QUERY_VMA_SHARED
+		offset: a.VMAOffset,
+		dev:    unix.Mkdev(a.DevMajor, a.DevMinor),
+		inode:  a.Inode,
+	}, true, nil
 }
 
 // Page frame numbers from /proc/self/pagemap: bit 63 present, bit 62
@@ -241,17 +391,33 @@ func pagemapFrames() bool {
 
 // readPagemap reads the pagemap entry of each page from addr.
 func readPagemap(addr uint64, entries []uint64) error {
-	f, err := os.Open("/proc/self/pagemap")
+	fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	buf := make([]byte, 8*len(entries))
-	if _, err := f.ReadAt(buf, int64(addr/hostPageSize*8)); err != nil {
-		return err
+	defer unix.Close(fd)
+	return readPagemapFD(fd, addr, entries)
+}
+
+// readPagemapFD reads entries from the pagemap file fd, into entries' own
+// memory.
+func readPagemapFD(fd int, addr uint64, entries []uint64) error {
+	if len(entries) == 0 {
+		return nil
 	}
-	for i := range entries {
-		entries[i] = binary.NativeEndian.Uint64(buf[8*i:])
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&entries[0])), 8*len(entries))
+	for off := 0; off < len(buf); {
+		n, err := unix.Pread(fd, buf[off:], int64(addr/hostPageSize*8)+int64(off))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return unix.EIO
+		}
+		off += n
 	}
-	return nil
+	return nil // entries are native-endian u64s already
 }

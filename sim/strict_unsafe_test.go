@@ -340,12 +340,18 @@ func TestStrictCBChanged(t *testing.T) {
 // /proc/self/pagemap shows page frames: CAP_SYS_ADMIN).
 func TestStrictHostReplaced(t *testing.T) {
 	const n = 2 * pageSize
-	for _, anon := range []bool{false, true} {
-		name := "memfd"
-		if anon {
-			name = "anonymous"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		anon, maps bool
+	}{{"memfd", false, false}, {"anonymous", true, false}, {"memfd, /proc/self/maps", false, true}} {
+		anon := tc.anon
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.maps {
+				// The identity check without PROCMAP_QUERY, as before
+				// Linux 6.11.
+				old := noProcmapQuery.Swap(true)
+				defer noProcmapQuery.Store(old)
+			}
 			if anon && !pagemapFrames() {
 				t.Skip("/proc/self/pagemap shows no page frames (needs CAP_SYS_ADMIN)")
 			}
@@ -473,5 +479,69 @@ func TestStrictReports(t *testing.T) {
 	d.TakeViolations()
 	if err := s.CheckStrict(); err != nil {
 		t.Errorf("after TakeViolations: %v", err)
+	}
+}
+
+// TestParseMapsLine reads /proc/self/maps lines, file paths with spaces
+// and anonymous names included, and refuses malformed ones.
+func TestParseMapsLine(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want vma
+		ok   bool
+	}{
+		{"7f0000000000-7f0000021000 rw-p 00000000 00:00 0 ", vma{start: 0x7f0000000000, end: 0x7f0000021000, write: true}, true},
+		{"7f0000000000-7f0000001000 rw-s 0000a000 08:01 1234   /tmp/a b (deleted)",
+			vma{start: 0x7f0000000000, end: 0x7f0000001000, write: true, shared: true, offset: 0xa000, dev: unix.Mkdev(8, 1), inode: 1234}, true},
+		{"7f0000000000-7f0000001000 r--p 00000000 00:00 0                          [anon:gaudi]", vma{start: 0x7f0000000000, end: 0x7f0000001000}, true},
+		{"7f0000000000-7f0000001000 rw-p 00000000 00:00", vma{}, false},
+		{"7f0000000000 rw-p 00000000 00:00 0", vma{}, false},
+		{"7f0000000000-10000000000000000 rw-p 00000000 00:00 0", vma{}, false},
+		{"7f0000000000-7f0000001000 rw-p 0000000g 00:00 0", vma{}, false},
+		{"", vma{}, false},
+	} {
+		got, ok := parseMapsLine([]byte(tc.line))
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("%q: %+v, %v; want %+v, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestVMAQueryMatchesMaps: PROCMAP_QUERY (Linux 6.11) answers what
+// /proc/self/maps says, for every mapping of the process.
+func TestVMAQueryMatchesMaps(t *testing.T) {
+	q, err := openVMAQuery()
+	if err != nil {
+		t.Skipf("no PROCMAP_QUERY: %v", err)
+	}
+	defer q.close()
+	vmas, err := readMaps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range vmas {
+		if want.start >= userAddrLimit {
+			continue // [vsyscall]: not a VMA of the process
+		}
+		got, ok, err := q.query(want.start)
+		if err != nil || !ok {
+			t.Fatalf("%#x: %v, %v", want.start, ok, err)
+		}
+		if got != want {
+			// The maps may have changed since they were read (the
+			// runtime maps memory): compare with a fresh reading.
+			again, _ := readMaps()
+			for _, v := range again {
+				if v.start <= want.start && want.start < v.end {
+					want = v
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("query %#x: %+v, maps %+v", want.start, got, want)
+		}
+	}
+	if _, ok, err := q.query(0); ok || err != nil {
+		t.Errorf("address 0: %v, %v", ok, err)
 	}
 }

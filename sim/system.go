@@ -24,6 +24,7 @@ func (s *System) Close() error {
 		d.stopWatchdogLocked() // no reset after the system is gone
 		d.mu.Unlock()
 		d.dram.close()
+		d.strict.proc.close()
 	}
 	return s.CheckStrict()
 }

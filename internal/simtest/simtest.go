@@ -23,11 +23,15 @@ import (
 
 // New returns a simulated server built from cfg, with its lock files in a
 // fresh temporary directory unless cfg names one. Cleanup closes it and
-// fails the test on strict mode violations (see Check).
+// fails the test on strict mode violations (see Check). A benchmark's
+// server runs without strict mode unless cfg asks for it (see Strict).
 func New(t testing.TB, cfg sim.Config) *sim.System {
 	t.Helper()
 	if cfg.LockDir == "" {
 		cfg.LockDir = t.TempDir()
+	}
+	if cfg.Strict == sim.StrictAuto {
+		cfg.Strict = Strict(t)
 	}
 	s, err := sim.New(cfg)
 	if err != nil {
@@ -39,6 +43,17 @@ func New(t testing.TB, cfg sim.Config) *sim.System {
 		}
 	})
 	return s
+}
+
+// Strict returns the strict mode for t's simulated servers: StrictAuto (on
+// in tests) for a test, StrictOff for a benchmark, which measures what
+// programs run: strict mode's checks read /proc and hash command buffers
+// on every CS.
+func Strict(t testing.TB) sim.StrictMode {
+	if _, ok := t.(*testing.B); ok {
+		return sim.StrictOff
+	}
+	return sim.StrictAuto
 }
 
 // Check fails the test at cleanup when a device of s recorded strict mode
