@@ -223,7 +223,7 @@ type cs struct {
 	// checked.
 	submitAt    uint64
 	hostMu      sync.Mutex
-	hostChecked []*mapping
+	hostChecked []hostSpan
 }
 
 // jobDone is a tracked job's completion (hl_complete_job).

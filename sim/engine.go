@@ -750,7 +750,7 @@ func (x *execEnv) resolveLocked(addr, n uint64) (seg, error) {
 			x.strictNewer(addr)
 		}
 		if m.host {
-			x.strictHost(m)
+			x.strictHost(m, addr, e.n)
 		}
 	}
 	if e.kind == extentHost {

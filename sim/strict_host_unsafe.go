@@ -52,6 +52,7 @@ type hostIdent struct {
 
 	mu   sync.Mutex
 	pfns []uint64 // per page of anonymous memory: its own frame (ownFrame), 0 when not known; nil without frames
+	now  []uint64 // the entries a check reads, kept for the next
 }
 
 // identPiece is the part of a VMA inside the pinned range.
@@ -98,9 +99,10 @@ func (h *hostIdent) anonAt(addr uint64) bool {
 	return i < len(h.pieces) && h.pieces[i].start <= addr && h.pieces[i].inode == 0
 }
 
-// check compares the range with its identity at MAP; it returns what
-// changed, or "" (also when it cannot tell).
-func (h *hostIdent) check(pf *procFiles) string {
+// check compares the pages of [lo, hi), inside the pinned range, with
+// their identity at MAP; it returns what changed, or "" (also when it
+// cannot tell).
+func (h *hostIdent) check(pf *procFiles, lo, hi uint64) string {
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
 	find, err := pf.finder()
@@ -108,7 +110,7 @@ func (h *hostIdent) check(pf *procFiles) string {
 		return ""
 	}
 	for _, p := range h.pieces {
-		for pos := p.start; pos < p.end; {
+		for pos := max(p.start, lo); pos < min(p.end, hi); {
 			v, ok, err := find(pos)
 			switch {
 			case err != nil:
@@ -123,7 +125,7 @@ func (h *hostIdent) check(pf *procFiles) string {
 			pos = min(v.end, p.end)
 		}
 	}
-	return h.checkFrames(pf)
+	return h.checkFrames(pf, lo, hi)
 }
 
 // procFiles are the /proc files the identity checks read, kept open
@@ -211,23 +213,28 @@ func describeVMA(v vma) string {
 
 // checkFrames compares the frames of the anonymous pages with those at
 // MAP, recording frames of pages that were absent then.
-func (h *hostIdent) checkFrames(pf *procFiles) string {
+func (h *hostIdent) checkFrames(pf *procFiles, lo, hi uint64) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.pfns == nil {
 		return ""
 	}
-	now := make([]uint64, len(h.pfns))
-	if err := pf.pagemapLocked(h.start, now); err != nil {
+	first := (lo - h.start) / hostPageSize
+	pfns := h.pfns[first : (hi-h.start)/hostPageSize]
+	if cap(h.now) < len(pfns) {
+		h.now = make([]uint64, len(pfns))
+	}
+	now := h.now[:len(pfns)]
+	if err := pf.pagemapLocked(lo, now); err != nil {
 		return ""
 	}
-	for i, was := range h.pfns {
-		addr := h.start + uint64(i)*hostPageSize
+	for i, was := range pfns {
+		addr := lo + uint64(i)*hostPageSize
 		e := now[i]
 		switch {
 		case was == 0:
 			if h.anonAt(addr) {
-				h.pfns[i] = ownFrame(e)
+				pfns[i] = ownFrame(e)
 			}
 		case e&pmPresent != 0 && e&pmFrame == was:
 		case e&pmSwapped != 0:
@@ -242,30 +249,56 @@ func (h *hostIdent) checkFrames(pf *procFiles) string {
 	return ""
 }
 
-// strictHost checks, once per CS, that a host mapping the job reaches is
-// still the memory MAP pinned.
-func (x *execEnv) strictHost(m *mapping) {
+// hostSpan is host memory of a mapping a CS checked.
+type hostSpan struct {
+	m      *mapping
+	lo, hi uint64
+}
+
+// strictHost checks that the pages of host mapping m that an access of n
+// bytes at device address va reaches are still the memory MAP pinned,
+// once per CS: the parts of the mapping its jobs checked before are not
+// read again.
+func (x *execEnv) strictHost(m *mapping, va, n uint64) {
 	h := m.ident
 	if h == nil {
 		return
 	}
+	host := m.hostBase() + (va - m.vaStart)
+	lo := max(host&^(hostPageSize-1), h.start)
+	hi := min((host+n+hostPageSize-1)&^(hostPageSize-1), h.end)
+	if lo >= hi {
+		return
+	}
 	s := x.cs
 	s.hostMu.Lock()
-	for _, c := range s.hostChecked {
-		if c == m {
+	merged := false
+	for i := range s.hostChecked {
+		c := &s.hostChecked[i]
+		if c.m != m {
+			continue
+		}
+		if c.lo <= lo && hi <= c.hi {
 			s.hostMu.Unlock()
-			return
+			return // checked for this CS
+		}
+		if c.lo <= hi && lo <= c.hi { // overlapping or adjacent: grow it
+			c.lo, c.hi = min(c.lo, lo), max(c.hi, hi)
+			merged = true
+			break
 		}
 	}
-	s.hostChecked = append(s.hostChecked, m)
+	if !merged {
+		s.hostChecked = append(s.hostChecked, hostSpan{m, lo, hi})
+	}
 	s.hostMu.Unlock()
-	why := h.check(&x.hw.d.strict.proc)
+	why := h.check(&x.hw.d.strict.proc, lo, hi)
 	if why == "" {
 		return
 	}
 	x.goneSeen = true // one report per job
-	x.violate(ViolationHostReplaced, m.va, fmt.Sprintf("CS %d on queue %d reached the host mapping at %#x of [%#x, +%#x): %s since MAP; on hardware the device goes on using the pages pinned at MAP, which the process no longer sees there",
-		s.seq, x.q.id, m.va, m.hostAddr, m.hostSize, why))
+	x.violate(ViolationHostReplaced, va, fmt.Sprintf("CS %d on queue %d reached the host mapping at %#x of [%#x, +%#x): %s since MAP; on hardware the device goes on using the pages pinned at MAP, which the process no longer sees there",
+		s.seq, x.q.id, va, h.start, h.end-h.start, why))
 }
 
 // vmaQuery looks mappings up one address at a time with the PROCMAP_QUERY
