@@ -32,7 +32,9 @@ type cacheRig struct {
 
 func newCacheRig(t *testing.T, n uint64) cacheRig {
 	t.Helper()
-	s := simtest.System(t, sim.Gaudi2)
+	cfg := sim.Default(sim.Gaudi2, 1)
+	cfg.Strict = sim.StrictOn // the test is about what strict mode sees
+	s := simtest.New(t, cfg)
 	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)

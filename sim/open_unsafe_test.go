@@ -33,9 +33,13 @@ func newTestSystem(t *testing.T, cfg Config) *System {
 }
 
 // takeViolations takes the device's strict mode violations and fails the
-// test unless their kinds are want, in order.
+// test unless their kinds are want, in order. With strict mode off
+// (GAUDI_SIM_STRICT=0) there is nothing to take.
 func takeViolations(t *testing.T, d *Device, want ...ViolationKind) []Violation {
 	t.Helper()
+	if !d.Strict() {
+		return nil
+	}
 	got := d.TakeViolations()
 	ok := len(got) == len(want)
 	for i := 0; ok && i < len(got); i++ {

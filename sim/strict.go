@@ -101,8 +101,6 @@ const (
 	// ViolationBarrierHazard: a LIN_DMA depends on an earlier packet of
 	// its command buffer without the engine barrier bit (barrier.go).
 	ViolationBarrierHazard
-
-	numViolationKinds = iota
 )
 
 var violationNames = [...]string{

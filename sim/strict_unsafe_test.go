@@ -137,18 +137,25 @@ func TestStrictArgumentChangedDuringCall(t *testing.T) {
 	var a hl.WaitCSArgs
 	a.In().SetSeq(addrOf(mem))
 	a.In().SetSeqArrLen(2)
-	a.In().SetTimeoutUs(300_000)
+	a.In().SetTimeoutUs(1_000_000)
 	a.In().Flags = hl.HL_WAIT_CS_FLAGS_MULTI_CS
-	var changed atomic.Bool
+	var returned, late atomic.Bool
+	written := make(chan struct{})
 	go func() {
-		time.Sleep(50 * time.Millisecond)
+		defer close(written)
+		time.Sleep(20 * time.Millisecond)
 		atomicStore(&seqs[1], blocked-1)
-		changed.Store(true)
+		late.Store(returned.Load())
 	}()
-	if err := f.Ioctl(hl.DRM_IOCTL_HL_WAIT_CS, unsafe.Pointer(&a)); err != nil || a.Out().Status != hl.HL_WAIT_CS_STATUS_BUSY {
+	err = f.Ioctl(hl.DRM_IOCTL_HL_WAIT_CS, unsafe.Pointer(&a))
+	returned.Store(true)
+	<-written
+	if err != nil || a.Out().Status != hl.HL_WAIT_CS_STATUS_BUSY {
 		t.Fatalf("multi-CS wait: %+v, %v", *a.Out(), err)
 	}
-	if !changed.Load() {
+	if seqs[1] != blocked-1 || late.Load() {
+		d.TakeViolations()
+		d.Reset()
 		t.Skip("the wait ended before the array was changed (loaded machine)")
 	}
 	v := takeViolations(t, d, ViolationArgumentChanged)
