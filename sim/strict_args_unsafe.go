@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/internal/strict"
+	"golang.org/x/sys/unix"
 )
 
 // Strict mode's argument checks (strict.go).
@@ -63,8 +64,29 @@ type argCheck struct {
 
 var argChecks = sync.Pool{New: func() any { return new(argCheck) }}
 
-// readUser reads the caller's memory for strict.Regions.
-func readUser(addr uint64, b []byte) bool { return copyIn(addr, b) == nil }
+// readUser reads len(b) bytes of the caller's memory at addr for the
+// checks, with process_vm_readv on this process: unlike copyIn it turns
+// no integer into a pointer, so the race detector's pointer checks do not
+// stop the program on an address into a stack that has moved, which is
+// what the checks look for.
+func readUser(addr uint64, b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if directCopy.Load() {
+		return copyIn(addr, b) == nil
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+	n, err := unix.ProcessVMReadv(selfPID, local, remote, 0)
+	return vmResult(n, len(b), err, func() error {
+		if readUser(addr, b) {
+			return nil
+		}
+		return unix.EFAULT
+	}) == nil
+}
 
 // strictDispatch is dispatch in strict mode: the argument checks around
 // the call.
@@ -113,7 +135,7 @@ func (f *File) strictEnter(idx int, arg unsafe.Pointer) (*argCheck, error) {
 		}
 		off := len(c.buf)
 		c.buf = slices.Grow(c.buf, int(r.Len))[:off+int(r.Len)]
-		if copyIn(r.Addr, c.buf[off:]) != nil {
+		if !readUser(r.Addr, c.buf[off:]) {
 			c.buf = c.buf[:off]
 			c.snaps = append(c.snaps, nil) // the call answers EFAULT
 			continue
@@ -145,7 +167,7 @@ func (f *File) strictEnter(idx int, arg unsafe.Pointer) (*argCheck, error) {
 			continue
 		}
 		now = slices.Grow(now[:0], len(s))[:len(s)]
-		if copyIn(r.Addr, now) == nil && bytes.Equal(now, s) {
+		if readUser(r.Addr, now) && bytes.Equal(now, s) {
 			continue
 		}
 		argChecks.Put(c)
@@ -171,13 +193,13 @@ func (f *File) strictExit(idx int, c *argCheck) {
 		same := true
 		for off := 0; off < len(s) && same; off += len(now) {
 			n := copy(now[:], s[off:])
-			same = copyIn(r.Addr+uint64(off), now[:n]) == nil && bytes.Equal(now[:n], s[off:off+n])
+			same = readUser(r.Addr+uint64(off), now[:n]) && bytes.Equal(now[:n], s[off:off+n])
 		}
 		if same {
 			continue
 		}
 		got := make([]byte, len(s))
-		copyIn(r.Addr, got)
+		readUser(r.Addr, got)
 		f.dev.violate(f.serial, Violation{
 			Kind: ViolationArgumentChanged, Op: ioctlTable[idx].name, Addr: r.Addr,
 			Detail: fmt.Sprintf("%s: %d bytes at %#x changed during the call (a stale address into stack frames that returned, or memory rewritten meanwhile):\nbefore % x\nafter  % x",

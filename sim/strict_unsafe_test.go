@@ -64,8 +64,9 @@ func submitStackChunks(f *File, c chunk) (uint64, error) {
 
 // TestStrictStackAddress: a chunk array on the calling goroutine's stack,
 // named by an integer address, fails the CS in strict mode; the same
-// chunks on the heap go through, and so does the stack array with strict
-// mode off.
+// chunks on the heap go through. (Without strict mode the simulator reads
+// the stack array, and the race detector's pointer checks may find it
+// already freed: the stack moved under the address.)
 func TestStrictStackAddress(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skip("the stack bounds need frame pointers (amd64, arm64)")
@@ -83,16 +84,6 @@ func TestStrictStackAddress(t *testing.T) {
 		t.Fatalf("heap chunks: %v", err)
 	}
 	mustComplete(t, f, seq)
-
-	_, _, g := openSimMode(t, Gaudi2, StrictOff)
-	seq, err = submitStackChunks(g, nopChunk(t, g, 0))
-	if err != nil {
-		t.Fatalf("strict mode off: %v", err)
-	}
-	mustComplete(t, g, seq)
-	if v := g.dev.Violations(); len(v) != 0 {
-		t.Errorf("strict mode off recorded %v", v)
-	}
 }
 
 // TestStrictStackMoveCheck: without the stack bounds (as on an
@@ -139,21 +130,22 @@ func TestStrictArgumentChangedDuringCall(t *testing.T) {
 	a.In().SetSeqArrLen(2)
 	a.In().SetTimeoutUs(1_000_000)
 	a.In().Flags = hl.HL_WAIT_CS_FLAGS_MULTI_CS
-	var returned, late atomic.Bool
+	var wrote time.Time
 	written := make(chan struct{})
 	go func() {
 		defer close(written)
 		time.Sleep(20 * time.Millisecond)
 		atomicStore(&seqs[1], blocked-1)
-		late.Store(returned.Load())
+		wrote = time.Now()
 	}()
 	err = f.Ioctl(hl.DRM_IOCTL_HL_WAIT_CS, unsafe.Pointer(&a))
-	returned.Store(true)
+	end := time.Now()
 	<-written
 	if err != nil || a.Out().Status != hl.HL_WAIT_CS_STATUS_BUSY {
 		t.Fatalf("multi-CS wait: %+v, %v", *a.Out(), err)
 	}
-	if seqs[1] != blocked-1 || late.Load() {
+	// The rewrite must fall well inside the 1 s wait.
+	if wrote.After(end.Add(-200 * time.Millisecond)) {
 		d.TakeViolations()
 		d.Reset()
 		t.Skip("the wait ended before the array was changed (loaded machine)")
