@@ -75,7 +75,7 @@ type mapping struct {
 	exportCnt int // live dma-buf exports of this mapping
 
 	// Strict mode: when the mapping was made (strictState.clock), and
-	// what host memory was mapped (strict_host.go).
+	// what host memory was mapped (strict_host_unsafe.go).
 	mappedAt uint64
 	ident    *hostIdent
 }

@@ -218,7 +218,7 @@ type cs struct {
 	submitted, completed, timedout, aborted bool
 	tdrActive                               bool // a TDR was armed for the CS
 
-	// Strict mode (strict_dma.go, strict_host.go): when the CS was
+	// Strict mode (strict_dma.go, strict_host_unsafe.go): when the CS was
 	// submitted (strictState.clock), and the host mappings its jobs
 	// checked.
 	submitAt    uint64

@@ -21,10 +21,11 @@ import (
 // page fault itself is recorded as before (RecordPageFault). On
 // first-generation Gaudi device memory is not mapped (the driver only
 // counts ALLOC and FREE), so a freed DRAM range is out of sight; so are
-// Gaudi2 addresses of physical DRAM, and command buffers of CP_DMA
-// packets, which are fetched when they run.
+// Gaudi2 addresses of physical DRAM and of the command buffer pool (CBs
+// mapped with HL_CB_FLAGS_MAP), and command buffers of CP_DMA packets,
+// which are fetched when they run.
 //
-// Host memory replaced since MAP: see strict_host.go. DMA that finds the
+// Host memory replaced since MAP: see strict_host_unsafe.go. DMA that finds the
 // host memory unmapped (hostfault.go) is recorded as ViolationHostReplaced,
 // once per job.
 //
