@@ -59,7 +59,8 @@ func moveSample(n uint32) bool { return n <= 2 || n%4096 == 0 }
 type argCheck struct {
 	regions []strict.Region
 	snaps   [][]byte // per region: its bytes at the start, nil when not kept
-	buf     []byte
+	buf     []byte   // holds the snaps
+	now     []byte   // a region's bytes read again
 }
 
 var argChecks = sync.Pool{New: func() any { return new(argCheck) }}
@@ -160,22 +161,22 @@ func (f *File) strictEnter(idx int, arg unsafe.Pointer) (*argCheck, error) {
 	}
 	release := strict.Poison(4, used)
 	defer release()
-	var now []byte
 	for i, r := range c.regions {
 		s := c.snaps[i]
 		if s == nil {
 			continue
 		}
-		now = slices.Grow(now[:0], len(s))[:len(s)]
-		if readUser(r.Addr, now) && bytes.Equal(now, s) {
+		now := c.reread(r)
+		if now != nil && bytes.Equal(now, s) {
 			continue
 		}
-		argChecks.Put(c)
-		return nil, f.argViolation(Violation{
+		v := Violation{
 			Kind: ViolationArgumentChanged, Op: op, Addr: r.Addr,
 			Detail: fmt.Sprintf("%s: after the simulator moved the calling goroutine's stack, %d bytes at %#x no longer hold what they held when the call began (an address into stack memory?):\nbefore % x\nafter  % x",
 				r.What, r.Len, r.Addr, head(s), head(now)),
-		})
+		}
+		argChecks.Put(c)
+		return nil, f.argViolation(v)
 	}
 	return c, nil
 }
@@ -184,28 +185,30 @@ func (f *File) strictEnter(idx int, arg unsafe.Pointer) (*argCheck, error) {
 // reads still hold what they held at its start.
 func (f *File) strictExit(idx int, c *argCheck) {
 	defer argChecks.Put(c)
-	var now [256]byte
 	for i, r := range c.regions {
 		s := c.snaps[i]
 		if s == nil || r.Use != strict.In {
 			continue
 		}
-		same := true
-		for off := 0; off < len(s) && same; off += len(now) {
-			n := copy(now[:], s[off:])
-			same = readUser(r.Addr+uint64(off), now[:n]) && bytes.Equal(now[:n], s[off:off+n])
-		}
-		if same {
+		got := c.reread(r)
+		if got != nil && bytes.Equal(got, s) {
 			continue
 		}
-		got := make([]byte, len(s))
-		readUser(r.Addr, got)
 		f.dev.violate(f.serial, Violation{
 			Kind: ViolationArgumentChanged, Op: ioctlTable[idx].name, Addr: r.Addr,
 			Detail: fmt.Sprintf("%s: %d bytes at %#x changed during the call (a stale address into stack frames that returned, or memory rewritten meanwhile):\nbefore % x\nafter  % x",
 				r.What, r.Len, r.Addr, head(s), head(got)),
 		})
 	}
+}
+
+// reread reads a region again into c.now; nil when it cannot be read.
+func (c *argCheck) reread(r strict.Region) []byte {
+	c.now = slices.Grow(c.now[:0], int(r.Len))[:r.Len]
+	if !readUser(r.Addr, c.now) {
+		return nil
+	}
+	return c.now
 }
 
 // argViolation records a violation that fails the call, and returns the
