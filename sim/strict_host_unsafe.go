@@ -25,14 +25,15 @@ import (
 // file mapping and the file offset of each address; anonymous memory has
 // no such identity), and, where /proc/self/pagemap shows page frame
 // numbers (with CAP_SYS_ADMIN), the frame of each page of anonymous memory
-// that was present (at most the first 1 GiB of a mapping). The first
-// access of each CS to the mapping compares: a range no longer mapped, a
-// file mapping replaced by another file, another part of the file or
-// anonymous memory (or the reverse), and an anonymous page now backed by
-// another frame or discarded (MADV_DONTNEED) are recorded as
+// that was present, for mappings of up to 1 GiB. The pages a CS's DMA
+// reaches are compared, once per CS: a range no longer mapped, a file
+// mapping replaced by another file, another part of the file or anonymous
+// memory (or the reverse), and an anonymous page now backed by another
+// frame or discarded (MADV_DONTNEED) are recorded as
 // ViolationHostReplaced. A page absent at MAP (the simulator does not
 // fault pages in as the pin does) is recorded when a check first finds it
-// present.
+// present. Mappings are looked up with PROCMAP_QUERY (Linux 6.11), or in
+// /proc/self/maps before it.
 //
 // Limits. Without page frame numbers, anonymous memory unmapped and
 // mapped again at the same address (or replaced with MAP_FIXED, or
