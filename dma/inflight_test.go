@@ -177,7 +177,9 @@ func noReapers(t *testing.T) {
 }
 
 // check verifies the end state once the CS completed: no page fault, the
-// source buffer released, the destination holding the pattern.
+// source buffer released, the destination holding the pattern, and no
+// strict mode violation (memory unmapped under the queued CS, its command
+// buffers rewritten before the engine fetched them).
 func (x *inflight) check(t *testing.T) {
 	t.Helper()
 	// A CS wrongly left behind runs as soon as the engines resume: give it
@@ -225,6 +227,9 @@ func (x *inflight) check(t *testing.T) {
 			i++
 		}
 		t.Errorf("the destination differs from the source from byte %d", i)
+	}
+	if v := x.s.Device(0).Violations(); len(v) != 0 {
+		t.Errorf("the strict simulator recorded %v", v)
 	}
 }
 

@@ -130,13 +130,20 @@ func (m *Manager) MapHost(mem []byte) (*HostBuffer, error) {
 
 // mapHost issues MAP with HL_MEM_USERPTR and indexes the mapping; track
 // attaches the safety net to a mapping the caller owns (not to the
-// registration cache's).
+// registration cache's). For memory AllocHost just got from mmap (own),
+// cached mappings of the same addresses are stale: their memory was
+// unmapped (without InvalidateHost) and the device would use its pinned
+// pages, not this memory; they leave the cache first.
 func (m *Manager) mapHost(mem []byte, own, track bool) (*HostBuffer, error) {
 	m.mu.RLock()
 	closed := m.closed
 	m.mu.RUnlock()
 	if closed {
 		return nil, m.errClosed("map host memory")
+	}
+	if own {
+		start := addrOf(mem)
+		m.report(m.cache.invalidate(start, start+uint64(cap(mem)), true))
 	}
 	var a hl.MemMapHostArgs
 	a.Op = hl.HL_MEM_OP_MAP

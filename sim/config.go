@@ -34,6 +34,9 @@ type Config struct {
 	// MEMORY REG_DMABUF_FD answers EPERM. It has no effect on the
 	// upstream flavour, which does not know the op.
 	NoPeerToPeer bool
+	// Strict turns strict mode on or off (strict.go); the zero value,
+	// StrictAuto, turns it on in test binaries unless GAUDI_SIM_STRICT=0.
+	Strict StrictMode
 }
 
 // DeviceConfig describes one simulated device. Zero fields take the ASIC's

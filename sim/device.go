@@ -57,12 +57,13 @@ type Device struct {
 	stallRequests uint64
 	stalledResets uint64
 	memReport     MemoryConsumption
+	strict        strictState // strict mode and its violations (strict.go)
 
 	debug   debugState  // DEBUG ioctl: debug mode and CoreSight (debug.go)
 	engines engineModes // engine cores halted and engines stalled (cs_control.go)
 }
 
-func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
+func newDevice(i int, dc DeviceConfig, cfg Config, strict bool) (*Device, error) {
 	prof, err := newProfile(dc.ASIC, dc.DRAMSize)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
 	if dc.ASIC == Gaudi2 && dc.Revision == 0 {
 		dc.Revision = 1
 	}
-	return &Device{
+	d := &Device{
 		index:       i,
 		cfg:         dc,
 		prof:        prof,
@@ -88,7 +89,10 @@ func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
 		hwEvents:    make([]uint32, prof.numEvents),
 		hwEventsAgg: make([]uint32, prof.numEvents),
 		created:     time.Now(),
-	}, nil
+	}
+	d.strict.on = strict
+	d.strict.proc = newProcFiles()
+	return d, nil
 }
 
 // Index returns the device's position in its System.
@@ -151,10 +155,12 @@ func (d *Device) Open() (*File, error) {
 	f := newFile(d, false)
 	f.lock = lock
 	f.ctx = newContext(d)
+	f.ctx.file = f
 	f.mm = newMemMgr()
 	d.compute = f
 	d.files[f] = struct{}{}
 	d.openCounter++
+	f.serial = d.openCounter
 	d.lastOpen = time.Now()
 	d.lastOpenMono = monotonicNow()
 	d.errs.enableCapture()
@@ -255,6 +261,7 @@ func (d *Device) finish(f *File) {
 			d.releaseResets++
 		}
 		d.mu.Unlock()
+		d.strict.proc.close()
 		f.lock.release()
 	})
 }

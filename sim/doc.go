@@ -111,7 +111,7 @@
 //     device memory (VM_IO, VM_PFNMAP) included (hostpin.go). DMA into
 //     host memory the caller unmapped after MAP, which the device would
 //     do into the pinned orphaned pages, is survived and counted
-//     (Device.HostFaults, hostfault.go).
+//     (Device.HostFaults, hostfault.go), and in strict mode reported.
 //   - Every INFO op of the 6.12 driver, with its validation, its errno
 //     values and the split between ops served in any state and ops that
 //     need an operational device (EBUSY otherwise). HW_IP_INFO and
@@ -133,6 +133,31 @@
 // /proc/PID/maps. Command and timestamp buffers then live in one sparse
 // memory file at their mmap offsets (File.MmapFile, MmapFileOffset),
 // which the server lets the process map (served.go, engine_remote.go).
+// # Strict mode
+//
+// Some misuse goes unnoticed on a Gaudi until data is wrong elsewhere; in
+// strict mode (Config.Strict: on by default in test binaries, and wherever
+// GAUDI_SIM_STRICT=1) the simulator detects it and records a Violation on
+// the Device (strict.go, and strict_*.go for each detector and its
+// limits):
+//
+//   - an address in an ioctl argument that points into the calling
+//     goroutine's stack (the call fails), or whose memory no longer holds
+//     the bytes of the start of the call, at its end or after the
+//     simulator moved the caller's stack (sampled);
+//   - DMA that reaches host memory unmapped, mapped again or replaced since
+//     MAP pinned it (on the device, the data goes to the pinned pages);
+//   - DMA that reaches memory unmapped (and possibly mapped again) while
+//     the CS was queued or running, and any other MMU page fault;
+//   - a user command buffer changed between the submission of its CS and
+//     the execution or completion of its job;
+//   - engine barrier hazards (barrier.go).
+//
+// Device.Violations, TakeViolations and ExpectViolations let tests assert
+// on them; CheckStrict, System.Close and the Close of a compute file
+// report the ones nobody expected, which fails the tests of this module
+// (internal/simtest). The checks read /proc and hash command buffers, so
+// a CS costs some microseconds more; benchmarks run without them.
 //
 // # Differences from the kernel
 //

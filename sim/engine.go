@@ -224,6 +224,10 @@ type job struct {
 	tracked  bool        // the CS completes when every tracked job has
 	done     atomic.Bool // a tracked job completed or was rolled back
 	slot     atomic.Bool // holds one of the queue's entries
+
+	// Strict mode: the hash of a user CB at submission (strict_dma.go).
+	cbHash   uint64
+	cbHashed bool
 }
 
 // releaseSlot gives the job's queue entry back, once.
@@ -408,6 +412,12 @@ type execEnv struct {
 
 	flight inflight   // LIN_DMAs since the last engine barrier (barrier.go)
 	scope  faultScope // the caller's memory the access under way touches (hostfault.go)
+
+	// Strict mode (strict_dma.go): the job's CS, nil when strict mode is
+	// off or the access is the simulator's own; whether the job reported
+	// host memory that is gone.
+	cs       *cs
+	goneSeen bool
 }
 
 // exec runs one job.
@@ -415,11 +425,22 @@ func (q *hwQueue) exec(j *job) error {
 	x := &q.x
 	x.c, x.ctx = j.cs.c, j.cs.c.f.ctx
 	x.flight.reset()
+	strict := q.hw.d.strict.on
+	if strict {
+		x.cs, x.goneSeen = j.cs, false
+		x.strictCheckCB(j, "execution")
+	}
 	var err error
 	if j.kernelCB {
 		err = x.run(cbSource{mem: j.patched, size: uint64(len(j.patched))}, 0)
 	} else {
 		err = x.run(cbSource{x: x, addr: j.addr, size: j.size}, 0)
+	}
+	if strict {
+		if err == nil {
+			x.strictCheckCB(j, "completion")
+		}
+		x.cs = nil
 	}
 	x.c, x.ctx = nil, nil
 	return err
@@ -567,6 +588,7 @@ func packetOpcode(b []byte) packet.Opcode {
 func (x *execEnv) linDMA(p packet.LinDMA) error {
 	if x.flight.admit(p) {
 		x.hw.d.hazards.Add(1)
+		x.strictHazard(p.Dst)
 		return x.fill(p.Dst, hazardFill*0x0101010101010101, uint64(p.Size), 0)
 	}
 	if p.Memset {
@@ -719,9 +741,20 @@ func (x *execEnv) resolveLocked(addr, n uint64) (seg, error) {
 		k := min(n, uint64(len(cb.mem))-off)
 		return seg{b: cb.mem[off : off+k], host: true, n: k}, nil
 	}
-	e, err := x.ctx.resolveLocked(addr, n)
+	e, m, err := x.ctx.resolveMapLocked(addr, n)
 	if err != nil {
+		if x.cs != nil {
+			x.strictFault(addr)
+		}
 		return seg{}, &pageFault{addr}
+	}
+	if x.cs != nil && m != nil {
+		if m.mappedAt > x.cs.submitAt {
+			x.strictNewer(addr)
+		}
+		if m.host {
+			x.strictHost(m, addr, e.n)
+		}
 	}
 	if e.kind == extentHost && e.rem != nil {
 		return seg{rem: e.rem, addr: e.addr, host: true, n: e.n}, nil

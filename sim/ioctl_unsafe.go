@@ -173,8 +173,19 @@ func (f *File) bounce(plan argPlan, arg unsafe.Pointer) error {
 	return err
 }
 
-// dispatch runs ioctl idx on its argument struct at arg.
+// dispatch runs ioctl idx on its argument struct at arg, with strict
+// mode's argument checks when they are on (strict_args_unsafe.go). The
+// checks read this process's memory and stack: a served process's calls
+// (served.go) go without them.
 func (f *File) dispatch(idx int, arg unsafe.Pointer) error {
+	if f.dev.strict.on && f.rem == nil {
+		return f.strictDispatch(idx, arg)
+	}
+	return f.serve(idx, arg)
+}
+
+// serve runs ioctl idx on its argument struct at arg.
+func (f *File) serve(idx int, arg unsafe.Pointer) error {
 	switch idx {
 	case hl.HL_IOCTL_INFO:
 		args := (*hl.InfoArgs)(arg)

@@ -248,7 +248,8 @@ func (c *context) mapHost(addr, hint, size uint64, flags uint32) (uint64, error)
 	if end < addr || (end+hostPageSize-1)&^(hostPageSize-1) < end {
 		return 0, unix.EINVAL
 	}
-	if err := c.pinCheck(addr, size); err != nil {
+	vmas, err := c.pinCheck(addr, size)
+	if err != nil {
 		return 0, err
 	}
 	// init_phys_pg_pack_from_userptr.
@@ -265,6 +266,10 @@ func (c *context) mapHost(addr, hint, size uint64, flags uint32) (uint64, error)
 	force := flags&hl.HL_MEM_FORCE_HINT != 0
 	if hint != 0 && offset != 0 && force {
 		return 0, unix.EINVAL
+	}
+	var ident *hostIdent
+	if c.dev.strict.on {
+		ident = newHostIdent(&c.dev.strict.proc, vmas, first, first+total) // strict_host_unsafe.go
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -289,12 +294,17 @@ func (c *context) mapHost(addr, hint, size uint64, flags uint32) (uint64, error)
 		hostAddr:  addr,
 		hostSize:  size,
 	}
+	m.ident = ident
 	c.insert(m)
 	return m.va, nil
 }
 
 // unmap is unmap_device_va: the exact address MAP returned, not exported.
 func (c *context) unmap(va uint64) error {
+	var oldest uint64
+	if c.dev.strict.on {
+		oldest = c.file.oldestInFlight() // before c.mu: it takes the hardware's lock
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.maps[va]
@@ -308,6 +318,9 @@ func (c *context) unmap(va uint64) error {
 		}
 	}
 	c.remove(m)
+	if c.dev.strict.on {
+		c.strictUnmap(oldest, m)
+	}
 	c.ranges[m.rangeType].add(m.vaStart, m.vaStart+m.size-1)
 	if m.pack != nil {
 		m.pack.mappings.Add(-1)

@@ -107,12 +107,15 @@ func (f *File) copyOut(addr uint64, b []byte) error {
 }
 
 // pinCheck answers what pinning [addr, addr+size) of the context's
-// process would (hostpin.go).
-func (c *context) pinCheck(addr, size uint64) error {
+// process would (hostpin.go), and the mappings of this process it read
+// (strict mode checks host memory identity in this process only: nil for
+// a served process).
+func (c *context) pinCheck(addr, size uint64) ([]vma, error) {
 	if c.rem == nil {
 		return pinCheck(procMaps, procSmaps, addr, size)
 	}
-	return pinCheck(c.rem.maps, c.rem.smaps, addr, size)
+	_, err := pinCheck(c.rem.maps, c.rem.smaps, addr, size)
+	return nil, err
 }
 
 // OpenFor opens the device's compute node on behalf of process pid (a

@@ -16,15 +16,17 @@ type System struct {
 // mappings behind DRAM. Files handed out by dma-buf exports stay valid
 // with their contents. Call it when the System is no longer used: later
 // DRAM accesses fail, and dma-buf exports too (ENODEV). Close is
-// idempotent.
+// idempotent. In strict mode it returns the violations recorded and not
+// expected (CheckStrict); the System is closed all the same.
 func (s *System) Close() error {
 	for _, d := range s.devices {
 		d.mu.Lock()
 		d.stopWatchdogLocked() // no reset after the system is gone
 		d.mu.Unlock()
 		d.dram.close()
+		d.strict.proc.close()
 	}
-	return nil
+	return s.CheckStrict()
 }
 
 // New builds a System from cfg. Devices start operational.
@@ -51,10 +53,14 @@ func New(cfg Config) (*System, error) {
 	if err := os.MkdirAll(cfg.LockDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create simulator lock directory: %w", err)
 	}
+	strict, err := cfg.Strict.resolve()
+	if err != nil {
+		return nil, err
+	}
 	s := &System{cfg: cfg}
 	seen := map[string]bool{}
 	for i, dc := range cfg.Devices {
-		d, err := newDevice(i, dc, cfg)
+		d, err := newDevice(i, dc, cfg, strict)
 		if err != nil {
 			return nil, fmt.Errorf("simulated device %d: %w", i, err)
 		}
