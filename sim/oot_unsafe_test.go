@@ -280,7 +280,7 @@ func TestNICIoctl(t *testing.T) {
 	f, c := openBoth(t, s, 0)
 	d := s.Device(0)
 
-	in := make([]byte, 8)
+	in := make([]byte, 100) // the driver reads InputSize bytes of it
 	out := poisoned(100)
 	a := hl.NICArgs{Op: hl.HL_NIC_OP_GET_USER_APP_PARAMS, InputPtr: hl.SlicePointer(in), InputSize: 100,
 		OutputPtr: hl.SlicePointer(out), OutputSize: 100}

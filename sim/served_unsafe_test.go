@@ -257,6 +257,7 @@ func TestServedDMA(t *testing.T) {
 				t.Fatal("child did not unmap")
 			}
 			before := f.dev.HostFaults().Count
+			f.dev.ExpectViolations(ViolationHostReplaced) // strict mode reports the gone pages too
 			var cs hl.CSArgs
 			setChunksExecute(cs.In(), c.addr)
 			cs.In().NumChunksExecute = 1
