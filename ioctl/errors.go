@@ -95,8 +95,8 @@ var (
 // answers an Error with Errno EBADF that also matches ErrClosed.
 type Error struct {
 	// Op is the operation: "INFO", "CB", "CS", "WAIT_CS", "MEMORY",
-	// "DEBUG" and the out-of-tree driver's "NIC" for ioctls, "MMAP" and "MUNMAP" for mappings and "OPEN" for
-	// opening the file.
+	// "DEBUG" and the out-of-tree driver's "NIC" for ioctls, "MMAP" and
+	// "MUNMAP" for mappings and "OPEN" for opening the file.
 	Op string
 	// Sub names the sub-operation in the driver's spelling, such as
 	// "HW_IP_INFO", "ALLOC" or "CREATE"; it may be empty. For CS and
