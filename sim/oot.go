@@ -85,8 +85,11 @@ type ootMaskSet struct {
 }
 
 func (d *Device) ootMasks() ootMaskSet {
-	if d.prof.asic == Gaudi2 {
+	switch d.prof.asic {
+	case Gaudi2:
 		return ootMaskSet{mme: 0xF, sched: 0x3F, decoder: 0x3FF, rotator: 0x3, tpc: 0x1FFFFFF}
+	case Gaudi3:
+		return ootMaskSet{mme: 0xFF, sched: 0xFFFF, decoder: 0xFFFF, rotator: 0xFF, tpc: ^uint64(0)}
 	}
 	return ootMaskSet{mme: 0x3, sched: 0, decoder: 0x3FF, rotator: 0x3, tpc: 0x3FF}
 }
