@@ -106,11 +106,9 @@ const pqmCfgSeen = 1 << 31
 // pqmPage is the bytes of one channel's register page.
 const pqmPage = g3.PDMA_CH_A_BLOCK_SIZE
 
-// D0_PCIE_MSIX_BASE: the MSI-X doorbell of die 0, where a completion
-// queue's LBW write of a user interrupt id raises it. Derived, not read:
-// die 1's block (0x0300007FFCC17000 in gaudi3_blocks.h) less the die
-// offset, as for every PDMA block of the two dies.
-const gaudi3MSIXDoorbell = 0x0300007FFCC17000 - g3.PDMA_DIE_OFFSET
+// gaudi3MSIXDoorbell is D0_PCIE_MSIX_BASE, where a write of a user
+// interrupt's vector raises it (die 1's doorbell does the same).
+const gaudi3MSIXDoorbell = g3.D0_PCIE_MSIX_BASE
 
 // pqmState is a Gaudi3 device's PDMA channels.
 type pqmState struct {
@@ -656,7 +654,7 @@ func (st *pqmState) write32(x *execEnv, addr uint64, val uint32) error {
 		return x.store(addr, b[:])
 	}
 	switch {
-	case addr == gaudi3MSIXDoorbell || addr == gaudi3MSIXDoorbell+g3.PDMA_DIE_OFFSET:
+	case addr == g3.D0_PCIE_MSIX_BASE || addr == g3.D1_PCIE_MSIX_BASE:
 		hw.sm.raise(val)
 		return nil
 	}
