@@ -85,7 +85,10 @@ var gaudi3Profile = profile{
 	cardName:             "HL325L",                 // firmware
 	cpldVersion:          0x10,                     // firmware
 	defaultAllocPageSize: g3.DefaultAllocPageSize,
-	pageOrderBitmask:     g3.GAUDI3_HMMU_VALID_PAGES_MASK,
+	// dmmu.supported_pages_mask: the HMMU's default page sizes, 32 MiB
+	// and 1 GiB (gaudi3_set_fixed_properties, the bring-up parameter's
+	// default); any size of GAUDI3_HMMU_VALID_PAGES_MASK may be enabled.
+	pageOrderBitmask: 32<<20 | 1<<30,
 	// hl_gaudi3_pll_index order: CPU, PCI, HBM, NIC, DMA, MESH, MME, TPC,
 	// VID, D2D, CS, C2C, NCH, C2M (firmware frequencies).
 	pllOutputs: [][4]uint16{

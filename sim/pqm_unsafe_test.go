@@ -580,3 +580,46 @@ func pqmBench(b *testing.B, size uint64) {
 
 func BenchmarkPQMLinPDMA4K(b *testing.B)  { pqmBench(b, 4<<10) }
 func BenchmarkPQMLinPDMA64M(b *testing.B) { pqmBench(b, 64<<20) }
+
+// TestGaudi3AllocPageSize: Gaudi3 takes the user's DRAM page size
+// (supports_user_set_page_size) among the HMMU's enabled sizes.
+func TestGaudi3AllocPageSize(t *testing.T) {
+	_, _, f := openSim(t, Gaudi3)
+	alloc := func(size, page uint64) (uint64, error) {
+		var a hl.MemArgs
+		a.In().Op = hl.HL_MEM_OP_ALLOC
+		a.In().Alloc().MemSize = size
+		a.In().Alloc().PageSize = page
+		err := memIoctl(f, &a)
+		return a.Out().Handle(), err
+	}
+	for _, c := range []struct {
+		page uint64
+		want error
+	}{{0, nil}, {32 << 20, nil}, {1 << 30, nil}, {48 << 20, unix.EINVAL}, {64 << 20, unix.EINVAL}, {4096, unix.EINVAL}} {
+		h, err := alloc(40<<20, c.page)
+		if err != c.want {
+			t.Errorf("page %#x: %v, want %v", c.page, err, c.want)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		_, ctx := dramUsage(t, f)
+		page := max(c.page, 32<<20)
+		if want := (40<<20 + page - 1) / page * page; ctx != want {
+			t.Errorf("page %#x: %d bytes taken, want %d", c.page, ctx, want)
+		}
+		va, err := memMapDevice(f, h, 0, 0)
+		if err != nil || va%page != 0 {
+			t.Errorf("page %#x: mapped at %#x, %v", c.page, va, err)
+		}
+		memUnmap(f, va)
+		if err := memFree(f, h); err != nil {
+			t.Fatal(err)
+		}
+		if _, ctx := dramUsage(t, f); ctx != 0 {
+			t.Errorf("page %#x: %d bytes left after FREE", c.page, ctx)
+		}
+	}
+}
