@@ -61,7 +61,8 @@ import (
 //     HBW writes"), so a message to memory is a RAZWI and is dropped.
 //     FENCE waits for fence counter ID (FENCE_CNT_n) to reach Target and
 //     takes Dec; WAIT adds Inc to counter ID; FENCE_INC_n writes add to
-//     counter n. CH_WREG_32 and CH_WREG_BULK write the channel's own CH_A
+//     counter n (the user's stores too: the channel takes them and the
+//     register reads 0 again). CH_WREG_32 and CH_WREG_BULK write the channel's own CH_A
 //     registers (CH_B is not simulated: accepted, no effect). NOP, WREG_32,
 //     WREG_BULK and the WREG_64 and CH_WREG_64 packets have no effect.
 //     STOP halts the channel with the cp_stop_op error.
@@ -370,6 +371,7 @@ func (c *pqmChan) step() bool {
 		cfg.CompareAndSwap(v, v|pqmCfgSeen)
 		return true
 	}
+	c.userFenceInc()
 	if c.halted || v&g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG_MODE_MASK != g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM {
 		return false
 	}
@@ -615,6 +617,7 @@ func (c *pqmChan) fenceWait(id uint8, target, dec uint32) error {
 	r := c.reg(g3.PDMA_CH_A_PQM_CH_FENCE_CNT_0 + 4*uint64(id))
 	sleep := time.Duration(0)
 	for spins := 0; ; spins++ {
+		c.userFenceInc()
 		v := r.Load()
 		if v&g3.PDMA_CH_A_PQM_CH_FENCE_CNT_VAL_MASK >= target {
 			if r.CompareAndSwap(v, (v-dec)&g3.PDMA_CH_A_PQM_CH_FENCE_CNT_VAL_MASK) {
@@ -631,6 +634,17 @@ func (c *pqmChan) fenceWait(id uint8, target, dec uint32) error {
 		}
 		sleep = min(max(2*sleep, pqmMinSleep), pqmMaxSleep)
 		time.Sleep(sleep)
+	}
+}
+
+// userFenceInc takes the user's stores to FENCE_INC_n through a mapping
+// (which cannot trap): a non-zero value is added to counter n and the
+// register reads 0 again, a write-only increment.
+func (c *pqmChan) userFenceInc() {
+	for id := range g3.PDMA_CH_A_PQM_CH_FENCES {
+		if v := c.reg(g3.PDMA_CH_A_PQM_CH_FENCE_INC_0 + 4*uint64(id)).Swap(0); v != 0 {
+			c.fenceAdd(uint8(id), v&g3.PDMA_CH_A_PQM_CH_FENCE_INC_VAL_MASK)
+		}
 	}
 }
 

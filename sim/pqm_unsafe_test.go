@@ -623,3 +623,30 @@ func TestGaudi3AllocPageSize(t *testing.T) {
 		}
 	}
 }
+
+// TestPQMStrictUnmapInFlight: a buffer unmapped while a LIN_PDMA that
+// reaches it waits in the ring is a strict mode violation (and a page
+// fault that halts the channel).
+func TestPQMStrictUnmapInFlight(t *testing.T) {
+	_, d, f := openSimMode(t, Gaudi3, StrictOn)
+	u := newPQMUser(t, f, 4, 4096)
+	buf := anon(t, 4096, 4096, unix.PROT_READ|unix.PROT_WRITE)
+	va, err := memMapHost(f, addrOf(buf), 4096, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.push(pqmPackets(t, func(b *packet.Builder) {
+		b.Gaudi3Fence(packet.Gaudi3Fence{ID: 0, Target: 1, Dec: 1})
+		b.LinPDMA(packet.LinPDMA{Src: 0x33, Dst: va, Size: 64, Memset: true})
+	}))
+	time.Sleep(time.Millisecond)
+	if err := memUnmap(f, va); err != nil {
+		t.Fatal(err)
+	}
+	u.setReg(g3.PDMA_CH_A_PQM_CH_FENCE_INC_0, 1) // releases the fence
+	waitFor(t, func() bool { return d.PQMErrors() == 1 })
+	if buf[0] != 0 {
+		t.Error("the unmapped buffer was written")
+	}
+	takeViolations(t, d, ViolationPageFault)
+}
