@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -219,7 +220,10 @@ func (f *File) infoTimeSyncPerDie(a *hl.InfoArgs) error {
 	if err := f.copyIn(a.ReturnPointer.Addr(), b[:n]); err != nil {
 		return err
 	}
-	const dies = 1 // num_of_dies unset: one die
+	dies := uint32(1) // num_of_dies unset on Gaudi2: one die
+	if f.dev.prof.asic == Gaudi3 {
+		dies = g3.MAX_NUM_OF_DIES // gaudi3_set_fixed_properties
+	}
 	if r.DieIndex >= dies {
 		return unix.EINVAL
 	}

@@ -650,3 +650,19 @@ func TestPQMStrictUnmapInFlight(t *testing.T) {
 	}
 	takeViolations(t, d, ViolationPageFault)
 }
+
+// TestGaudi3TimeSyncPerDie: the out-of-tree driver's TIME_SYNC_PER_DIE
+// answers for both dies of a Gaudi3 and refuses a third.
+func TestGaudi3TimeSyncPerDie(t *testing.T) {
+	_, _, f := openSim(t, Gaudi3)
+	for die, want := range []error{nil, nil, unix.EINVAL} {
+		r := hl.InfoTimeSyncPerDie{DieIndex: uint32(die)}
+		err := infoInto(t, f, hl.HL_INFO_TIME_SYNC_PER_DIE, &r)
+		if err != want {
+			t.Errorf("die %d: %v, want %v", die, err, want)
+		}
+		if err == nil && (r.DieIndex != uint32(die) || r.HostTime == 0) {
+			t.Errorf("die %d: %+v", die, r)
+		}
+	}
+}
