@@ -1,0 +1,223 @@
+package gaudi3
+
+// The register map a user needs to drive a PDMA channel's queue manager
+// (PQM) directly: where each channel's CH_A register block sits, which of
+// its registers the user programs, and the field values. Gaudi3 user DMA
+// bypasses command submission: the user maps a channel's CH_A block with
+// MEMORY HL_MEM_OP_MAP_BLOCK and mmap, points the channel's message queue
+// (MSQ) at host memory mapped to the device, writes PQM packets into that
+// ring and advances MSQ_PI; the channel advances MSQ_CI as it consumes
+// them.
+//
+// Sources (facts read, nothing copied):
+//   - github.com/HenryTangIntel/hlthunk-enhanced (MIT) at
+//     cb46f4f1640c492ba086aaca89143b9a859a7f8b:
+//     include/specs/gaudi3/asic_reg/pdma_ch_a_pqm_ch_regs.h (the register
+//     offsets of prototype PQM_CH_A), pdma_ch_a_pqm_ch_masks.h (the field
+//     masks), gaudi3_blocks.h (the absolute block addresses: the D0 SPDMA0,
+//     D0 SPDMA1 and D1 SPDMA1 channel blocks and D1 SPDMA0's CH_B and CMN_B
+//     blocks were read; D1 SPDMA0's CH0_A follows from the die offset),
+//     sob_objs_regs.h and sob_objs_masks.h (sync object layout);
+//     tests/gaudi3/hlthunk_tests_gaudi3.c (gaudi3_pdma_grp_blocks_bases,
+//     gaudi3_pdma_map_lbw_blocks, gaudi3_pdma_reset_pqm_ch,
+//     gaudi3_pqm_add_pkts_to_submission_q, gaudi3_pdma_pqm_send,
+//     gaudi3_pdma_update_pqm_ch_ci).
+//   - github.com/HabanaAI/drivers.accel.habanalabs.kernel:
+//     drivers/accel/habanalabs/gaudi3/gaudi3.c at 58be96464de01b613d29262449eb6af038b7fff6
+//     (gaudi3_pdma_grp_blocks_bases, gaudi3_init_pdma: channel ch = group*6
+//     + channel-in-group); drivers/accel/habanalabs/gaudi3/gaudi3P.h at
+//     f9523baa926245a2995015ec6e98c4674bc2776f (PDMA_CH_OFFSET,
+//     PDMA_GRP_OFFSET, "PDMA CH_A blocks" among the user-mappable blocks).
+//   - Habana's SCAL (c_pdma_ch_block_size = 4 KiB, the size its tests map
+//     per channel), which agrees with PDMA_CH_OFFSET.
+
+// Absolute device addresses of channel 0's CH_A (PQM_CH) block in each of
+// the four PDMA groups (SPDMA0 and SPDMA1 of each die), in the order of
+// gaudi3_pdma_grp_blocks_bases: group g holds channels g*6 .. g*6+5. These
+// are the addresses MAP_BLOCK takes (gaudi3_blocks.h's mm*_BASE values,
+// which include the configuration space base).
+//
+// D1_SPDMA0_CH0_A_PQM_CH_BASE was not read: it is D0_SPDMA0_CH0_A_PQM_CH_BASE +
+// PDMA_DIE_OFFSET, as D1 SPDMA0's CH_B and CMN_B blocks and every other
+// die-1 PDMA block read are.
+const (
+	D0_SPDMA0_CH0_A_PQM_CH_BASE = 0x0300007FFC540000
+	D0_SPDMA1_CH0_A_PQM_CH_BASE = 0x0300007FFC560000
+	D1_SPDMA0_CH0_A_PQM_CH_BASE = 0x0300007FFCD40000
+	D1_SPDMA1_CH0_A_PQM_CH_BASE = 0x0300007FFCD60000
+)
+
+// Distances in the PDMA register space (gaudi3P.h's definitions, their
+// values from gaudi3_blocks.h).
+const (
+	// PDMA_CH_OFFSET is the distance between the CH_A blocks of two
+	// neighbouring channels of a group.
+	PDMA_CH_OFFSET = 0x1000
+	// PDMA_GRP_OFFSET is the distance between the two groups of a die.
+	PDMA_GRP_OFFSET = 0x20000
+	// PDMA_DIE_OFFSET is the distance between a die-0 block and its die-1
+	// twin (not a driver name: the difference of the gaudi3_blocks.h
+	// addresses, 0x800000 for every PDMA block read).
+	PDMA_DIE_OFFSET = 0x800000
+	// PDMA_CH_B_OFFSET and PDMA_CMN_B_OFFSET place a group's CH_B blocks
+	// (CH_B of channel j at group base + PDMA_CH_B_OFFSET + j*PDMA_CH_OFFSET)
+	// and its common block, relative to the group's CH0_A base. Neither is
+	// user-mappable; a channel's own packets may write them.
+	PDMA_CH_B_OFFSET  = 0x6000
+	PDMA_CMN_B_OFFSET = 0xC000
+	// PDMA_CH_A_CTX_OFFSET is where the channel's DMA context registers
+	// start inside its CH_A block.
+	PDMA_CH_A_CTX_OFFSET = 0x300
+
+	// PDMA_CH_A_BLOCK_SIZE is the size of one channel's CH_A block, the
+	// block_size MAP_BLOCK answers for it and the length to mmap.
+	PDMA_CH_A_BLOCK_SIZE = 0x1000
+)
+
+// PDMAGroupBases are the CH0_A bases of the four PDMA groups, indexed by
+// group (gaudi3_pdma_grp_blocks_bases).
+var PDMAGroupBases = [NUM_OF_PDMA_GRP]uint64{
+	D0_SPDMA0_CH0_A_PQM_CH_BASE,
+	D0_SPDMA1_CH0_A_PQM_CH_BASE,
+	D1_SPDMA0_CH0_A_PQM_CH_BASE,
+	D1_SPDMA1_CH0_A_PQM_CH_BASE,
+}
+
+// PDMAChannelBlock returns the absolute address of PDMA channel ch's CH_A
+// block (ch 0 to NUM_OF_PDMA_CH-1, the bit of pdma_user_owned_ch_mask), the
+// address to pass to MAP_BLOCK. It panics if ch is out of range.
+func PDMAChannelBlock(ch int) uint64 {
+	return PDMAGroupBases[ch/NUM_OF_PDMA_CH_PER_GRP] + uint64(ch%NUM_OF_PDMA_CH_PER_GRP)*PDMA_CH_OFFSET
+}
+
+// PDMAChannelOfBlock returns the channel whose CH_A block contains addr.
+func PDMAChannelOfBlock(addr uint64) (ch int, ok bool) {
+	for g, base := range PDMAGroupBases {
+		if addr >= base && addr < base+NUM_OF_PDMA_CH_PER_GRP*PDMA_CH_OFFSET {
+			return g*NUM_OF_PDMA_CH_PER_GRP + int((addr-base)/PDMA_CH_OFFSET), true
+		}
+	}
+	return 0, false
+}
+
+// PDMAChannelDie returns the die of PDMA channel ch: channels 0-11 are on
+// die 0, 12-23 on die 1.
+func PDMAChannelDie(ch int) int { return ch / NUM_OF_PDMA_CH_PER_DIE }
+
+// Register offsets inside a CH_A (PQM_CH) block
+// (pdma_ch_a_pqm_ch_regs.h). Every register is 32 bits wide; the user
+// reads and writes them with single aligned 32-bit accesses.
+const (
+	PDMA_CH_A_PQM_CH_ADDR_HI_0 = 0x000 // ADDR_HI_0..31, 4 bytes apart
+	PDMA_CH_A_PQM_CH_ADDR_LO_0 = 0x080 // ADDR_LO_0..31
+	PDMA_CH_A_PQM_CH_CTRL_0    = 0x100 // CTRL_0..31
+
+	PDMA_CH_A_PQM_CH_PI = 0x180
+	PDMA_CH_A_PQM_CH_CI = 0x184
+
+	PDMA_CH_A_PQM_CH_CP_PRED                  = 0x1B0
+	PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG     = 0x1B4
+	PDMA_CH_A_PQM_CH_DESC_PTR_RLS_CFG         = 0x1B8
+	PDMA_CH_A_PQM_CH_DESC_PTR_RLS_MSG_ADDR_L  = 0x1BC
+	PDMA_CH_A_PQM_CH_DESC_PTR_RLS_MSG_ADDR_H  = 0x1C0
+	PDMA_CH_A_PQM_CH_DESC_PTR_RLS_MSG_FREQ    = 0x1C4
+	PDMA_CH_A_PQM_CH_DESC_PTR_RLS_MSG_PAYLOAD = 0x1C8
+	PDMA_CH_A_PQM_CH_FENCE_INC_0              = 0x1CC // FENCE_INC_0..3
+	PDMA_CH_A_PQM_CH_FENCE_CNT_0              = 0x1DC // FENCE_CNT_0..3
+	PDMA_CH_A_PQM_CH_MSQ_BASE_H               = 0x1EC // note: H below L
+	PDMA_CH_A_PQM_CH_MSQ_BASE_L               = 0x1F0
+	PDMA_CH_A_PQM_CH_MSQ_SIZE                 = 0x1F4
+	PDMA_CH_A_PQM_CH_MSQ_PI                   = 0x1F8
+	PDMA_CH_A_PQM_CH_MSQ_CI                   = 0x1FC
+	PDMA_CH_A_PQM_CH_DESC_SUBMIT_PUSH_REG2    = 0x200
+	PDMA_CH_A_PQM_CH_DESC_SUBMIT_PUSH_REG1    = 0x204
+	PDMA_CH_A_PQM_CH_DESC_SUBMIT_PUSH_REG0    = 0x208
+	PDMA_CH_A_PQM_CH_CQ_RECONFIG              = 0x20C
+
+	// PDMA_CH_A_PQM_CH_REGS_END is one past the last PQM_CH register; the
+	// DMA context registers start at PDMA_CH_A_CTX_OFFSET.
+	PDMA_CH_A_PQM_CH_REGS_END = PDMA_CH_A_PQM_CH_CQ_RECONFIG + 4
+	// PDMA_CH_A_PQM_CH_ARRAY_LEN is the length of the ADDR_HI, ADDR_LO and
+	// CTRL arrays; PDMA_CH_A_PQM_CH_FENCES of FENCE_INC and FENCE_CNT.
+	PDMA_CH_A_PQM_CH_ARRAY_LEN = 32
+	PDMA_CH_A_PQM_CH_FENCES    = 4
+)
+
+// Fields of the CH_A registers (pdma_ch_a_pqm_ch_masks.h) and the values
+// the user flow writes (gaudi3_pdma_reset_pqm_ch and its comments).
+const (
+	// DESC_SUBMIT_FIFO_CFG: MODE is bits 1:0, WRITE_MODE bit 2.
+	PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG_MODE_MASK       = 0x3
+	PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG_WRITE_MODE_MASK = 0x4
+	// PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM is MODE 1, "PI/CI in memory": the
+	// channel fetches packets from the MSQ ring in memory, between
+	// MSQ_CI and MSQ_PI. The tests name it; the other MODE values are
+	// not documented in the sources. Writing DESC_SUBMIT_FIFO_CFG resets
+	// the channel's MSQ PI, CI, base and size registers (the test's
+	// comment), so it is written first, then MSQ_SIZE, MSQ_BASE_L,
+	// MSQ_BASE_H.
+	PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM = 1
+
+	// MSQ_SIZE holds the ring size in bytes minus one (bits 29:0): the
+	// ring is a power of two bytes, at most 1 GiB.
+	PDMA_CH_A_PQM_CH_MSQ_SIZE_VAL_MASK = 0x3FFFFFFF
+	// PQM_MSQ_MAX_SIZE is the largest ring, 1 GiB (the tests assert it).
+	PQM_MSQ_MAX_SIZE = 1 << 30
+	// PQM_MSQ_ALIGN is the alignment of the ring's device address and of
+	// MSQ_PI: the user advances MSQ_PI by the bytes written, in multiples
+	// of 8.
+	PQM_MSQ_ALIGN = 8
+
+	// MSQ_PI and MSQ_CI are free-running 32-bit byte counters (the
+	// position in the ring is the counter modulo the ring size): the user
+	// writes its byte count to MSQ_PI (MSQ_PI_VAL_SHIFT 0) and the channel
+	// advances MSQ_CI to the bytes it has consumed. Habana's tests note a
+	// hardware bug (SW-172941): the channel does not handle the counters'
+	// 32-bit wrap, so software resets the channel before they overflow.
+
+	// FENCE_INC_n: VAL bits 3:0; FENCE_CNT_n: VAL bits 13:0.
+	PDMA_CH_A_PQM_CH_FENCE_INC_VAL_MASK = 0xF
+	PDMA_CH_A_PQM_CH_FENCE_CNT_VAL_MASK = 0x3FFF
+	// CQ_RECONFIG: EN bit 0.
+	PDMA_CH_A_PQM_CH_CQ_RECONFIG_EN_MASK = 0x1
+)
+
+// The PCIe MSI-X doorbell: a 32-bit write of a user interrupt's MSI-X
+// vector number (first_available_interrupt_id and up) to it raises that
+// interrupt, which WAIT_CS's interrupt mode (HL_WAIT_CS_FLAGS_INTERRUPT
+// with the id in the flags) waits for. Habana's Gaudi3 tests point their
+// completion queues' LBW write at mmD0_PCIE_MSIX_BASE with the interrupt
+// id as data (hlthunk-enhanced tests/gaudi3/hlthunk_tests_gaudi3.c,
+// gaudi3_add_cq_config_pkt). A PQM channel can write it itself, with a
+// MSG_LONG (PQM messages reach LBW addresses only) or a LIN_PDMA's
+// completion write.
+//
+// D1_PCIE_MSIX_BASE is read from gaudi3_blocks.h; D0_PCIE_MSIX_BASE is
+// derived from it by the die offset (not read).
+const (
+	D1_PCIE_MSIX_BASE = 0x0300007FFCC17000
+	D0_PCIE_MSIX_BASE = D1_PCIE_MSIX_BASE - PDMA_DIE_OFFSET
+)
+
+// Sync objects (sob_objs_regs.h, sob_objs_masks.h): a sync manager's OBJS
+// block starts with 8192 sync objects, SOB_OBJ_0_i at i*4. A 32-bit write
+// with INC set adds VAL to the object, without it sets the object to VAL;
+// the same bits are the sync-object update of a MSG_SHORT packet.
+const (
+	SOB_OBJS_SOB_OBJ_0_0 = 0x0
+	// SOBS_PER_SM is the number of sync objects in one bank of a sync
+	// manager (HDCORE_NUM_OF_SOB_PER_GRP).
+	SOBS_PER_SM = 8192
+
+	SOB_OBJ_VAL_MASK          = 0x7FFF    // bits 14:0
+	SOB_OBJ_LONG_SOB_MASK     = 1 << 24   // LONG_SOB
+	SOB_OBJ_ZERO_SOB_CNT_MASK = 1 << 28   // ZERO_SOB_CNT
+	SOB_OBJ_TRACE_EVICT_MASK  = 1 << 30   // TRACE_EVICT
+	SOB_OBJ_INC_MASK          = 1 << 31   // INC: add VAL instead of setting it
+	SOB_OBJ_INC_BY_ONE        = 1<<31 | 1 // the tests' "increment by 1"
+	SOB_OBJ_BYTES             = 4         // one sync object register
+)
+
+// SOBOffset returns the offset of sync object i (0 to SOBS_PER_SM-1)
+// inside a sync manager's OBJS block.
+func SOBOffset(i int) uint64 { return SOB_OBJS_SOB_OBJ_0_0 + uint64(i)*SOB_OBJ_BYTES }
