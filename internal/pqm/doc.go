@@ -14,20 +14,25 @@
 //     memory the caller pinned and mapped to the device (MEMORY MAP
 //     USERPTR), which the channel reads packets from between MSQ_CI and
 //     MSQ_PI, two free-running 32-bit byte counters;
-//   - its HBW completion queue: one 64-bit counter in the same host
-//     memory, which the channel advances after a LIN_PDMA whose
-//     advcnt_hbw_complq bit is set, and then raises a user interrupt by an
-//     LBW write of the interrupt's number to the PCIe MSI-X doorbell;
-//   - a completion word beside it, which the same packet's write
-//     completion sets to the low 32 bits of its sequence number.
+//   - a completion word beside the rings, which the channel sets to the
+//     number of each job it completes.
 //
 // A Job is a run of LIN_PDMA packets for one channel. Submit copies it
-// into the ring, its last packet carrying the write completion and the
-// completion-queue advance, and advances MSQ_PI; the Ticket it returns is
-// done when the counter reaches the job's sequence number. Wait blocks in
-// WAIT_CS's interrupt mode on the counter's address (the driver compares
-// the 64-bit value there with the target each time the interrupt fires),
-// in bounded slices so that a missed interrupt only delays it.
+// into the ring, its last packet carrying a write completion of the job's
+// number to the completion word, followed by a MSG_LONG behind an engine
+// barrier that writes the Pool's user interrupt number to the PCIe MSI-X
+// doorbell, and advances MSQ_PI; the Ticket it returns is done when the
+// word reaches the job's number. Wait blocks in WAIT_CS's interrupt mode
+// on the word's address (the driver compares the 64-bit value there with
+// the target each time the interrupt fires), in bounded slices so that a
+// missed or early interrupt only delays it.
+//
+// Habana's runtime (SCAL's direct mode) completes differently: each
+// channel's own HBW completion queue (ECMPLTN_Q_* registers at 0x400 of
+// the CH_A block) counts LIN_PDMAs with advcnt_hbw_complq set and sends
+// the interrupt itself. The simulator models write completions and the
+// doorbell, not that queue, so this package uses the former; both are
+// write completions of the channel waited for with an interrupt.
 //
 // # What the device may still use
 //
@@ -45,7 +50,7 @@
 // e6cef1c3d122627e08bb3dfd1ec49d7ada86f852,
 // scal/src/platform/gaudi3/direct_mode_pdma_stream.cpp setBuffer and
 // initChannelCQ; scal_qman_gaudi3.cpp, which waits with
-// hlthunk_wait_for_interrupt on the counter's user address; the CH_A
+// hlthunk_wait_for_interrupt on a counter's user address; the CH_A
 // layout of specs_h9/gaudi3/asic_reg_structs/pdma_ch_a_regs.h and
 // pqm_ch_a_regs.h; Synapse's
 // synapse/src/runtime/scal/gaudi3/direct_mode_packets/pqm_packets.cpp and

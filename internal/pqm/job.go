@@ -16,8 +16,9 @@ type Job struct {
 	n    int // packets, the last included
 }
 
-// MaxJobBytes is the most packet bytes one Job holds: 2,730 LIN_PDMA
-// packets, each moving up to 2 GiB.
+// MaxJobBytes is the most packet bytes one Job holds, completion included:
+// 2,728 LIN_PDMA packets, each moving up to 2 GiB. A ring takes jobs of at
+// most a quarter of its size.
 const MaxJobBytes = 64 << 10
 
 // NewJob returns an empty Job with room for MaxJobBytes of packets.
@@ -28,6 +29,9 @@ func (j *Job) Reset() { j.body, j.last, j.n = j.body[:0], packet.LinPDMA{}, 0 }
 
 // Len returns the number of packets.
 func (j *Job) Len() int { return j.n }
+
+// Full reports whether the job has no room for another packet.
+func (j *Job) Full() bool { return j.n > 0 && cap(j.body)-len(j.body) < j.last.Len() }
 
 // Add appends a LIN_PDMA packet (without completion or fence). A full job
 // returns ErrJobFull and is unchanged. The packet is encoded when the next

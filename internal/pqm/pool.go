@@ -86,23 +86,24 @@ type Config struct {
 	Doorbell  uint64
 }
 
-// slotBytes is the room each channel's counter and completion word take
-// in the host memory after the rings: a cache line each.
+// slotBytes is the room each channel's completion word takes in the host
+// memory after the rings: a cache line.
 const slotBytes = 64
 
 // HostBytes returns how much pinned, device-mapped host memory a Pool of n
 // channels with rings of ring bytes needs: the rings, then one slot per
-// channel for its completion counter and word.
+// channel for its completion word.
 func HostBytes(n, ring int) int { return n*ring + n*slotBytes }
 
 // Pool is the channels one owner claimed, with their rings and completion
 // counters. Submit and Wait are safe for concurrent use; Close is not
 // concurrent with them.
 type Pool struct {
-	dev   Device
-	key   any
-	irq   uint32
-	chans []*Channel
+	dev      Device
+	key      any
+	irq      uint32
+	doorbell uint64
+	chans    []*Channel
 }
 
 // Channel is one claimed PDMA channel.
@@ -112,27 +113,28 @@ type Channel struct {
 	block  []byte // its CH_A registers, mapped
 	ring   []byte
 	ringVA uint64
-	ctr    *uint64 // the completion-queue counter the channel advances
-	ctrVA  uint64
-	word   *uint64 // the write-completion word
+	word   *uint64 // the completion word: the last completed job's number
 	wordVA uint64
+	epoch  atomic.Uint64 // counts resets of the word (see Submit)
 
 	mu      sync.Mutex
 	pi      uint64 // bytes written to the ring, free-running
-	ci      uint64 // bytes the channel is known to have consumed
+	ci      uint64 // bytes the channel is known to have consumed: up to the last job known done
 	base    uint64 // MSQ_PI and MSQ_CI count from here (see reserve)
-	issued  uint64 // completions asked for: the last job's sequence number
+	issued  uint64 // the last job's number in this epoch
 	pending []mark // jobs not known done, oldest first
 }
 
 // mark is a submitted job: its sequence number and the ring position after it.
 type mark struct{ target, end uint64 }
 
-// Ticket names one submitted job: done when the channel's counter
-// reaches Target.
+// Ticket names one submitted job: done when the channel's completion
+// word reaches Target, or the word was reset since (which happens only
+// once every job before is done).
 type Ticket struct {
 	C      *Channel
 	Target uint64
+	epoch  uint64
 }
 
 // claims records, per open device, the channels the process's Pools hold.
@@ -219,10 +221,10 @@ func Open(cfg Config, host []byte, va uint64) (*Pool, error) {
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("pqm: channel mask %#x, held %#x: %w", cfg.Mask, Claimed(cfg.Key), ErrNoChannel)
 	}
-	p := &Pool{dev: cfg.Dev, key: cfg.Key, irq: cfg.Interrupt}
+	p := &Pool{dev: cfg.Dev, key: cfg.Key, irq: cfg.Interrupt, doorbell: cfg.Doorbell}
 	for i, id := range ids {
 		block, err := cfg.Dev.MapBlock(g3.PDMAChannelBlock(id))
-		if err == nil && len(block) < regCQLBWData+4 {
+		if err == nil && len(block) < g3.PDMA_CH_A_PQM_CH_REGS_END {
 			err = errors.Join(fmt.Errorf("pqm: channel %d block of %d bytes", id, len(block)), cfg.Dev.UnmapBlock(block))
 		}
 		if err != nil {
@@ -234,11 +236,11 @@ func Open(cfg Config, host []byte, va uint64) (*Pool, error) {
 		c := &Channel{
 			p: p, id: id, block: block,
 			ring: host[i*cfg.Ring : (i+1)*cfg.Ring : (i+1)*cfg.Ring], ringVA: va + uint64(i*cfg.Ring),
-			ctr: word64(host, slot), ctrVA: va + uint64(slot),
-			word: word64(host, slot+8), wordVA: va + uint64(slot+8),
+			word: word64(host, slot), wordVA: va + uint64(slot),
 		}
 		p.chans = append(p.chans, c)
-		c.configure(cfg.Doorbell)
+		atomic.StoreUint64(c.word, 0)
+		c.resetRing()
 	}
 	return p, nil
 }
@@ -255,43 +257,26 @@ func (c *Channel) Registers() []byte { return c.block }
 func (c *Channel) set(off int, v uint32) { atomic.StoreUint32(reg32(c.block, off), v) }
 func (c *Channel) get(off int) uint32    { return atomic.LoadUint32(reg32(c.block, off)) }
 
-// configure programs a channel for its first use: the completion queue
-// off while the ring is reset and pointed at ours, then the counter, the
-// interrupt's LBW write and the completion queue on. The order of the
-// MSQ writes is hlthunk-enhanced's gaudi3_pdma_reset_pqm_ch: the mode
-// write resets MSQ PI, CI, base and size. Another owner's channel may
-// have a completion-queue producer index of its own: it is zeroed, so
-// that the counter counts this Pool's completions from 0.
-func (c *Channel) configure(doorbell uint64) {
-	c.set(regCQConfig, 0)
-	c.resetRing()
-	atomic.StoreUint64(c.ctr, 0)
-	atomic.StoreUint64(c.word, 0)
-	c.set(regCQBaseLo, uint32(c.ctrVA))
-	c.set(regCQBaseHi, uint32(c.ctrVA>>32))
-	c.set(regCQSize, cqBytes)
-	c.set(regCQPI, 0)
-	c.set(regCQLBWLo, uint32(doorbell))
-	c.set(regCQLBWHi, uint32(doorbell>>32))
-	c.set(regCQLBWData, c.p.irq)
-	c.set(regCQConfig, cqEnable|cqUserMode|cqLBWWrite)
-}
-
 // resetRing puts the channel's MSQ in "PI/CI in memory" mode over the
-// ring, with both counters at 0.
+// ring, with both counters at 0: the mode write resets them (and the
+// ring's base and size), MSQ_PI is written 0 as well for a channel that
+// takes the reset late (the simulator's, which polls its registers).
 func (c *Channel) resetRing() {
 	c.set(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
 	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_SIZE, uint32(len(c.ring)-1))
 	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L, uint32(c.ringVA))
 	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_H, uint32(c.ringVA>>32))
+	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, 0)
 }
 
 // Done reports whether the job of a ticket completed.
-func (t Ticket) Done() bool { return atomic.LoadUint64(t.C.ctr) >= t.Target }
+func (t Ticket) Done() bool {
+	return t.C.epoch.Load() != t.epoch || atomic.LoadUint64(t.C.word) >= t.Target
+}
 
-// Completed returns the channel's completion counter: how many jobs it
-// completed since the Pool opened.
-func (c *Channel) Completed() uint64 { return atomic.LoadUint64(c.ctr) }
+// Completed returns the channel's completion word: the number of the last
+// job it completed in the current epoch.
+func (c *Channel) Completed() uint64 { return atomic.LoadUint64(c.word) }
 
 // counterLimit is where the 32-bit MSQ_PI and MSQ_CI must not reach: the
 // channel does not handle their wrap (hlthunk-enhanced's gaudi3_dma.c,
@@ -299,14 +284,25 @@ func (c *Channel) Completed() uint64 { return atomic.LoadUint64(c.ctr) }
 // past it the channel is drained and its ring reset. A variable for tests.
 var counterLimit uint64 = 1 << 32
 
+// targetLimit bounds a job's number: the write completion carries 32
+// bits, so before the number would need more the channel is drained and
+// the word set back to 0, in a new epoch. A variable for tests.
+var targetLimit uint64 = 1<<32 - 1
+
 // ErrTimeout reports a wait or a submission whose deadline passed first;
 // it matches ioctl.ErrTimeout.
 var ErrTimeout = fmt.Errorf("pqm: deadline passed: %w", ioctl.ErrTimeout)
 
-// Submit copies a job into the channel's ring, with its last packet
-// completing it, advances MSQ_PI and returns the job's ticket. It waits,
+// Submit copies a job into the channel's ring, followed by its
+// completion, advances MSQ_PI and returns the job's ticket. It waits,
 // within ctx and until deadline (none when zero), for room in the ring.
 // On error nothing of the job was queued.
+//
+// The completion: the job's last LIN_PDMA writes the job's number to the
+// channel's completion word in host memory (its write completion, which
+// the channel sends once the transfer's writes are done), and a MSG_LONG
+// behind an engine barrier then writes the Pool's interrupt number to the
+// MSI-X doorbell, which raises that user interrupt for WAIT_CS.
 func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticket, error) {
 	if j.n == 0 {
 		return Ticket{}, errors.New("pqm: empty job")
@@ -314,39 +310,61 @@ func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticke
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	need := uint64(len(j.body) + j.last.Len() + finalExtra)
-	if need > uint64(len(c.ring))/2 {
-		return Ticket{}, fmt.Errorf("pqm: job of %d bytes for a ring of %d: %w", need, len(c.ring), ErrJobFull)
+	if need > uint64(len(c.ring))/4 {
+		return Ticket{}, fmt.Errorf("pqm: job of %d bytes for a ring of %d (at most a quarter): %w", need, len(c.ring), ErrJobFull)
+	}
+	if c.issued >= targetLimit {
+		if err := c.drain(ctx, deadline); err != nil {
+			return Ticket{}, err
+		}
+		atomic.StoreUint64(c.word, 0)
+		c.issued = 0
+		c.epoch.Add(1)
 	}
 	pos, err := c.reserve(ctx, need, deadline)
 	if err != nil {
 		return Ticket{}, err
 	}
 	target := c.issued + 1
-	n := copy(c.ring[pos:], j.body)
+	n := uint64(copy(c.ring[pos:], j.body))
 	last := j.last
 	last.WriteCompletion = true
 	last.CompletionAddr = c.wordVA
 	last.CompletionData = uint32(target)
-	last.AdvanceCompletionQueue = true
-	out, err := last.Append(packet.Gaudi3PQM, c.ring[pos+uint64(n):pos+uint64(n)])
+	out, err := last.Append(packet.Gaudi3PQM, c.ring[pos+n:pos+n])
+	if err == nil {
+		n += uint64(len(out))
+		out, err = packet.MsgLong{Header: packet.Header{EngineBarrier: true}, Addr: c.p.doorbell, Value: c.p.irq}.Append(packet.Gaudi3PQM, c.ring[pos+n:pos+n])
+		n += uint64(len(out))
+	}
 	if err != nil {
 		return Ticket{}, fmt.Errorf("pqm: encode completion: %w", err)
 	}
-	c.pi += uint64(n + len(out))
+	c.pi += n
 	c.issued = target
-	c.pending = append(c.pending, mark{target: target, end: c.pi})
+	// The job's MSG_LONG may still be unfetched when its word is written:
+	// its bytes come back with the next job's completion (see retire).
+	c.pending = append(c.pending, mark{target: target, end: c.pi - msgLongBytes})
 	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, uint32(c.pi-c.base))
-	return Ticket{C: c, Target: target}, nil
+	return Ticket{C: c, Target: target, epoch: c.epoch.Load()}, nil
 }
 
-// finalExtra is what the completion adds to a job's last packet: the two
-// completion words of a LIN_PDMA (40 bytes instead of 24).
-const finalExtra = 16
+// finalExtra is what the completion adds to a job: the two completion
+// words of its last LIN_PDMA (40 bytes instead of 24) and the MSG_LONG.
+const finalExtra = 16 + msgLongBytes
+
+const msgLongBytes = 16
 
 // reserve makes room for need contiguous bytes in the ring and returns
 // their offset: a job never wraps around the ring's end (the tests assert
 // it of their command buffers); the rest of the ring before the end is
 // filled with NOPs. c.mu is held.
+//
+// Room comes back as jobs complete, up to each one's MSG_LONG, which the
+// channel may fetch after it wrote the job's completion word: those 16
+// bytes come back with the next job. A job takes at most a quarter of the
+// ring, and its padding less than itself, so once every job is done the
+// room always suffices.
 func (c *Channel) reserve(ctx context.Context, need uint64, deadline time.Time) (uint64, error) {
 	size := uint64(len(c.ring))
 	for {
@@ -371,20 +389,18 @@ func (c *Channel) reserve(ctx context.Context, need uint64, deadline time.Time) 
 			}
 			return c.pi % size, nil
 		}
-		// What the channel consumed: MSQ_CI counts from base like MSQ_PI,
-		// and lies within a ring of PI.
-		ci := c.pi - uint64(uint32(c.pi-c.base)-c.get(g3.PDMA_CH_A_PQM_CH_MSQ_CI))
-		if ci > c.ci && ci <= c.pi {
-			c.ci = ci
-		}
+		// Room comes back as jobs complete: a completed job's packets were
+		// consumed. MSQ_CI would tell earlier, but a channel that takes a
+		// reset late (the simulator's) still shows the old ring's CI.
 		c.retire()
 		if size-(c.pi-c.ci) >= pad+need {
 			continue
 		}
 		if len(c.pending) == 0 {
+			// Cannot happen (see above).
 			return 0, fmt.Errorf("pqm: channel %d ring full with no job in flight (PI %d, CI %d)", c.id, c.pi, c.ci)
 		}
-		if err := c.p.wait(ctx, Ticket{C: c, Target: c.pending[0].target}, deadline); err != nil {
+		if err := c.p.wait(ctx, Ticket{C: c, Target: c.pending[0].target, epoch: c.epoch.Load()}, deadline); err != nil {
 			return 0, fmt.Errorf("pqm: wait for room in channel %d's ring: %w", c.id, err)
 		}
 	}
@@ -392,7 +408,7 @@ func (c *Channel) reserve(ctx context.Context, need uint64, deadline time.Time) 
 
 // retire drops the jobs known done, whose ring bytes are consumed.
 func (c *Channel) retire() {
-	done := atomic.LoadUint64(c.ctr)
+	done := atomic.LoadUint64(c.word)
 	k := 0
 	for k < len(c.pending) && c.pending[k].target <= done {
 		c.ci = max(c.ci, c.pending[k].end)
@@ -404,13 +420,26 @@ func (c *Channel) retire() {
 }
 
 // drain waits until every job of the channel is done, then resets the
-// ring so that MSQ_PI and MSQ_CI start again from 0. The completion queue
-// is left alone: its counter goes on counting.
+// ring so that MSQ_PI and MSQ_CI start again from 0. The completion word
+// is left alone.
 func (c *Channel) drain(ctx context.Context, deadline time.Time) error {
 	if c.issued > 0 {
-		if err := c.p.wait(ctx, Ticket{C: c, Target: c.issued}, deadline); err != nil {
+		if err := c.p.wait(ctx, Ticket{C: c, Target: c.issued, epoch: c.epoch.Load()}, deadline); err != nil {
 			return fmt.Errorf("pqm: drain channel %d: %w", c.id, err)
 		}
+	}
+	// The last job's MSG_LONG may follow its completion word: the ring is
+	// reset only once the channel fetched everything (MSQ_CI at MSQ_PI).
+	pause := time.Microsecond
+	for c.get(g3.PDMA_CH_A_PQM_CH_MSQ_CI) != uint32(c.pi-c.base) {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return fmt.Errorf("pqm: drain channel %d: the channel never fetched its last packets: %w", c.id, ErrTimeout)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
 	}
 	c.pending = c.pending[:0]
 	c.resetRing()
@@ -449,7 +478,7 @@ func (p *Pool) wait(ctx context.Context, t Ticket, deadline time.Time) error {
 			slice = min(slice, left)
 		}
 		*a = hl.WaitCSInterruptArgs{
-			Addr:               hl.NewPointer(pointerOf(t.C.ctr)),
+			Addr:               hl.NewPointer(pointerOf(t.C.word)),
 			Target:             t.Target,
 			Flags:              p.irq << 20,
 			InterruptTimeoutUs: uint64((slice + time.Microsecond - 1) / time.Microsecond),
@@ -476,15 +505,15 @@ func (p *Pool) Idle() bool {
 		c.mu.Lock()
 		issued := c.issued
 		c.mu.Unlock()
-		if atomic.LoadUint64(c.ctr) < issued {
+		if atomic.LoadUint64(c.word) < issued {
 			return false
 		}
 	}
 	return true
 }
 
-// Close stops the channels (completion queue off, ring reset), unmaps
-// their register blocks and gives them back. Call it only once every
+// Close stops the channels (their rings reset), unmaps their register
+// blocks and gives them back. Call it only once every
 // ticket is done (Idle): the host memory is the caller's to free after
 // Close returns. Close is idempotent.
 func (p *Pool) Close() error {
@@ -492,7 +521,6 @@ func (p *Pool) Close() error {
 		return nil
 	}
 	for _, c := range p.chans {
-		c.set(regCQConfig, 0)
 		c.set(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
 	}
 	err := p.unmapAll()
