@@ -43,3 +43,50 @@ func (f Format) DecodeLinDMA(b []byte) (p LinDMA, n int, ok bool) {
 	p.FP16 = g2LinFP16.on(ctl)
 	return p, 24, true
 }
+
+// LinPDMALen returns the length in bytes of the Gaudi3PQM LIN_PDMA whose
+// control word is ctl (24, 32 or 40), or 0 when the specifications do not
+// settle it (see LinPDMA).
+func LinPDMALen(ctl uint32) int {
+	n, _ := pdmaLen(ctl)
+	return n
+}
+
+// LinPDMACommitted reports whether the LIN_PDMA control word ctl has
+// en_desc_commit set, without which the channel never starts the
+// transfer.
+func LinPDMACommitted(ctl uint32) bool { return dmaCommit.on(ctl) }
+
+// DecodeLinPDMA decodes the Gaudi3PQM LIN_PDMA at the start of b as
+// Decode would, without boxing the packet in an interface, for an
+// executor's hot path: it returns the packet, its length and Decode's
+// error (ErrReservedBits with the packet and its length for the packets
+// Decode returns that for, among them one without en_desc_commit). It
+// allocates only for an error.
+func (f Format) DecodeLinPDMA(b []byte) (LinPDMA, int, error) {
+	fail := func(err error, reason string) (LinPDMA, int, error) {
+		return LinPDMA{}, 0, &DecodeError{Format: f, Opcode: OpLinPDMA, Reason: reason, Err: err}
+	}
+	if f != Gaudi3PQM {
+		return fail(ErrNotInFormat, "LIN_PDMA is a Gaudi3PQM packet")
+	}
+	if len(b) < 8 {
+		return fail(ErrTruncated, "a packet header needs 8 bytes")
+	}
+	w0, ctl := le.Uint32(b), le.Uint32(b[4:])
+	if Opcode(ctlOpcode.get(ctl)) != OpLinPDMA {
+		return fail(ErrNotInFormat, "not a LIN_PDMA")
+	}
+	n, open := pdmaLen(ctl)
+	if open != "" {
+		return fail(ErrUnsupportedOpcode, open)
+	}
+	if n > len(b) {
+		return fail(ErrTruncated, "LIN_PDMA cut short")
+	}
+	p, why := decodeLinPDMA(w0, ctl, b[:n])
+	if why != "" {
+		return p, n, &DecodeError{Format: f, Opcode: OpLinPDMA, Reason: why, Err: ErrReservedBits}
+	}
+	return p, n, nil
+}

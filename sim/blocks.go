@@ -1,6 +1,9 @@
 package sim
 
-import "golang.org/x/sys/unix"
+import (
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
+	"golang.org/x/sys/unix"
+)
 
 // HW blocks users may map (HL_MEM_OP_MAP_BLOCK, then mmap of the block
 // handle). Gaudi2 exposes the table gaudi2_user_mapped_blocks_init builds
@@ -105,6 +108,20 @@ var gaudi2UserBlocks = func() []userBlock {
 
 // blockID is get_hw_block_id: the index and size of the block at addr.
 func (p *profile) blockID(addr uint64) (id, size uint32, err error) {
+	if p.asic == Gaudi3 {
+		// The out-of-tree driver's gaudi3_get_hw_block_id was not read;
+		// its simulator variant (gaudi3_sim_get_hw_block_id) takes any
+		// address inside a user block, and so does the simulator. The
+		// blocks are the PDMA channels' CH_A blocks of the channels
+		// pdma_user_owned_ch_mask gives the user (pqm.go), 4 KiB each, the
+		// block id being the channel; other addresses are EINVAL ("Invalid
+		// block address").
+		ch, ok := pqmBlock(addr)
+		if !ok {
+			return 0, 0, unix.EINVAL
+		}
+		return uint32(ch), pqmPage, nil
+	}
 	if !p.dramVirtual {
 		return 0, 0, unix.EPERM // gaudi_get_hw_block_id
 	}
@@ -140,6 +157,18 @@ func (f *File) mmapBlock(off uint64, length int, prot, flags int) ([]byte, error
 	}
 	id := (off >> 12) & mmapValueMask
 	size := uint64(length+pageSize-1) &^ (pageSize - 1)
+	if p.asic == Gaudi3 {
+		// gaudi3_block_mmap was not read; the common rule holds: the id
+		// names a user block and the whole block maps. The mapping is the
+		// channel's registers (pqm.go).
+		if id >= uint64(len(f.dev.hardware().pqm().chans)) || size != pqmPage {
+			return nil, unix.EINVAL
+		}
+		if _, ok := pqmBlock(g3.PDMAChannelBlock(int(id))); !ok {
+			return nil, unix.EINVAL
+		}
+		return f.dev.hardware().pqm().mapChannel(f, int(id), length, prot, flags)
+	}
 	if id >= uint64(len(gaudi2UserBlocks)) || size != uint64(gaudi2UserBlocks[id].size) {
 		return nil, unix.EINVAL
 	}

@@ -27,7 +27,10 @@ type Config struct {
 	// DriverUpstream, so that a whole test suite can be run on either
 	// flavour (with Legacy, the zero value is DriverUpstream); System.Driver
 	// reports the one in force. The out-of-tree driver has no legacy
-	// encoding: New refuses it with Legacy.
+	// encoding: New refuses it with Legacy. Only the out-of-tree driver
+	// supports Gaudi3: with a Gaudi3 device the zero value is
+	// DriverOutOfTree whatever the environment says, and New refuses
+	// DriverUpstream and Legacy.
 	Driver Driver
 	// NoPeerToPeer makes the out-of-tree driver behave as built for a
 	// kernel without dma-buf peer-to-peer support (_HAS_PEER2PEER unset):
@@ -48,7 +51,8 @@ type DeviceConfig struct {
 	// DRAMSize is the device's total HBM in bytes, before the driver's
 	// reservation; Gaudi2 defaults to 96 GiB (six HBMs, 768 MB pages) and
 	// takes 80 GiB as a card with one HBM binned (640 MB pages), Gaudi
-	// defaults to 32 GiB. Other sizes keep the default page and must be a
+	// defaults to 32 GiB, Gaudi3 to 128 GiB (eight 16 GiB HBMs, 32 MiB
+	// pages; 112 GiB is a card with one HBM binned). Other sizes keep the default page and must be a
 	// whole number of pages above the driver's reservation.
 	DRAMSize uint64
 	// Revision is the PCI revision (Gaudi2: 1 = A, 2 = B, 3 = C, 4 = D).
@@ -91,7 +95,7 @@ func Default(asic ASIC, n int) Config {
 
 // FromEnv returns the configuration the tools use when they fall back to
 // the simulator: GAUDI_SIM="gaudi2:8" (ASIC and device count, the default),
-// "gaudi:2", and so on, with an optional third part naming the driver:
+// "gaudi:2", "gaudi3:8", and so on, with an optional third part naming the driver:
 // "gaudi2:8:oot" (Intel's out-of-tree driver) or "gaudi2:8:upstream";
 // "gaudi2::oot" keeps the default count. Without a driver part the
 // driver comes from GAUDI_SIM_DRIVER (see Config.Driver).

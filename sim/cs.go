@@ -462,6 +462,11 @@ func (c *csCtx) sanity(in *hl.CSIn) error {
 	if typ == 0 && in.NumChunksExecute == 0 {
 		return unix.EINVAL
 	}
+	if syncStream && c.dev.prof.asic == Gaudi3 {
+		// hl_cs_sanity_checks: "Sync stream CS is not supported"; Gaudi3
+		// has no queue a signal or wait could run on (gaudi3.c).
+		return unix.EINVAL
+	}
 	if syncStream && in.NumChunksExecute != 1 {
 		return unix.EINVAL
 	}

@@ -233,6 +233,7 @@ func (d *Device) finish(f *File) {
 			d.softResetStall()
 		}
 		d.closeSubmissions(f)
+		d.pqmStopFile(f) // before the memory the channels reach goes
 		f.mm.fini()
 		f.ctx.fini()
 		d.mu.Lock()
@@ -298,6 +299,7 @@ func (d *Device) reset(bits uint64) {
 		f.abort()
 	}
 	d.restartEngines()
+	d.pqmReset()
 	d.mu.Lock()
 	d.state = Operational
 	d.mu.Unlock()

@@ -2,8 +2,9 @@
 // driver and the chip behind it, so the library, its tools and its tests run
 // on machines without hardware.
 //
-// A System holds simulated devices (Gaudi2 by default, or first-generation
-// Gaudi). Each Device opens compute and control files that implement the
+// A System holds simulated devices (Gaudi2 by default, first-generation
+// Gaudi, or Gaudi3, which always behaves as Intel's out-of-tree driver
+// does: see below). Each Device opens compute and control files that implement the
 // ioctl layer's File seam: the same ioctls, the same validation and the same
 // errno values as the 6.12 driver, read from its source
 // (drivers/accel/habanalabs). Device memory is sparse: a 96 GB device holds
@@ -65,6 +66,22 @@
 // user interrupts, kernel CQ and user-address waits and timestamp
 // registrations, raised through the sync managers' completion queues and
 // the MSI-X doorbell (interrupt.go, syncmgr.go).
+//
+// # Gaudi3
+//
+// A Gaudi3 (gaudi3.go) has no user queue for command submission: the
+// driver's only queue is the device CPU's, so every CS is refused as
+// validate_queue_index refuses it (EINVAL), sync stream CSs too. User
+// DMA goes through the PDMA channels' queue managers (pqm.go): MAP_BLOCK
+// of a user-owned channel's CH_A block and mmap of its handle give the
+// channel's registers; a goroutine per mapped channel watches MSQ_PI,
+// fetches PQM packets from the ring in device-mapped host memory, runs
+// them (LIN_PDMA copy and memset with their completion writes, messages,
+// fences) and advances MSQ_CI; a write of a user interrupt's vector to
+// the MSI-X doorbell raises it for WAIT_CS's interrupt mode. INFO answers
+// as the out-of-tree driver fills it for Gaudi3 (pdma_user_owned_ch_mask,
+// 32 MiB DRAM pages with user-chosen page sizes, 256 user interrupts,
+// the DRAM VA range from the end of the HBM, two dies).
 //
 // # Driver flavours
 //

@@ -122,6 +122,8 @@ type hwState struct {
 	tdrFire     int64 // when the timer fires (or later), 0 when it rests
 
 	resetMu sync.Mutex // one reset sequence at a time
+
+	pqmState *pqmState // Gaudi3's PDMA channels (pqm.go), nil on other ASICs
 }
 
 // hardware returns the device's hardware state, built on first use.
@@ -162,6 +164,9 @@ func newHW(d *Device) *hwState {
 		hw.link[i].bw = d.cfg.PCIeBandwidth
 	}
 	hw.linkCmdqs()
+	if d.prof.asic == Gaudi3 {
+		hw.pqmState = newPQM(hw)
+	}
 	return hw
 }
 

@@ -155,6 +155,9 @@ func (d *Device) hwIPInfo() hl.InfoHWIPInfo {
 	if d.oot() {
 		d.ootHWIPInfo(&r)
 	}
+	if p.asic == Gaudi3 {
+		d.gaudi3HWIPInfo(&r)
+	}
 	return r
 }
 

@@ -244,6 +244,7 @@ func cqReader(cb *cbObj, off uint64) func() uint64 {
 // interruptWait is hl_interrupt_wait_ioctl after the interrupt lookup.
 func (c *csCtx) interruptWait(a *hl.WaitCSArgs, id uint32) error {
 	in := *a.In()
+	c.dev.pqmKick() // a Gaudi3 user waits: its PDMA channels look now
 	var (
 		status = uint32(hl.HL_WAIT_CS_STATUS_BUSY)
 		ts     int64

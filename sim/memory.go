@@ -68,7 +68,7 @@ func (f *File) memAlloc(a *hl.MemArgs) error {
 	var handle uint32
 	var err error
 	if f.dev.prof.dramVirtual {
-		handle, err = c.allocDevice(size, flags)
+		handle, err = c.allocDevice(size, in.Alloc().PageSize, flags)
 	} else {
 		c.dramPhysMem.Add(int64(size))
 		f.dev.dramUsed.Add(int64(size))
@@ -98,9 +98,11 @@ func (f *File) memMap(a *hl.MemArgs) error {
 	flags := in.Flags
 	var va uint64
 	var err error
-	if flags&hl.HL_MEM_ODP != 0 && f.dev.oot() {
+	if flags&hl.HL_MEM_ODP != 0 && f.dev.oot() && f.dev.prof.asic != Gaudi3 {
 		// The out-of-tree map_device_va: ODP asked of a device that
-		// does not support it (no simulated ASIC sets supports_odp).
+		// does not support it (of the simulated ASICs only Gaudi3 sets
+		// supports_odp; its ODP mappings are made at once here, as
+		// pinned ones).
 		*a = hl.MemArgs{}
 		return unix.EOPNOTSUPP
 	}
@@ -116,12 +118,26 @@ func (f *File) memMap(a *hl.MemArgs) error {
 	return err
 }
 
-// allocDevice is alloc_device_memory: whole DRAM pages (the ALLOC
-// page_size is ignored: no ASIC sets supports_user_set_page_size), from the
-// lowest free pages, under a handle from 1 up.
-func (c *context) allocDevice(size uint64, flags uint32) (uint32, error) {
+// allocDevice is alloc_device_memory: whole DRAM pages, from the lowest
+// free pages, under a handle from 1 up. Only Gaudi3 sets
+// supports_user_set_page_size: there a non-zero ALLOC page_size is the
+// allocation's page (set_alloc_page_size: EINVAL unless a power of two);
+// elsewhere it is ignored.
+func (c *context) allocDevice(size, userPage uint64, flags uint32) (uint32, error) {
 	d := c.dev
 	page := d.prof.dramPageSize
+	if d.prof.asic == Gaudi3 && userPage != 0 {
+		if !isPow2(userPage) {
+			return 0, unix.EINVAL
+		}
+		// The device MMU maps the page sizes of its supported mask only
+		// (hl_mmu_map_page fails on others); the simulator refuses them
+		// at ALLOC rather than at MAP.
+		if userPage&d.prof.pageOrderBitmask == 0 {
+			return 0, unix.EINVAL
+		}
+		page = userPage
+	}
 	npages := (size + page - 1) / page // DIV_ROUND_UP_ULL, wrapping as in C
 	total := npages * page
 	if total == 0 {
@@ -130,7 +146,18 @@ func (c *context) allocDevice(size uint64, flags uint32) (uint32, error) {
 	contiguous := flags&hl.HL_MEM_CONTIGUOUS != 0
 	vm := d.vm
 	vm.mu.Lock()
-	pages := vm.allocPages(npages, contiguous)
+	var units, pages []uint64
+	if ratio := page / vm.pageSize; ratio <= 1 {
+		pages = vm.allocPages(npages, contiguous)
+	} else if npages <= ^uint64(0)/ratio {
+		// Pages larger than the allocator's: each one a run of them.
+		units = vm.allocPages(npages*ratio, true)
+		if units != nil {
+			for i := uint64(0); i < npages; i++ {
+				pages = append(pages, units[i*ratio])
+			}
+		}
+	}
 	if pages == nil {
 		vm.mu.Unlock()
 		return 0, unix.ENOMEM
@@ -140,6 +167,7 @@ func (c *context) allocDevice(size uint64, flags uint32) (uint32, error) {
 		asid:       c.asid,
 		pageSize:   page,
 		pages:      pages,
+		units:      units,
 		total:      total,
 		flags:      flags,
 		contiguous: contiguous,
@@ -167,7 +195,7 @@ func (c *context) freeDevice(handle uint32) error {
 	c.dramPhysMem.Add(-int64(pk.total))
 	d.dramUsed.Add(-int64(pk.total))
 	vm.mu.Lock()
-	vm.freePages(pk.pages)
+	vm.freePages(pk.allocated())
 	vm.mu.Unlock()
 	d.dram.release(d.packRuns(pk, 0, pk.total))
 	return nil
@@ -211,12 +239,16 @@ func (c *context) mapDevice(handle, hint uint64, flags uint32) (uint64, error) {
 		return 0, unix.EPERM
 	}
 	v := &d.prof.vm
+	align := v.dmmuPage
+	if d.prof.asic == Gaudi3 {
+		align = max(align, pk.pageSize) // a large page maps at its own alignment
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	va := c.ranges[vaDRAM].get(v, vaRequest{
 		size:      pk.total,
 		hint:      hint,
-		align:     v.dmmuPage,
+		align:     align,
 		rangeType: vaDRAM,
 		force:     flags&hl.HL_MEM_FORCE_HINT != 0,
 	})
@@ -473,7 +505,7 @@ func (c *context) fini() {
 			d.dramUsed.Add(-int64(pk.total))
 			delete(vm.packs, id)
 			vm.handles.remove(id)
-			vm.freePages(pk.pages)
+			vm.freePages(pk.allocated())
 		}
 	}
 	vm.mu.Unlock()

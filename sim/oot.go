@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -85,8 +86,11 @@ type ootMaskSet struct {
 }
 
 func (d *Device) ootMasks() ootMaskSet {
-	if d.prof.asic == Gaudi2 {
+	switch d.prof.asic {
+	case Gaudi2:
 		return ootMaskSet{mme: 0xF, sched: 0x3F, decoder: 0x3FF, rotator: 0x3, tpc: 0x1FFFFFF}
+	case Gaudi3:
+		return ootMaskSet{mme: 0xFF, sched: 0xFFFF, decoder: 0xFFFF, rotator: 0xFF, tpc: ^uint64(0)}
 	}
 	return ootMaskSet{mme: 0x3, sched: 0, decoder: 0x3FF, rotator: 0x3, tpc: 0x3FF}
 }
@@ -216,7 +220,10 @@ func (f *File) infoTimeSyncPerDie(a *hl.InfoArgs) error {
 	if err := f.copyIn(a.ReturnPointer.Addr(), b[:n]); err != nil {
 		return err
 	}
-	const dies = 1 // num_of_dies unset: one die
+	dies := uint32(1) // num_of_dies unset on Gaudi2: one die
+	if f.dev.prof.asic == Gaudi3 {
+		dies = g3.MAX_NUM_OF_DIES // gaudi3_set_fixed_properties
+	}
 	if r.DieIndex >= dies {
 		return unix.EINVAL
 	}

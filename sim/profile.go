@@ -263,10 +263,23 @@ var gaudiProfile = profile{
 // (0 for the default).
 func newProfile(asic ASIC, dramSize uint64) (profile, error) {
 	p := gaudi2Profile
-	if asic == Gaudi {
+	switch asic {
+	case Gaudi:
 		p = gaudiProfile
+	case Gaudi3:
+		p = gaudi3Profile
+	case Gaudi2:
+	default:
+		return profile{}, fmt.Errorf("unknown ASIC %v", asic)
 	}
 	p.pllOutputs = append([][4]uint16(nil), p.pllOutputs...)
+	if asic == Gaudi3 {
+		if err := p.setDRAMGaudi3(dramSize); err != nil {
+			return profile{}, err
+		}
+		p.setVMGaudi3()
+		return p, nil
+	}
 	if err := p.setDRAM(dramSize); err != nil {
 		return profile{}, err
 	}

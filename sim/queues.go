@@ -90,6 +90,9 @@ type queueProps struct {
 
 // queueTable returns the queue properties of the profile's ASIC.
 func queueTable(p *profile) []queueProps {
+	if p.asic == Gaudi3 {
+		return gaudi3Queues()
+	}
 	if p.dramVirtual {
 		return gaudi2Queues(p)
 	}
@@ -208,6 +211,9 @@ func gaudi2Queues(p *profile) []queueProps {
 
 // cfgBase returns the ASIC's CFG_BASE and CFG_SIZE.
 func (p *profile) cfgSpace() (base, size uint64) {
+	if p.asic == Gaudi3 {
+		return gaudi3CFGBase, gaudi3CFGSize
+	}
 	if p.dramVirtual {
 		return gaudi2CFGBase, gaudi2CFGSize
 	}

@@ -23,6 +23,7 @@ func (s *System) Close() error {
 		d.mu.Lock()
 		d.stopWatchdogLocked() // no reset after the system is gone
 		d.mu.Unlock()
+		d.pqmClose()
 		d.dram.close()
 		d.strict.proc.close()
 	}
@@ -34,7 +35,20 @@ func New(cfg Config) (*System, error) {
 	if len(cfg.Devices) == 0 {
 		cfg.Devices = Default(Gaudi2, 1).Devices
 	}
-	if cfg.Driver == 0 && cfg.Legacy {
+	gaudi3 := false
+	for _, dc := range cfg.Devices {
+		gaudi3 = gaudi3 || dc.ASIC == Gaudi3
+	}
+	switch {
+	case gaudi3 && cfg.Driver == DriverUpstream:
+		// Linux has no Gaudi3 support: only Intel's out-of-tree driver
+		// binds PCI id 0x1060.
+		return nil, fmt.Errorf("the upstream driver does not support Gaudi3: use the out-of-tree driver")
+	case gaudi3 && cfg.Legacy:
+		return nil, fmt.Errorf("Gaudi3 has no legacy ioctl encoding: its only driver is the out-of-tree one")
+	case gaudi3 && cfg.Driver == 0:
+		cfg.Driver = DriverOutOfTree // whatever GAUDI_SIM_DRIVER says
+	case cfg.Driver == 0 && cfg.Legacy:
 		cfg.Driver = DriverUpstream // the legacy encoding is the old kernels' driver
 	}
 	drv, err := resolveDriver(cfg.Driver)

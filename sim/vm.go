@@ -18,10 +18,19 @@ type physPack struct {
 	asid       uint32
 	pageSize   uint64
 	pages      []uint64 // physical address of every page
+	units      []uint64 // the allocator's pages behind them, when larger (Gaudi3)
 	total      uint64   // npages × pageSize
 	flags      uint32   // the ALLOC flags (HL_MEM_CONTIGUOUS, HL_MEM_SHARED)
 	contiguous bool
 	mappings   atomic.Int32 // mapping_cnt: live MAPs of the handle
+}
+
+// allocated returns the allocator's pages the pack holds.
+func (pk *physPack) allocated() []uint64 {
+	if pk.units != nil {
+		return pk.units
+	}
+	return pk.pages
 }
 
 // devVM is the device's struct hl_vm. Its lock plays the driver's idr_lock;

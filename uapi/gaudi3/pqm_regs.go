@@ -182,6 +182,23 @@ const (
 	PDMA_CH_A_PQM_CH_CQ_RECONFIG_EN_MASK = 0x1
 )
 
+// The PCIe MSI-X doorbell: a 32-bit write of a user interrupt's MSI-X
+// vector number (first_available_interrupt_id and up) to it raises that
+// interrupt, which WAIT_CS's interrupt mode (HL_WAIT_CS_FLAGS_INTERRUPT
+// with the id in the flags) waits for. Habana's Gaudi3 tests point their
+// completion queues' LBW write at mmD0_PCIE_MSIX_BASE with the interrupt
+// id as data (hlthunk-enhanced tests/gaudi3/hlthunk_tests_gaudi3.c,
+// gaudi3_add_cq_config_pkt). A PQM channel can write it itself, with a
+// MSG_LONG (PQM messages reach LBW addresses only) or a LIN_PDMA's
+// completion write.
+//
+// D1_PCIE_MSIX_BASE is read from gaudi3_blocks.h; D0_PCIE_MSIX_BASE is
+// derived from it by the die offset (not read).
+const (
+	D1_PCIE_MSIX_BASE = 0x0300007FFCC17000
+	D0_PCIE_MSIX_BASE = D1_PCIE_MSIX_BASE - PDMA_DIE_OFFSET
+)
+
 // Sync objects (sob_objs_regs.h, sob_objs_masks.h): a sync manager's OBJS
 // block starts with 8192 sync objects, SOB_OBJ_0_i at i*4. A 32-bit write
 // with INC set adds VAL to the object, without it sets the object to VAL;

@@ -1,0 +1,16 @@
+package sim
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// reg32 returns the 32-bit register at byte offset off of a register
+// window (a PDMA channel's CH_A block, shared with the user's mappings
+// through a memfd). Users write such windows with plain 32-bit stores, as
+// they do device registers; the simulator reads and writes them
+// atomically.
+func reg32(win []byte, off uint64) *atomic.Uint32 {
+	_ = win[off+3]
+	return (*atomic.Uint32)(unsafe.Pointer(&win[off]))
+}
