@@ -12,6 +12,7 @@ import (
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +63,11 @@ func newPQM(m *memory.Manager, opts Options) (*Engine, error) {
 	pool, err := pqm.Open(pqm.Config{
 		Dev: pqm.IoctlDevice{IO: io}, Key: io,
 		Mask: hw.PDMAUserChannelMask, Channels: n, Ring: pqRing,
-		Interrupt: uint32(hw.FirstUserInterrupt), Doorbell: pqm.MSIXDoorbell,
+		Interrupt: uint32(hw.FirstUserInterrupt), Doorbell: g3.D0_PCIE_MSIX_BASE,
+		Resets: func() (uint64, error) {
+			n, err := d.ResetCount()
+			return uint64(n.Hard) + uint64(n.Soft), err
+		},
 	}, host.Bytes(), host.VA())
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("dma: %w", err), host.Close(), memlink.Release(host))
@@ -372,13 +377,14 @@ func (p *Prepared) closePQM(t *Transfer) error {
 }
 
 // closePQM stops the channels and frees their rings, once every transfer
-// finished; when some never did (leaked), the device may still use both,
-// and they stay.
+// finished; when some never did (leaked), the device may still use both:
+// the channels stay claimed and the rings allocated, only the register
+// blocks are unmapped.
 func (e *Engine) closePQM(leaked int) error {
 	e.closeTimer.Stop()
 	e.stopReaps()
 	if leaked > 0 || !e.pq.Idle() {
-		return nil
+		return e.pq.Unmap()
 	}
 	err := e.pq.Close()
 	if cerr := errors.Join(e.pqHost.Close(), memlink.Release(e.pqHost)); cerr != nil {

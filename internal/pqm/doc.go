@@ -64,5 +64,6 @@
 // (github.com/HabanaAI/drivers.accel.habanalabs.kernel,
 // drivers/accel/habanalabs/gaudi3/gaudi3.c at
 // 58be96464de01b613d29262449eb6af038b7fff6, gaudi3_init_pdma: the user
-// mask, KDMA_CH_ID). The register map itself is in uapi/gaudi3.
+// mask, KDMA_CH_ID). The register map and the doorbell's address are in
+// uapi/gaudi3.
 package pqm

@@ -81,9 +81,15 @@ type Config struct {
 	Ring int
 	// Interrupt is the user interrupt the channels raise on completion,
 	// and Doorbell the address of the MSI-X doorbell they write it to
-	// (MSIXDoorbell on a Gaudi3).
+	// (g3.D0_PCIE_MSIX_BASE on a Gaudi3).
 	Interrupt uint32
 	Doorbell  uint64
+	// Resets, when not nil, returns how many times the device was reset
+	// (INFO RESET_COUNT, hard and soft). A reset stops the channels and
+	// clears their registers, and nothing else tells a waiter: a wait that
+	// finds the count changed since its job was submitted reports the job
+	// aborted, and the next Submit sets the channels up again.
+	Resets func() (uint64, error)
 }
 
 // slotBytes is the room each channel's completion word takes in the host
@@ -104,6 +110,9 @@ type Pool struct {
 	irq      uint32
 	doorbell uint64
 	chans    []*Channel
+	resets   func() (uint64, error)
+	gen      atomic.Uint64 // the reset count the channels were set up in
+	seen     atomic.Uint64 // the last reset count a wait read
 }
 
 // Channel is one claimed PDMA channel.
@@ -116,6 +125,7 @@ type Channel struct {
 	word   *uint64 // the completion word: the last completed job's number
 	wordVA uint64
 	epoch  atomic.Uint64 // counts resets of the word (see Submit)
+	gen    uint64        // the reset count the channel was set up in
 
 	mu      sync.Mutex
 	pi      uint64 // bytes written to the ring, free-running
@@ -135,6 +145,7 @@ type Ticket struct {
 	C      *Channel
 	Target uint64
 	epoch  uint64
+	gen    uint64 // the reset count it was submitted in
 }
 
 // claims records, per open device, the channels the process's Pools hold.
@@ -221,7 +232,16 @@ func Open(cfg Config, host []byte, va uint64) (*Pool, error) {
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("pqm: channel mask %#x, held %#x: %w", cfg.Mask, Claimed(cfg.Key), ErrNoChannel)
 	}
-	p := &Pool{dev: cfg.Dev, key: cfg.Key, irq: cfg.Interrupt, doorbell: cfg.Doorbell}
+	p := &Pool{dev: cfg.Dev, key: cfg.Key, irq: cfg.Interrupt, doorbell: cfg.Doorbell, resets: cfg.Resets}
+	if p.resets != nil {
+		n, err := p.resets()
+		if err != nil {
+			unclaim(cfg.Key, ids)
+			return nil, fmt.Errorf("pqm: reset count: %w", err)
+		}
+		p.gen.Store(n)
+		p.seen.Store(n)
+	}
 	for i, id := range ids {
 		block, err := cfg.Dev.MapBlock(g3.PDMAChannelBlock(id))
 		if err == nil && len(block) < g3.PDMA_CH_A_PQM_CH_REGS_END {
@@ -238,6 +258,7 @@ func Open(cfg Config, host []byte, va uint64) (*Pool, error) {
 			ring: host[i*cfg.Ring : (i+1)*cfg.Ring : (i+1)*cfg.Ring], ringVA: va + uint64(i*cfg.Ring),
 			word: word64(host, slot), wordVA: va + uint64(slot),
 		}
+		c.gen = p.gen.Load()
 		p.chans = append(p.chans, c)
 		atomic.StoreUint64(c.word, 0)
 		c.resetRing()
@@ -253,6 +274,10 @@ func (c *Channel) ID() int { return c.id }
 
 // Registers returns the channel's mapped CH_A block, for tests and tools.
 func (c *Channel) Registers() []byte { return c.block }
+
+// RingBytes returns the channel's ring, for tests and tools (hltrace-like
+// decoding); the device reads it.
+func (c *Channel) RingBytes() []byte { return c.ring }
 
 func (c *Channel) set(off int, v uint32) { atomic.StoreUint32(reg32(c.block, off), v) }
 func (c *Channel) get(off int) uint32    { return atomic.LoadUint32(reg32(c.block, off)) }
@@ -307,8 +332,12 @@ func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticke
 	if j.n == 0 {
 		return Ticket{}, errors.New("pqm: empty job")
 	}
+	c.p.renew()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if g := c.p.gen.Load(); c.gen != g {
+		c.restart(g)
+	}
 	need := uint64(len(j.body) + j.last.Len() + finalExtra)
 	if need > uint64(len(c.ring))/4 {
 		return Ticket{}, fmt.Errorf("pqm: job of %d bytes for a ring of %d (at most a quarter): %w", need, len(c.ring), ErrJobFull)
@@ -346,7 +375,29 @@ func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticke
 	// its bytes come back with the next job's completion (see retire).
 	c.pending = append(c.pending, mark{target: target, end: c.pi - msgLongBytes})
 	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, uint32(c.pi-c.base))
-	return Ticket{C: c, Target: target, epoch: c.epoch.Load()}, nil
+	return Ticket{C: c, Target: target, epoch: c.epoch.Load(), gen: c.gen}, nil
+}
+
+// renew moves the Pool to the reset count a wait saw, if a reset
+// happened: the channels are set up again by their next Submit.
+func (p *Pool) renew() {
+	if seen := p.seen.Load(); seen != p.gen.Load() {
+		p.gen.Store(seen)
+	}
+}
+
+// restart sets a channel up again after a device reset cleared its
+// registers: an empty ring at its start, a new epoch of the completion
+// word. Every job submitted before was reported aborted. c.mu is held.
+func (c *Channel) restart(gen uint64) {
+	c.gen = gen
+	c.pending = c.pending[:0]
+	c.pi = (c.pi + uint64(len(c.ring)) - 1) &^ (uint64(len(c.ring)) - 1)
+	c.ci, c.base = c.pi, c.pi
+	c.issued = 0
+	atomic.StoreUint64(c.word, 0)
+	c.epoch.Add(1)
+	c.resetRing()
 }
 
 // finalExtra is what the completion adds to a job: the two completion
@@ -493,19 +544,64 @@ func (p *Pool) wait(ctx context.Context, t Ticket, deadline time.Time) error {
 			}
 			return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, err)
 		}
-		if a.Out().Status == hl.HL_WAIT_CS_STATUS_ABORTED {
-			return fmt.Errorf("job %d of channel %d: aborted: %w", t.Target, t.C.id, unix.EIO)
+		if a.Out().Status == hl.HL_WAIT_CS_STATUS_ABORTED || p.wasReset(t) {
+			return fmt.Errorf("job %d of channel %d: aborted by a device reset: %w", t.Target, t.C.id, unix.EIO)
 		}
 	}
 }
 
-// Idle reports whether every job submitted to the Pool is done.
+// Stall queues a FENCE on the channel's fence counter id (0 to 3), which
+// waits for the counter to reach 1: the channel runs nothing queued after
+// it until Resume. It is how tests keep work in flight on a healthy
+// channel; the FENCE takes no completion.
+func (c *Channel) Stall(id uint8) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fence := packet.Gaudi3Fence{ID: id, Target: 1, Dec: 1}
+	pos, err := c.reserve(context.Background(), uint64(fence.Len()), time.Time{})
+	if err != nil {
+		return err
+	}
+	out, err := fence.Append(packet.Gaudi3PQM, c.ring[pos:pos])
+	if err != nil {
+		return fmt.Errorf("pqm: stall: %w", err)
+	}
+	c.pi += uint64(len(out))
+	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, uint32(c.pi-c.base))
+	return nil
+}
+
+// Resume adds 1 to the channel's fence counter id through its FENCE_INC
+// register, which lets a FENCE of Stall through.
+func (c *Channel) Resume(id uint8) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.block == nil {
+		return // unmapped: its Pool was closed or given up
+	}
+	c.set(g3.PDMA_CH_A_PQM_CH_FENCE_INC_0+4*int(id), 1)
+}
+
+// wasReset reports whether the device was reset since t's job was
+// submitted: a wait slice that ends without the job asks.
+func (p *Pool) wasReset(t Ticket) bool {
+	if p.resets == nil {
+		return false
+	}
+	if n, err := p.resets(); err == nil {
+		p.seen.Store(n)
+	}
+	return p.seen.Load() != t.gen
+}
+
+// Idle reports whether every job submitted to the Pool is done, or was
+// aborted by a device reset.
 func (p *Pool) Idle() bool {
 	for _, c := range p.chans {
 		c.mu.Lock()
-		issued := c.issued
+		issued, gen := c.issued, c.gen
 		c.mu.Unlock()
-		if atomic.LoadUint64(c.word) < issued {
+		if atomic.LoadUint64(c.word) < issued && p.seen.Load() == gen {
 			return false
 		}
 	}
@@ -533,15 +629,24 @@ func (p *Pool) Close() error {
 	return err
 }
 
+// Unmap unmaps the channels' register blocks and nothing else: for a Pool
+// whose jobs never completed, which keeps its channels claimed (another
+// Pool of the process must not reuse a channel that may still run them)
+// and leaves them running; its host memory must stay too. The CPU's view
+// of the registers is not something the device uses.
+func (p *Pool) Unmap() error { return p.unmapAll() }
+
 func (p *Pool) unmapAll() error {
 	var errs []error
 	for _, c := range p.chans {
+		c.mu.Lock()
 		if c.block != nil {
 			if err := p.dev.UnmapBlock(c.block); err != nil {
 				errs = append(errs, fmt.Errorf("pqm: unmap channel %d: %w", c.id, err))
 			}
 			c.block = nil
 		}
+		c.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }

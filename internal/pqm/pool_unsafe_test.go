@@ -157,7 +157,7 @@ func (d *fakeDev) step(addr uint64, b []byte) {
 				atomic.StoreUint64((*uint64)(unsafe.Pointer(&w[0])), uint64(l.CompletionData))
 			}
 		case packet.MsgLong:
-			if l.Addr != MSIXDoorbell || l.Value != 71 || !l.EngineBarrier {
+			if l.Addr != g3.D0_PCIE_MSIX_BASE || l.Value != 71 || !l.EngineBarrier {
 				d.t.Errorf("MSG_LONG %v: want the doorbell, interrupt 71, behind the engine barrier", l)
 			}
 			d.irqs.Add(1)
@@ -177,7 +177,7 @@ func openPool(t *testing.T, key any, mask uint64, n, ring int) (*Pool, *fakeDev)
 	t.Helper()
 	host, va := hostMem(HostBytes(n, ring))
 	d := newFakeDev(t, host, va)
-	p, err := Open(Config{Dev: d, Key: key, Mask: mask, Channels: n, Ring: ring, Interrupt: 71, Doorbell: MSIXDoorbell}, host, va)
+	p, err := Open(Config{Dev: d, Key: key, Mask: mask, Channels: n, Ring: ring, Interrupt: 71, Doorbell: g3.D0_PCIE_MSIX_BASE}, host, va)
 	if err != nil {
 		t.Fatal(err)
 	}
