@@ -24,7 +24,8 @@ import (
 // error matching ErrBadOptions.
 type Options struct {
 	// Streams is how many queues of each direction a copy may be striped
-	// over (1 to 4 on the PCI DMA engines); 0 means 2.
+	// over (1 to 4 on the PCI DMA engines); 0 means 2. On a Gaudi3 it is
+	// how many PDMA channels the Engine claims, for every direction.
 	Streams int
 	// StripeSize is the size from which a copy is split over several
 	// queues, from 4 KiB to 1 TiB; 0 means 16 MiB.
@@ -34,9 +35,13 @@ type Options struct {
 	// seconds, rounded up; at most 2^32-1 seconds). It also bounds how
 	// long Close may wait for a CS the device does not complete: when the
 	// timeout expires the driver resets the device, which aborts the CS.
+	// On a Gaudi3 the library applies it (default 30 s) to its jobs, and
+	// Close waits for them that long before it gives up (see the package
+	// documentation).
 	Timeout time.Duration
 	// Timestamps asks the driver for completion timestamps
-	// (HL_CS_FLAGS_TIMESTAMP); Transfer.Timestamp returns them.
+	// (HL_CS_FLAGS_TIMESTAMP); Transfer.Timestamp returns them. A Gaudi3
+	// has none: its transfers are not CSs.
 	Timestamps bool
 	// MappedKernelCBs makes Gaudi2 command buffers kernel CBs mapped into
 	// the device MMU (CB CREATE with HL_CB_FLAGS_MAP, then CB INFO

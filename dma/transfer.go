@@ -108,7 +108,8 @@ func (t *Transfer) unref() {
 	}
 }
 
-// Seqs returns the sequence numbers of the transfer's CSs.
+// Seqs returns the sequence numbers of the transfer's CSs: none on a
+// Gaudi3, whose transfers are jobs in PDMA channels' rings.
 func (t *Transfer) Seqs() []uint64 { return t.seqs }
 
 // Timestamp returns the device's completion time of the transfer's last CS
