@@ -59,6 +59,13 @@ func newRig(t testing.TB, asic sim.ASIC, opts Options) rig {
 	return rig{s, d, m, e}
 }
 
+// forASICs runs a test on Gaudi2 (CS queues) and Gaudi3 (PDMA channels).
+func forASICs(t *testing.T, f func(*testing.T, sim.ASIC)) {
+	for _, asic := range []sim.ASIC{sim.Gaudi2, sim.Gaudi3} {
+		t.Run(asic.String(), func(t *testing.T) { f(t, asic) })
+	}
+}
+
 func fill(b []byte, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	for i := 0; i+8 <= len(b); i += 8 {
@@ -72,7 +79,7 @@ func fill(b []byte, seed uint64) {
 // TestRoundTrip copies host -> device -> device -> host over a size sweep
 // and compares byte for byte, on both ASICs.
 func TestRoundTrip(t *testing.T) {
-	for _, asic := range []sim.ASIC{sim.Gaudi2, sim.Gaudi} {
+	for _, asic := range []sim.ASIC{sim.Gaudi2, sim.Gaudi, sim.Gaudi3} {
 		t.Run(asic.String(), func(t *testing.T) {
 			r := newRig(t, asic, Options{StripeSize: 1 << 20})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -115,8 +122,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestMemsetAndBatch(t *testing.T) {
-	r := newRig(t, sim.Gaudi2, Options{})
+func TestMemsetAndBatch(t *testing.T) { forASICs(t, testMemsetAndBatch) }
+
+func testMemsetAndBatch(t *testing.T, asic sim.ASIC) {
+	r := newRig(t, asic, Options{})
 	ctx := context.Background()
 	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
@@ -164,8 +173,10 @@ func TestMemsetAndBatch(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
-	r := newRig(t, sim.Gaudi2, Options{})
+func TestErrors(t *testing.T) { forASICs(t, testErrors) }
+
+func testErrors(t *testing.T, asic sim.ASIC) {
+	r := newRig(t, asic, Options{})
 	ctx := context.Background()
 	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
 	if err := copyVA(ctx, r.e, buf.VA(), 0x1234, 8); !errors.Is(err, ErrUnmapped) {
@@ -203,8 +214,10 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestPrepared(t *testing.T) {
-	r := newRig(t, sim.Gaudi2, Options{})
+func TestPrepared(t *testing.T) { forASICs(t, testPrepared) }
+
+func testPrepared(t *testing.T, asic sim.ASIC) {
+	r := newRig(t, asic, Options{})
 	h, _ := r.m.AllocHost(4096, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
 	b := r.e.NewBatch(BatchOptions{})
@@ -256,8 +269,10 @@ func TestMappedKernelCBs(t *testing.T) {
 
 // TestCloseFinishesUnwaited closes an Engine with a transfer nobody waited
 // for and a prepared batch nobody closed: Close must finish both.
-func TestCloseFinishesUnwaited(t *testing.T) {
-	r := newRig(t, sim.Gaudi2, Options{})
+func TestCloseFinishesUnwaited(t *testing.T) { forASICs(t, testCloseFinishesUnwaited) }
+
+func testCloseFinishesUnwaited(t *testing.T, asic sim.ASIC) {
+	r := newRig(t, asic, Options{})
 	h, _ := r.m.AllocHost(1<<20, memory.HostOptions{})
 	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
 	tr, err := startCopyVA(r.e, buf.VA(), h.VA(), 1<<20)

@@ -24,6 +24,28 @@
 // mapped into the device MMU with Options.MappedKernelCBs, kept until the
 // CS completes. Large copies are striped over several queues of one CS.
 //
+// # Gaudi3
+//
+// A Gaudi3 takes no user work through CS. An Engine there claims
+// Options.Streams of the PDMA channels hw_ip_info's pdma_user_owned_ch_mask
+// gives users (never one another Engine of the process holds), maps their
+// register blocks (MEMORY MAP_BLOCK) and points each channel's message
+// queue at a ring in pinned host memory mapped to the device. A transfer
+// is then LIN_PDMA packets written into those rings, one job per channel,
+// large copies striped over the channels; the last packet of a job writes
+// the job's number to a completion word in the same host memory, and a
+// MSG_LONG after it raises a user interrupt, which Wait blocks on (WAIT_CS
+// in interrupt mode on the word). The API, the holds, the contexts, the
+// reapers and Close are the same; what differs is listed at the
+// Transfer's and the Options' fields: no sequence numbers (Seqs is
+// empty) and no timestamps, and since no driver times a channel's job out,
+// a transfer past its timeout fails with an error matching
+// ioctl.ErrTimeout but keeps its memory held until the channel finished
+// it. Engine.Close waits for the channels as long as that timeout, then
+// reports ErrInFlight and leaves the rings, the channels and the memory
+// allocated; otherwise it resets the channels, unmaps their blocks and
+// frees the rings. A device reset aborts the channels' jobs (ErrAborted).
+//
 // # Completion
 //
 // Waits take a context and are issued in slices by the ioctl layer; a

@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/internal/memlink"
+	"github.com/gaudi-go/gaudi/internal/pqm"
 	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
@@ -22,7 +24,8 @@ import (
 // error matching ErrBadOptions.
 type Options struct {
 	// Streams is how many queues of each direction a copy may be striped
-	// over (1 to 4 on the PCI DMA engines); 0 means 2.
+	// over (1 to 4 on the PCI DMA engines); 0 means 2. On a Gaudi3 it is
+	// how many PDMA channels the Engine claims, for every direction.
 	Streams int
 	// StripeSize is the size from which a copy is split over several
 	// queues, from 4 KiB to 1 TiB; 0 means 16 MiB.
@@ -32,9 +35,13 @@ type Options struct {
 	// seconds, rounded up; at most 2^32-1 seconds). It also bounds how
 	// long Close may wait for a CS the device does not complete: when the
 	// timeout expires the driver resets the device, which aborts the CS.
+	// On a Gaudi3 the library applies it (default 30 s) to its jobs, and
+	// Close waits for them that long before it gives up (see the package
+	// documentation).
 	Timeout time.Duration
 	// Timestamps asks the driver for completion timestamps
-	// (HL_CS_FLAGS_TIMESTAMP); Transfer.Timestamp returns them.
+	// (HL_CS_FLAGS_TIMESTAMP); Transfer.Timestamp returns them. A Gaudi3
+	// has none: its transfers are not CSs.
 	Timestamps bool
 	// MappedKernelCBs makes Gaudi2 command buffers kernel CBs mapped into
 	// the device MMU (CB CREATE with HL_CB_FLAGS_MAP, then CB INFO
@@ -103,6 +110,16 @@ type Engine struct {
 	// the reapers that wait for Transfers (flight.go).
 	inflight sync.WaitGroup
 
+	// On a Gaudi3 (pqm.go): the claimed PDMA channels, the host memory of
+	// their rings and counters, pooled jobs, and what ends the reapers
+	// once Close has waited long enough.
+	pq         *pqm.Pool
+	pqHost     *memory.HostBuffer
+	pjobs      sync.Pool // *pqm.Job
+	reapCtx    context.Context
+	stopReaps  context.CancelFunc
+	closeTimer *time.Timer
+
 	mu       sync.Mutex
 	closed   bool
 	closing  chan struct{}          // closed when Close finished
@@ -118,6 +135,9 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	d := m.Device()
+	if d.ASIC().IsGaudi3() {
+		return newPQM(m, opts)
+	}
 	q, err := queuesFor(d, opts.Streams)
 	if err != nil {
 		return nil, err
@@ -170,6 +190,10 @@ func (e *Engine) Close() error {
 	e.closed = true
 	e.closing = make(chan struct{})
 	memlink.Detach(e.mem, e)
+	if e.pq != nil {
+		// The reapers wait for the device until the bound, then give up.
+		e.closeTimer = time.AfterFunc(e.pqTimeout(0), e.stopReaps)
+	}
 	// Adopt under e.mu: a transfer leaves pending (untrack, under e.mu)
 	// before a Copy may put it back in the pool and reuse it, so every one
 	// seen here is still the transfer it was.
@@ -195,6 +219,9 @@ func (e *Engine) Close() error {
 		errs = append(errs, fmt.Errorf("close dma engine: %d transfer(s) the device never reported done, their memory and command buffers left allocated: %w", leaked, ErrInFlight))
 	} else {
 		errs = append(errs, e.cbs.close())
+	}
+	if e.pq != nil {
+		errs = append(errs, e.closePQM(leaked))
 	}
 	close(e.closing)
 	return errors.Join(errs...)

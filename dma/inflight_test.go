@@ -13,6 +13,7 @@ import (
 	"github.com/gaudi-go/gaudi/control"
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/leak"
+	"github.com/gaudi-go/gaudi/internal/pqm"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -42,11 +43,12 @@ type inflight struct {
 	host     *memory.HostBuffer // the pattern
 	src, dst *memory.Buffer
 	stalled  bool
+	chans    []*pqm.Channel // the stalled channels (Gaudi3)
 }
 
-func newInflight(t *testing.T) *inflight {
+func newInflight(t *testing.T, asic sim.ASIC) *inflight {
 	t.Helper()
-	x := &inflight{rig: newRig(t, sim.Gaudi2, Options{})}
+	x := &inflight{rig: newRig(t, asic, Options{})}
 	var err error
 	if x.host, err = x.m.AllocHost(inflightSize, memory.HostOptions{}); err != nil {
 		t.Fatal(err)
@@ -69,10 +71,27 @@ func newInflight(t *testing.T) *inflight {
 	return x
 }
 
-// stall stalls the EDMA engines: device-to-device copies stay queued.
+// forInflight runs an in-flight test on each ASIC whose engines it can
+// stall: Gaudi2 (its EDMA engines) and Gaudi3 (its PDMA channels).
+func forInflight(t *testing.T, f func(*testing.T, sim.ASIC)) {
+	for _, asic := range []sim.ASIC{sim.Gaudi2, sim.Gaudi3} {
+		t.Run(asic.String(), func(t *testing.T) { f(t, asic) })
+	}
+}
+
+// stall stalls the EDMA engines (Gaudi2), or queues a FENCE that waits
+// for the test on each of the Engine's PDMA channels (Gaudi3):
+// device-to-device copies stay queued.
 func (x *inflight) stall(t *testing.T) {
 	t.Helper()
-	if err := control.StallEngines(x.d, gaudi2EDMAs...); err != nil {
+	if x.e.pq != nil {
+		x.chans = x.e.pq.Channels()
+		for _, c := range x.chans {
+			if err := c.Stall(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else if err := control.StallEngines(x.d, gaudi2EDMAs...); err != nil {
 		t.Fatal(err)
 	}
 	x.stalled = true
@@ -85,6 +104,12 @@ func (x *inflight) resume(t *testing.T) {
 		return
 	}
 	x.stalled = false
+	if x.chans != nil {
+		for _, c := range x.chans {
+			c.Resume(0)
+		}
+		return
+	}
 	if err := control.ResumeEngines(x.d, gaudi2EDMAs...); err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +144,19 @@ func (x *inflight) closeSrc(t *testing.T) {
 
 // reuseCBs runs a host-to-device copy on the PCI DMA engines, which are
 // not stalled: it takes command buffers from the pool, and would overwrite
-// any that the queued CS still uses.
+// any that the queued CS still uses. On a Gaudi3, whose Engine has no
+// engine that is not stalled, the copy goes through another Engine's
+// channels.
 func (x *inflight) reuseCBs(t *testing.T, e *Engine) {
 	t.Helper()
+	if e.pq != nil {
+		other, err := New(x.m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		e = other
+	}
 	spare, err := x.m.Alloc(4096, memory.AllocOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -237,8 +272,10 @@ func (x *inflight) check(t *testing.T) {
 // engines returns the context's error promptly; Prepared.Close, the
 // buffer's Close and Engine.Close then must not release the command
 // buffers or the memory while the CS is queued.
-func TestInFlightPreparedCancel(t *testing.T) {
-	x := newInflight(t)
+func TestInFlightPreparedCancel(t *testing.T) { forInflight(t, testInFlightPreparedCancel) }
+
+func testInFlightPreparedCancel(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	b := x.e.NewBatch(BatchOptions{})
 	if err := b.CopyAddr(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
 		t.Fatal(err)
@@ -270,8 +307,10 @@ func TestInFlightPreparedCancel(t *testing.T) {
 // TestInFlightPreparedRunAgain: after a cancelled Run, the Prepared is
 // still usable: closing it releases its resources once the CS completed,
 // without Engine.Close, and a Run after the resume succeeds.
-func TestInFlightPreparedRunAgain(t *testing.T) {
-	x := newInflight(t)
+func TestInFlightPreparedRunAgain(t *testing.T) { forInflight(t, testInFlightPreparedRunAgain) }
+
+func testInFlightPreparedRunAgain(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	b := x.e.NewBatch(BatchOptions{})
 	if err := b.CopyAddr(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
 		t.Fatal(err)
@@ -306,7 +345,11 @@ func TestInFlightPreparedRunAgain(t *testing.T) {
 // CS is queued releases its resources once the CS completes, with the
 // Engine left open.
 func TestInFlightPreparedCloseWithoutEngineClose(t *testing.T) {
-	x := newInflight(t)
+	forInflight(t, testInFlightPreparedCloseWithoutEngineClose)
+}
+
+func testInFlightPreparedCloseWithoutEngineClose(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	b := x.e.NewBatch(BatchOptions{})
 	if err := b.CopyAddr(x.dst.VA(), x.src.VA(), inflightSize); err != nil {
 		t.Fatal(err)
@@ -337,8 +380,10 @@ func TestInFlightPreparedCloseWithoutEngineClose(t *testing.T) {
 // TestInFlightTransferCancel: a StartCopy Transfer whose Wait ends with
 // its context keeps its resources until the CS completes, across the
 // buffer's Close and Engine.Close.
-func TestInFlightTransferCancel(t *testing.T) {
-	x := newInflight(t)
+func TestInFlightTransferCancel(t *testing.T) { forInflight(t, testInFlightTransferCancel) }
+
+func testInFlightTransferCancel(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	x.stall(t)
 	tr, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize)
 	if err != nil {
@@ -372,8 +417,10 @@ func TestInFlightTransferCancel(t *testing.T) {
 // the transfer it leaves behind (which the caller cannot see) keeps its
 // resources until the CS completes and then releases them, with the Engine
 // left open.
-func TestInFlightCopyCancel(t *testing.T) {
-	x := newInflight(t)
+func TestInFlightCopyCancel(t *testing.T) { forInflight(t, testInFlightCopyCancel) }
+
+func testInFlightCopyCancel(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	x.stall(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -390,8 +437,10 @@ func TestInFlightCopyCancel(t *testing.T) {
 
 // TestInFlightBatchClose: a batch of several operations started on stalled
 // engines, nobody waiting for it, and the Engine closed.
-func TestInFlightBatchClose(t *testing.T) {
-	x := newInflight(t)
+func TestInFlightBatchClose(t *testing.T) { forInflight(t, testInFlightBatchClose) }
+
+func testInFlightBatchClose(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	x.stall(t)
 	b := x.e.NewBatch(BatchOptions{})
 	const half = inflightSize / 2
@@ -416,8 +465,10 @@ func TestInFlightBatchClose(t *testing.T) {
 
 // TestInFlightReset: a device reset aborts the queued CS; the transfer
 // fails with ErrAborted and only then releases its memory.
-func TestInFlightReset(t *testing.T) {
-	x := newInflight(t)
+func TestInFlightReset(t *testing.T) { forInflight(t, testInFlightReset) }
+
+func testInFlightReset(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	x.stall(t)
 	tr, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize)
 	if err != nil {
@@ -450,7 +501,9 @@ func TestInFlightReset(t *testing.T) {
 // outcome (here: not operational, EBUSY) is given up on after
 // abandonAfter: Engine.Close returns ErrInFlight instead of hanging, and
 // leaves the memory allocated rather than release it under the CS.
-func TestInFlightAbandon(t *testing.T) {
+func TestInFlightAbandon(t *testing.T) { forInflight(t, testInFlightAbandon) }
+
+func testInFlightAbandon(t *testing.T, asic sim.ASIC) {
 	saved := abandonAfter
 	abandonAfter = 200 * time.Millisecond
 	t.Cleanup(func() { abandonAfter = saved })
@@ -464,7 +517,7 @@ func TestInFlightAbandon(t *testing.T) {
 			leak.Unmapped(h.Bytes())
 		}
 	})
-	x := newInflight(t)
+	x := newInflight(t, asic)
 	x.stall(t)
 	tr, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize)
 	if err != nil {
@@ -473,6 +526,9 @@ func TestInFlightAbandon(t *testing.T) {
 	x.e.cbs.mu.Lock()
 	slabs = slices.Clone(x.e.cbs.slabs)
 	x.e.cbs.mu.Unlock()
+	if x.e.pqHost != nil {
+		slabs = append(slabs, x.e.pqHost) // the rings
+	}
 	x.closeSrc(t)
 	sd := x.s.Device(0)
 	sd.SetState(sim.Malfunction)
@@ -494,8 +550,10 @@ func TestInFlightAbandon(t *testing.T) {
 
 // TestEngineCloseConcurrent: a second Close while the first waits for the
 // device waits too.
-func TestEngineCloseConcurrent(t *testing.T) {
-	x := newInflight(t)
+func TestEngineCloseConcurrent(t *testing.T) { forInflight(t, testEngineCloseConcurrent) }
+
+func testEngineCloseConcurrent(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	x.stall(t)
 	if _, err := startCopyVA(x.e, x.dst.VA(), x.src.VA(), inflightSize); err != nil {
 		t.Fatal(err)
@@ -530,8 +588,10 @@ func TestEngineCloseConcurrent(t *testing.T) {
 // releases neither the buffers the CS uses nor the host memory its
 // command buffers live in (Gaudi2 user CBs); Engine.Close after it still
 // waits for the device.
-func TestInFlightManagerClose(t *testing.T) {
-	x := newInflight(t)
+func TestInFlightManagerClose(t *testing.T) { forInflight(t, testInFlightManagerClose) }
+
+func testInFlightManagerClose(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
 	// The destination is checked through a second Manager's view of the
 	// device memory, which the closed one cannot give: keep the pattern
 	// check to the page fault and the completion.

@@ -82,6 +82,13 @@ func run(cmd *cli.Command, size uint64, warm int) error {
 		kind = "the simulator"
 	}
 	fmt.Printf("device: %s on %s\n", d, kind)
+	if ch := e.Channels(); ch != nil {
+		// Gaudi3: no user CS queue; the Engine writes its jobs into the
+		// rings of PDMA channels it claimed (their queue managers, PQM).
+		fmt.Printf("path: PQM, PDMA channels %v\n", ch)
+	} else {
+		fmt.Println("path: command submissions (CS) on the DMA queues")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	steps := []struct {

@@ -61,7 +61,7 @@ func newConfig() (*config, *cli.Command) {
 	fs.IntVar(&cfg.iters, "iters", 20, "timed copies per point (direction and size)")
 	fs.DurationVar(&cfg.duration, "duration", 0, "time each point for this long instead of -iters copies (such as 10s)")
 	fs.IntVar(&cfg.warmup, "warmup", 2, "untimed copies before each point's samples")
-	fs.IntVar(&cfg.streams, "streams", 2, "DMA queues per direction a copy is striped over (Gaudi: up to 4; Gaudi2: up to 2)")
+	fs.IntVar(&cfg.streams, "streams", 2, "DMA queues per direction a copy is striped over (Gaudi: up to 4; Gaudi2: up to 2; Gaudi3: PDMA channels, up to 4)")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document with the run's metadata")
 	fs.BoolVar(&cfg.csv, "csv", false, "print CSV, one row per point, each with the run's metadata")
 	fs.BoolVar(&cfg.verify, "verify", false, "check the destination's bytes after each point")

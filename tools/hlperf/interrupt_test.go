@@ -135,3 +135,32 @@ func TestInterruptTable(t *testing.T) {
 		t.Errorf("no point marked partial:\n%s", out)
 	}
 }
+
+// TestGaudi3: hlperf measures a simulated Gaudi3, whose copies go through
+// the PDMA channels' queue managers, with every direction verified.
+func TestGaudi3(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-json", "-max", "64K", "-iters", "3", "-warmup", "1", "-streams", "4", "-verify")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "GAUDI_SIM=gaudi3:2", "GAUDI_SIM_LOCKDIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hlperf on gaudi3: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("decode: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Devices) != 1 || rep.Devices[0].ASIC != "GAUDI3" || rep.Devices[0].Error != "" {
+		t.Fatalf("devices %+v, want one GAUDI3 without error", rep.Devices)
+	}
+	dirs := map[string]bool{}
+	for _, r := range rep.Results {
+		dirs[r.Direction] = true
+		if r.Samples != 3 || r.Verified == nil || !*r.Verified {
+			t.Errorf("%s %d bytes: %d samples, verified %v %s", r.Direction, r.SizeBytes, r.Samples, r.Verified, r.VerificationError)
+		}
+	}
+	if len(dirs) != 4 {
+		t.Errorf("directions %v, want h2d, d2h, d2d and bidir", dirs)
+	}
+}

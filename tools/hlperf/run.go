@@ -157,7 +157,8 @@ func describe(d *device.Device) deviceReport {
 // ASIC: Gaudi's PCI DMA engines have four queues each (DMA_0_0 to
 // DMA_0_3); Gaudi2's driver enables two user PDMA streams host to device
 // (PDMA_0_0, PDMA_0_1; gaudi2_is_queue_enabled), which dma.New uses at
-// most.
+// most; a Gaudi3 Engine claims up to four of the PDMA channels the driver
+// gives users.
 func asicStreams(a device.ASIC) int {
 	if a.IsGaudi2() {
 		return 2
