@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/internal/memlink"
+	"github.com/gaudi-go/gaudi/internal/pqm"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -168,6 +169,7 @@ func (b *Batch) Len() int { return len(b.ops) }
 // job is one CS chunk: a command buffer on a queue, filled up to buf.
 type job struct {
 	queue  uint32
+	pj     *pqm.Job // the packets, on a Gaudi3 (pqm.go); cb and buf are unused there
 	cb     *cmdBuf
 	buf    []byte // packets written so far, within cb.mem
 	flight flight // what its packets since the last engine barrier touch
@@ -207,6 +209,13 @@ func (b *Batch) startInto(ctx context.Context, t *Transfer) error {
 		return fail(fmt.Errorf("start transfer: %w", err))
 	}
 	jobs, err := b.encode(t.jobPtrs[:0], t.jobArr[:])
+	if e.pq != nil {
+		if err != nil {
+			e.putJobs(jobs)
+			return fail(err)
+		}
+		return b.startPQM(ctx, t, jobs)
+	}
 	for _, j := range jobs {
 		t.cbs = append(t.cbs, j.cb)
 	}
@@ -291,6 +300,9 @@ const maxPacket = packet.DriverChunkSize
 // allocates nothing here.
 func (b *Batch) encode(jobs []*job, store []job) ([]*job, error) {
 	e := b.e
+	if e.pq != nil {
+		return b.encodePQM(jobs, store)
+	}
 	enc := e.enc
 	first := len(jobs)
 	// current returns the job being filled for queue q: the last one.

@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/internal/memlink"
+	"github.com/gaudi-go/gaudi/internal/pqm"
 	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
@@ -103,6 +105,16 @@ type Engine struct {
 	// the reapers that wait for Transfers (flight.go).
 	inflight sync.WaitGroup
 
+	// On a Gaudi3 (pqm.go): the claimed PDMA channels, the host memory of
+	// their rings and counters, pooled jobs, and what ends the reapers
+	// once Close has waited long enough.
+	pq         *pqm.Pool
+	pqHost     *memory.HostBuffer
+	pjobs      sync.Pool // *pqm.Job
+	reapCtx    context.Context
+	stopReaps  context.CancelFunc
+	closeTimer *time.Timer
+
 	mu       sync.Mutex
 	closed   bool
 	closing  chan struct{}          // closed when Close finished
@@ -118,6 +130,9 @@ func New(m *memory.Manager, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	d := m.Device()
+	if d.ASIC().IsGaudi3() {
+		return newPQM(m, opts)
+	}
 	q, err := queuesFor(d, opts.Streams)
 	if err != nil {
 		return nil, err
@@ -170,6 +185,10 @@ func (e *Engine) Close() error {
 	e.closed = true
 	e.closing = make(chan struct{})
 	memlink.Detach(e.mem, e)
+	if e.pq != nil {
+		// The reapers wait for the device until the bound, then give up.
+		e.closeTimer = time.AfterFunc(e.pqTimeout(0), e.stopReaps)
+	}
 	// Adopt under e.mu: a transfer leaves pending (untrack, under e.mu)
 	// before a Copy may put it back in the pool and reuse it, so every one
 	// seen here is still the transfer it was.
@@ -195,6 +214,9 @@ func (e *Engine) Close() error {
 		errs = append(errs, fmt.Errorf("close dma engine: %d transfer(s) the device never reported done, their memory and command buffers left allocated: %w", leaked, ErrInFlight))
 	} else {
 		errs = append(errs, e.cbs.close())
+	}
+	if e.pq != nil {
+		errs = append(errs, e.closePQM(leaked))
 	}
 	close(e.closing)
 	return errors.Join(errs...)

@@ -133,7 +133,7 @@ func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts ti
 func (e *Engine) adopt(t *Transfer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.finished || t.adopted {
+	if t.released || t.abandoned || t.adopted {
 		return
 	}
 	t.adopted = true
@@ -155,6 +155,9 @@ func (e *Engine) adopt(t *Transfer) {
 // then reports false.
 func (t *Transfer) reap() bool {
 	e := t.e
+	if e.pq != nil {
+		return t.reapPQM()
+	}
 	var a hl.WaitCSArgs
 	var first error
 	var last time.Duration
@@ -162,7 +165,7 @@ func (t *Transfer) reap() bool {
 		var troubled time.Time
 		pause := time.Millisecond
 		for {
-			if t.isFinished() {
+			if t.isReleased() {
 				return true // a Wait saw it done
 			}
 			ts, final, err := e.await(context.Background(), seq, &a)
@@ -190,13 +193,20 @@ func (t *Transfer) reap() bool {
 // abandon ends a Transfer whose CSs the device never reported done:
 // nothing is released, the Engine remembers the leak.
 func (t *Transfer) abandon(cause error) {
-	err := fmt.Errorf("%w: gave up after %v: %w", ErrInFlight, abandonAfter, cause)
-	if !t.end(err, 0) {
+	t.abandonAfter(abandonAfter, cause)
+}
+
+// abandonAfter is abandon after a wait of d.
+func (t *Transfer) abandonAfter(d time.Duration, cause error) {
+	err := fmt.Errorf("%w: gave up after %v: %w", ErrInFlight, d, cause)
+	t.mu.Lock()
+	if t.released || t.abandoned {
+		t.mu.Unlock()
 		return
 	}
-	t.mu.Lock()
 	t.abandoned = true
 	t.mu.Unlock()
+	t.end(err, 0)
 	e := t.e
 	e.mu.Lock()
 	e.leaked++

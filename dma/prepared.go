@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/internal/errclosed"
+	"github.com/gaudi-go/gaudi/internal/pqm"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -29,6 +30,14 @@ type Prepared struct {
 	// leaves the resources to a reaper until it is done.
 	seq    uint64
 	closed bool
+
+	// On a Gaudi3 (pqm.go): the encoded jobs, the tickets of the last Run
+	// and whether the device may still run them.
+	pjobs    []*job
+	timeout  time.Duration
+	tickets  []pqm.Ticket
+	deadline time.Time
+	waiting  bool
 }
 
 // Prepare encodes the batch for repeated runs. It must fit in one CS (512
@@ -54,7 +63,9 @@ func (b *Batch) Prepare(ctx context.Context) (*Prepared, error) {
 	}
 	jobs, err := b.encode(nil, nil)
 	for _, j := range jobs {
-		p.cbs = append(p.cbs, j.cb)
+		if j.cb != nil {
+			p.cbs = append(p.cbs, j.cb)
+		}
 	}
 	if err == nil && len(jobs) > hl.HL_MAX_JOBS_PER_CS {
 		err = fmt.Errorf("prepare transfer: %d jobs: %w", len(jobs), ErrTooLarge)
@@ -62,7 +73,11 @@ func (b *Batch) Prepare(ctx context.Context) (*Prepared, error) {
 	if err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
-	p.setJobs(jobs, b.opts.Timeout)
+	if e.pq != nil {
+		p.pjobs, p.timeout = jobs, b.opts.Timeout
+	} else {
+		p.setJobs(jobs, b.opts.Timeout)
+	}
 	if !e.track(nil, p) {
 		p.Close()
 		return nil, ErrClosed
@@ -89,6 +104,9 @@ func (p *Prepared) Run(ctx context.Context) error {
 		return errclosed.New("dma prepared batch")
 	}
 	e := p.e
+	if e.pq != nil {
+		return p.runPQM(ctx)
+	}
 	if p.seq != 0 {
 		// Its outcome was the earlier Run's to report.
 		if _, final, err := e.await(ctx, p.seq, &p.wait); !final {
@@ -131,8 +149,12 @@ func (p *Prepared) Close() error {
 	// go to a Transfer that finishes when the device is done.
 	t := &Transfer{e: e, cbs: p.cbs, holds: p.holds}
 	p.cbs, p.holds = nil, nil
+	if p.e.pq != nil {
+		return p.closePQM(t)
+	}
 	if p.seq == 0 {
 		t.end(nil, 0)
+		t.claimRelease()
 		return t.release()
 	}
 	t.seqs = []uint64{p.seq}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/internal/memlink"
+	"github.com/gaudi-go/gaudi/internal/pqm"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -25,8 +26,15 @@ type Transfer struct {
 	// fails with this error.
 	failed error
 
+	// tickets are the jobs of a transfer on a Gaudi3's PDMA channels
+	// (pqm.go), which take the place of CSs there, and deadline when the
+	// transfer times out.
+	tickets  []pqm.Ticket
+	deadline time.Time
+
 	mu        sync.Mutex
-	finished  bool
+	finished  bool // the result is known (err, ts)
+	released  bool // the memory and command buffers went back
 	adopted   bool // a reaper waits for it (flight.go)
 	abandoned bool // the reaper gave up on it (flight.go)
 	err       error
@@ -43,14 +51,15 @@ type Transfer struct {
 
 	// Inline storage, so that a transfer of a few jobs (every single copy
 	// below the stripe size) allocates nothing beyond the Transfer.
-	seqArr   [1]uint64
-	cbArr    [inlineJobs]*cmdBuf
-	holdArr  [4]any
-	jobArr   [inlineJobs]job
-	jobPtrs  [inlineJobs]*job
-	chunkArr [inlineJobs]hl.CSChunk
-	opArr    [1]op
-	args     hl.CSChunksArgs // the CS arguments of its first CS
+	seqArr    [1]uint64
+	ticketArr [inlineJobs]pqm.Ticket
+	cbArr     [inlineJobs]*cmdBuf
+	holdArr   [4]any
+	jobArr    [inlineJobs]job
+	jobPtrs   [inlineJobs]*job
+	chunkArr  [inlineJobs]hl.CSChunk
+	opArr     [1]op
+	args      hl.CSChunksArgs // the CS arguments of its first CS
 }
 
 // inlineJobs is how many jobs a Transfer holds without allocating.
@@ -60,6 +69,7 @@ const inlineJobs = 8
 func (t *Transfer) init(e *Engine) {
 	t.e = e
 	t.seqs, t.cbs, t.holds = t.seqArr[:0], t.cbArr[:0], t.holdArr[:0]
+	t.tickets = t.ticketArr[:0]
 }
 
 // getTransfer returns a pooled Transfer of the Engine's own, with an empty
@@ -91,7 +101,7 @@ func (t *Transfer) unref() {
 	}
 	t.mu.Lock()
 	t.refs--
-	pool := t.refs == 0 && t.finished && !t.abandoned
+	pool := t.refs == 0 && t.released
 	t.mu.Unlock()
 	if pool {
 		t.e.putTransfer(t)
@@ -124,6 +134,9 @@ func (t *Transfer) Wait(ctx context.Context) error {
 		return err
 	}
 	t.mu.Unlock()
+	if t.e.pq != nil {
+		return t.waitPQM(ctx)
+	}
 	a := t.e.getWaitArgs()
 	defer t.e.waitArgs.Put(a)
 	var first error
@@ -172,10 +185,22 @@ func (t *Transfer) Err() error {
 	return t.err
 }
 
-func (t *Transfer) isFinished() bool {
+func (t *Transfer) isReleased() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.finished
+	return t.released
+}
+
+// claimRelease reports whether the caller is the one to release the
+// transfer's resources: the first, and not after a reaper gave up on it.
+func (t *Transfer) claimRelease() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released || t.abandoned {
+		return false
+	}
+	t.released = true
+	return true
 }
 
 // end records the result, once; it reports whether this call did.
@@ -195,15 +220,16 @@ func (t *Transfer) end(err error, ts time.Duration) bool {
 	return true
 }
 
-// finish records the result and releases the memory and command buffers.
-// Only call it once the device is done with every CS of the transfer (or
-// none was queued). Errors of the releases are not the transfer's: they
-// are reported to the Engine, whose Close returns them.
+// finish records the result, unless one was recorded already (a Gaudi3
+// transfer that timed out), and releases the memory and command buffers.
+// Only call it once the device is done with every CS or job of the
+// transfer (or none was queued). Errors of the releases are not the
+// transfer's: they are reported to the Engine, whose Close returns them.
 func (t *Transfer) finish(err error, ts time.Duration) {
-	if !t.end(err, ts) {
-		return
+	t.end(err, ts)
+	if t.claimRelease() {
+		t.e.cbs.report(t.release())
 	}
-	t.e.cbs.report(t.release())
 }
 
 // release gives back the command buffers and the memory holds of a

@@ -1,0 +1,547 @@
+package pqm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/packet"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNoChannel reports that no user-owned PDMA channel is free: the
+	// driver gave users none, or other Pools of the process hold them all.
+	ErrNoChannel = errors.New("no free user PDMA channel")
+	// ErrJobFull reports a Job whose packets fill its buffer: submit it and
+	// start another.
+	ErrJobFull = errors.New("pqm job full")
+)
+
+// Device is what a Pool needs of the open compute device: the hardware
+// block mapping (MEMORY MAP_BLOCK, then mmap of the handle), its unmapping,
+// and WAIT_CS in interrupt mode on a value in user memory. *ioctl.Device
+// serves it through IoctlDevice.
+type Device interface {
+	MapBlock(addr uint64) ([]byte, error)
+	UnmapBlock(mem []byte) error
+	WaitInterrupt(ctx context.Context, args *hl.WaitCSInterruptArgs) error
+}
+
+// IoctlDevice adapts an *ioctl.Device to Device.
+type IoctlDevice struct{ IO *ioctl.Device }
+
+// MapBlock issues MEMORY MAP_BLOCK for the block at addr and maps the
+// handle it answers, read and write, as hlthunk_get_hw_block and mmap do.
+func (d IoctlDevice) MapBlock(addr uint64) ([]byte, error) {
+	var a hl.MemArgs
+	a.In().Op = hl.HL_MEM_OP_MAP_BLOCK
+	a.In().MapBlock().BlockAddr = addr
+	if err := d.IO.Memory(&a); err != nil {
+		return nil, fmt.Errorf("hw block %#x: %w", addr, err)
+	}
+	mem, err := d.IO.Mmap(int64(a.Out().BlockHandle()), int(a.Out().BlockSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map hw block %#x: %w", addr, err)
+	}
+	return mem, nil
+}
+
+// UnmapBlock unmaps a block MapBlock mapped.
+func (d IoctlDevice) UnmapBlock(mem []byte) error { return d.IO.Munmap(mem) }
+
+// WaitInterrupt is ioctl.Device.WaitInterrupt.
+func (d IoctlDevice) WaitInterrupt(ctx context.Context, args *hl.WaitCSInterruptArgs) error {
+	return d.IO.WaitInterrupt(ctx, args)
+}
+
+// Config describes the Pool to open.
+type Config struct {
+	// Dev reaches the device.
+	Dev Device
+	// Key identifies the open device for the process-wide record of
+	// claimed channels (the *ioctl.Device of the compute file: the driver
+	// lets one process at a time open a device's compute node, so within
+	// that process the record is the whole arbitration).
+	Key any
+	// Mask is hw_ip_info's pdma_user_owned_ch_mask.
+	Mask uint64
+	// Channels is how many channels to claim, at least 1.
+	Channels int
+	// Ring is each channel's ring size in bytes: a power of two from 4 KiB
+	// to 1 GiB (the MSQ_SIZE field's limit).
+	Ring int
+	// Interrupt is the user interrupt the channels raise on completion,
+	// and Doorbell the address of the MSI-X doorbell they write it to
+	// (MSIXDoorbell on a Gaudi3).
+	Interrupt uint32
+	Doorbell  uint64
+}
+
+// slotBytes is the room each channel's completion word takes in the host
+// memory after the rings: a cache line.
+const slotBytes = 64
+
+// HostBytes returns how much pinned, device-mapped host memory a Pool of n
+// channels with rings of ring bytes needs: the rings, then one slot per
+// channel for its completion word.
+func HostBytes(n, ring int) int { return n*ring + n*slotBytes }
+
+// Pool is the channels one owner claimed, with their rings and completion
+// counters. Submit and Wait are safe for concurrent use; Close is not
+// concurrent with them.
+type Pool struct {
+	dev      Device
+	key      any
+	irq      uint32
+	doorbell uint64
+	chans    []*Channel
+}
+
+// Channel is one claimed PDMA channel.
+type Channel struct {
+	p      *Pool
+	id     int    // 0..23, the bit of pdma_user_owned_ch_mask
+	block  []byte // its CH_A registers, mapped
+	ring   []byte
+	ringVA uint64
+	word   *uint64 // the completion word: the last completed job's number
+	wordVA uint64
+	epoch  atomic.Uint64 // counts resets of the word (see Submit)
+
+	mu      sync.Mutex
+	pi      uint64 // bytes written to the ring, free-running
+	ci      uint64 // bytes the channel is known to have consumed: up to the last job known done
+	base    uint64 // MSQ_PI and MSQ_CI count from here (see reserve)
+	issued  uint64 // the last job's number in this epoch
+	pending []mark // jobs not known done, oldest first
+}
+
+// mark is a submitted job: its sequence number and the ring position after it.
+type mark struct{ target, end uint64 }
+
+// Ticket names one submitted job: done when the channel's completion
+// word reaches Target, or the word was reset since (which happens only
+// once every job before is done).
+type Ticket struct {
+	C      *Channel
+	Target uint64
+	epoch  uint64
+}
+
+// claims records, per open device, the channels the process's Pools hold.
+var claims = struct {
+	sync.Mutex
+	held map[any]uint64
+}{held: map[any]uint64{}}
+
+// claimOrder returns the user channels in the order a Pool prefers them:
+// die 0 first, its two groups alternating (each group has a queue manager
+// of its own), so that a few channels spread over both groups.
+func claimOrder(mask uint64) []int {
+	var out []int
+	for die := 0; die < g3.MAX_NUM_OF_DIES; die++ {
+		for j := 0; j < g3.NUM_OF_PDMA_CH_PER_GRP; j++ {
+			for g := 0; g < g3.NUM_OF_PDMA_GRP_PER_DIE; g++ {
+				ch := (die*g3.NUM_OF_PDMA_GRP_PER_DIE+g)*g3.NUM_OF_PDMA_CH_PER_GRP + j
+				if mask&(1<<ch) != 0 && ch != g3.KDMA_CH_ID {
+					out = append(out, ch)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// claim takes up to n free channels of mask for key.
+func claim(key any, mask uint64, n int) []int {
+	claims.Lock()
+	defer claims.Unlock()
+	held := claims.held[key]
+	var got []int
+	for _, ch := range claimOrder(mask &^ held) {
+		if len(got) == n {
+			break
+		}
+		got = append(got, ch)
+		held |= 1 << ch
+	}
+	if len(got) > 0 {
+		claims.held[key] = held
+	}
+	return got
+}
+
+// unclaim gives channels back.
+func unclaim(key any, ids []int) {
+	claims.Lock()
+	defer claims.Unlock()
+	held := claims.held[key]
+	for _, ch := range ids {
+		held &^= 1 << ch
+	}
+	if held == 0 {
+		delete(claims.held, key)
+	} else {
+		claims.held[key] = held
+	}
+}
+
+// Claimed returns the channels the process's Pools hold on the device key.
+func Claimed(key any) uint64 {
+	claims.Lock()
+	defer claims.Unlock()
+	return claims.held[key]
+}
+
+// Open claims channels, maps their register blocks and configures them:
+// the ring in host (HostBytes(cfg.Channels, cfg.Ring) bytes of pinned host
+// memory at device address va, which must stay mapped until every job is
+// done and the Pool closed) and the completion counters after the rings.
+// It claims fewer channels than asked when fewer are free, none being
+// ErrNoChannel.
+func Open(cfg Config, host []byte, va uint64) (*Pool, error) {
+	switch {
+	case cfg.Channels < 1:
+		return nil, fmt.Errorf("pqm: %d channels", cfg.Channels)
+	case cfg.Ring < 4096 || cfg.Ring > g3.PQM_MSQ_MAX_SIZE || bits.OnesCount(uint(cfg.Ring)) != 1:
+		return nil, fmt.Errorf("pqm: ring of %d bytes is not a power of two from 4 KiB to 1 GiB", cfg.Ring)
+	case len(host) < HostBytes(cfg.Channels, cfg.Ring) || va%g3.PQM_MSQ_ALIGN != 0:
+		return nil, fmt.Errorf("pqm: %d bytes of host memory at %#x for %d rings of %d bytes", len(host), va, cfg.Channels, cfg.Ring)
+	}
+	ids := claim(cfg.Key, cfg.Mask, cfg.Channels)
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("pqm: channel mask %#x, held %#x: %w", cfg.Mask, Claimed(cfg.Key), ErrNoChannel)
+	}
+	p := &Pool{dev: cfg.Dev, key: cfg.Key, irq: cfg.Interrupt, doorbell: cfg.Doorbell}
+	for i, id := range ids {
+		block, err := cfg.Dev.MapBlock(g3.PDMAChannelBlock(id))
+		if err == nil && len(block) < g3.PDMA_CH_A_PQM_CH_REGS_END {
+			err = errors.Join(fmt.Errorf("pqm: channel %d block of %d bytes", id, len(block)), cfg.Dev.UnmapBlock(block))
+		}
+		if err != nil {
+			p.unmapAll()
+			unclaim(cfg.Key, ids)
+			return nil, fmt.Errorf("pqm: map channel %d: %w", id, err)
+		}
+		slot := cfg.Channels*cfg.Ring + i*slotBytes
+		c := &Channel{
+			p: p, id: id, block: block,
+			ring: host[i*cfg.Ring : (i+1)*cfg.Ring : (i+1)*cfg.Ring], ringVA: va + uint64(i*cfg.Ring),
+			word: word64(host, slot), wordVA: va + uint64(slot),
+		}
+		p.chans = append(p.chans, c)
+		atomic.StoreUint64(c.word, 0)
+		c.resetRing()
+	}
+	return p, nil
+}
+
+// Channels returns the claimed channels.
+func (p *Pool) Channels() []*Channel { return p.chans }
+
+// ID returns the channel's number, its bit in pdma_user_owned_ch_mask.
+func (c *Channel) ID() int { return c.id }
+
+// Registers returns the channel's mapped CH_A block, for tests and tools.
+func (c *Channel) Registers() []byte { return c.block }
+
+func (c *Channel) set(off int, v uint32) { atomic.StoreUint32(reg32(c.block, off), v) }
+func (c *Channel) get(off int) uint32    { return atomic.LoadUint32(reg32(c.block, off)) }
+
+// resetRing puts the channel's MSQ in "PI/CI in memory" mode over the
+// ring, with both counters at 0: the mode write resets them (and the
+// ring's base and size), MSQ_PI is written 0 as well for a channel that
+// takes the reset late (the simulator's, which polls its registers).
+func (c *Channel) resetRing() {
+	c.set(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
+	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_SIZE, uint32(len(c.ring)-1))
+	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L, uint32(c.ringVA))
+	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_H, uint32(c.ringVA>>32))
+	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, 0)
+}
+
+// Done reports whether the job of a ticket completed.
+func (t Ticket) Done() bool {
+	return t.C.epoch.Load() != t.epoch || atomic.LoadUint64(t.C.word) >= t.Target
+}
+
+// Completed returns the channel's completion word: the number of the last
+// job it completed in the current epoch.
+func (c *Channel) Completed() uint64 { return atomic.LoadUint64(c.word) }
+
+// counterLimit is where the 32-bit MSQ_PI and MSQ_CI must not reach: the
+// channel does not handle their wrap (hlthunk-enhanced's gaudi3_dma.c,
+// test_cs_pqm_q_wrap_around, SW-172941), so before a job would take PI
+// past it the channel is drained and its ring reset. A variable for tests.
+var counterLimit uint64 = 1 << 32
+
+// targetLimit bounds a job's number: the write completion carries 32
+// bits, so before the number would need more the channel is drained and
+// the word set back to 0, in a new epoch. A variable for tests.
+var targetLimit uint64 = 1<<32 - 1
+
+// ErrTimeout reports a wait or a submission whose deadline passed first;
+// it matches ioctl.ErrTimeout.
+var ErrTimeout = fmt.Errorf("pqm: deadline passed: %w", ioctl.ErrTimeout)
+
+// Submit copies a job into the channel's ring, followed by its
+// completion, advances MSQ_PI and returns the job's ticket. It waits,
+// within ctx and until deadline (none when zero), for room in the ring.
+// On error nothing of the job was queued.
+//
+// The completion: the job's last LIN_PDMA writes the job's number to the
+// channel's completion word in host memory (its write completion, which
+// the channel sends once the transfer's writes are done), and a MSG_LONG
+// behind an engine barrier then writes the Pool's interrupt number to the
+// MSI-X doorbell, which raises that user interrupt for WAIT_CS.
+func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticket, error) {
+	if j.n == 0 {
+		return Ticket{}, errors.New("pqm: empty job")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	need := uint64(len(j.body) + j.last.Len() + finalExtra)
+	if need > uint64(len(c.ring))/4 {
+		return Ticket{}, fmt.Errorf("pqm: job of %d bytes for a ring of %d (at most a quarter): %w", need, len(c.ring), ErrJobFull)
+	}
+	if c.issued >= targetLimit {
+		if err := c.drain(ctx, deadline); err != nil {
+			return Ticket{}, err
+		}
+		atomic.StoreUint64(c.word, 0)
+		c.issued = 0
+		c.epoch.Add(1)
+	}
+	pos, err := c.reserve(ctx, need, deadline)
+	if err != nil {
+		return Ticket{}, err
+	}
+	target := c.issued + 1
+	n := uint64(copy(c.ring[pos:], j.body))
+	last := j.last
+	last.WriteCompletion = true
+	last.CompletionAddr = c.wordVA
+	last.CompletionData = uint32(target)
+	out, err := last.Append(packet.Gaudi3PQM, c.ring[pos+n:pos+n])
+	if err == nil {
+		n += uint64(len(out))
+		out, err = packet.MsgLong{Header: packet.Header{EngineBarrier: true}, Addr: c.p.doorbell, Value: c.p.irq}.Append(packet.Gaudi3PQM, c.ring[pos+n:pos+n])
+		n += uint64(len(out))
+	}
+	if err != nil {
+		return Ticket{}, fmt.Errorf("pqm: encode completion: %w", err)
+	}
+	c.pi += n
+	c.issued = target
+	// The job's MSG_LONG may still be unfetched when its word is written:
+	// its bytes come back with the next job's completion (see retire).
+	c.pending = append(c.pending, mark{target: target, end: c.pi - msgLongBytes})
+	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, uint32(c.pi-c.base))
+	return Ticket{C: c, Target: target, epoch: c.epoch.Load()}, nil
+}
+
+// finalExtra is what the completion adds to a job: the two completion
+// words of its last LIN_PDMA (40 bytes instead of 24) and the MSG_LONG.
+const finalExtra = 16 + msgLongBytes
+
+const msgLongBytes = 16
+
+// reserve makes room for need contiguous bytes in the ring and returns
+// their offset: a job never wraps around the ring's end (the tests assert
+// it of their command buffers); the rest of the ring before the end is
+// filled with NOPs. c.mu is held.
+//
+// Room comes back as jobs complete, up to each one's MSG_LONG, which the
+// channel may fetch after it wrote the job's completion word: those 16
+// bytes come back with the next job. A job takes at most a quarter of the
+// ring, and its padding less than itself, so once every job is done the
+// room always suffices.
+func (c *Channel) reserve(ctx context.Context, need uint64, deadline time.Time) (uint64, error) {
+	size := uint64(len(c.ring))
+	for {
+		pos := c.pi % size
+		pad := uint64(0)
+		if pos+need > size {
+			pad = size - pos
+		}
+		if c.pi-c.base+pad+need >= counterLimit {
+			if err := c.drain(ctx, deadline); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if size-(c.pi-c.ci) >= pad+need {
+			if pad > 0 {
+				nop, _ := packet.Nop{}.Append(packet.Gaudi3PQM, nil)
+				for off := pos; off < size; off += uint64(len(nop)) {
+					copy(c.ring[off:], nop)
+				}
+				c.pi += pad
+			}
+			return c.pi % size, nil
+		}
+		// Room comes back as jobs complete: a completed job's packets were
+		// consumed. MSQ_CI would tell earlier, but a channel that takes a
+		// reset late (the simulator's) still shows the old ring's CI.
+		c.retire()
+		if size-(c.pi-c.ci) >= pad+need {
+			continue
+		}
+		if len(c.pending) == 0 {
+			// Cannot happen (see above).
+			return 0, fmt.Errorf("pqm: channel %d ring full with no job in flight (PI %d, CI %d)", c.id, c.pi, c.ci)
+		}
+		if err := c.p.wait(ctx, Ticket{C: c, Target: c.pending[0].target, epoch: c.epoch.Load()}, deadline); err != nil {
+			return 0, fmt.Errorf("pqm: wait for room in channel %d's ring: %w", c.id, err)
+		}
+	}
+}
+
+// retire drops the jobs known done, whose ring bytes are consumed.
+func (c *Channel) retire() {
+	done := atomic.LoadUint64(c.word)
+	k := 0
+	for k < len(c.pending) && c.pending[k].target <= done {
+		c.ci = max(c.ci, c.pending[k].end)
+		k++
+	}
+	if k > 0 {
+		c.pending = append(c.pending[:0], c.pending[k:]...)
+	}
+}
+
+// drain waits until every job of the channel is done, then resets the
+// ring so that MSQ_PI and MSQ_CI start again from 0. The completion word
+// is left alone.
+func (c *Channel) drain(ctx context.Context, deadline time.Time) error {
+	if c.issued > 0 {
+		if err := c.p.wait(ctx, Ticket{C: c, Target: c.issued, epoch: c.epoch.Load()}, deadline); err != nil {
+			return fmt.Errorf("pqm: drain channel %d: %w", c.id, err)
+		}
+	}
+	// The last job's MSG_LONG may follow its completion word: the ring is
+	// reset only once the channel fetched everything (MSQ_CI at MSQ_PI).
+	pause := time.Microsecond
+	for c.get(g3.PDMA_CH_A_PQM_CH_MSQ_CI) != uint32(c.pi-c.base) {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return fmt.Errorf("pqm: drain channel %d: the channel never fetched its last packets: %w", c.id, ErrTimeout)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
+	c.pending = c.pending[:0]
+	c.resetRing()
+	c.pi = (c.pi + uint64(len(c.ring)) - 1) &^ (uint64(len(c.ring)) - 1) // the ring's start
+	c.ci, c.base = c.pi, c.pi
+	return nil
+}
+
+// waitSlice bounds one WAIT_CS: an interrupt that came before the wait
+// began, or was missed, delays a completion by at most this much.
+const waitSlice = 100 * time.Millisecond
+
+var waitArgs = sync.Pool{New: func() any { return new(hl.WaitCSInterruptArgs) }}
+
+// Wait blocks until the ticket's job is done, ctx ends (its error), the
+// deadline passes (ErrTimeout; zero is none) or the device fails the wait
+// (an error matching unix.EIO after a reset, or another of the driver's).
+// Only a nil error says the device is done with the job.
+func (p *Pool) Wait(ctx context.Context, t Ticket, deadline time.Time) error {
+	return p.wait(ctx, t, deadline)
+}
+
+func (p *Pool) wait(ctx context.Context, t Ticket, deadline time.Time) error {
+	if t.Done() {
+		return nil
+	}
+	a := waitArgs.Get().(*hl.WaitCSInterruptArgs)
+	defer waitArgs.Put(a)
+	for {
+		slice := waitSlice
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, ErrTimeout)
+			}
+			slice = min(slice, left)
+		}
+		*a = hl.WaitCSInterruptArgs{
+			Addr:               hl.NewPointer(pointerOf(t.C.word)),
+			Target:             t.Target,
+			Flags:              p.irq << 20,
+			InterruptTimeoutUs: uint64((slice + time.Microsecond - 1) / time.Microsecond),
+		}
+		err := p.dev.WaitInterrupt(ctx, a)
+		if t.Done() {
+			return nil
+		}
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, err)
+		}
+		if a.Out().Status == hl.HL_WAIT_CS_STATUS_ABORTED {
+			return fmt.Errorf("job %d of channel %d: aborted: %w", t.Target, t.C.id, unix.EIO)
+		}
+	}
+}
+
+// Idle reports whether every job submitted to the Pool is done.
+func (p *Pool) Idle() bool {
+	for _, c := range p.chans {
+		c.mu.Lock()
+		issued := c.issued
+		c.mu.Unlock()
+		if atomic.LoadUint64(c.word) < issued {
+			return false
+		}
+	}
+	return true
+}
+
+// Close stops the channels (their rings reset), unmaps their register
+// blocks and gives them back. Call it only once every
+// ticket is done (Idle): the host memory is the caller's to free after
+// Close returns. Close is idempotent.
+func (p *Pool) Close() error {
+	if p.chans == nil {
+		return nil
+	}
+	for _, c := range p.chans {
+		c.set(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
+	}
+	err := p.unmapAll()
+	ids := make([]int, len(p.chans))
+	for i, c := range p.chans {
+		ids[i] = c.id
+	}
+	unclaim(p.key, ids)
+	p.chans = nil
+	return err
+}
+
+func (p *Pool) unmapAll() error {
+	var errs []error
+	for _, c := range p.chans {
+		if c.block != nil {
+			if err := p.dev.UnmapBlock(c.block); err != nil {
+				errs = append(errs, fmt.Errorf("pqm: unmap channel %d: %w", c.id, err))
+			}
+			c.block = nil
+		}
+	}
+	return errors.Join(errs...)
+}
