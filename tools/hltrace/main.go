@@ -227,7 +227,7 @@ func newCommand(cfg *config, ring *int, stdout, stderr io.Writer) *cli.Command {
 	fs.BoolVar(&cfg.out.DecodeCB, "decode-cb", false, "decode the LIN_DMA packets of Gaudi2 command buffers submitted in a CS")
 	fs.BoolVar(&cfg.out.Errors, "errors", false, "print and summarise only the calls that failed")
 	fs.DurationVar(&cfg.out.Slower, "slower", 0, "print and summarise only the calls that took longer than this `duration` (such as 1ms)")
-	fs.Func("asic", "name queues and engines as those of this `ASIC` (gaudi or gaudi2) on devices hltrace cannot identify", func(v string) error {
+	fs.Func("asic", "name queues, engines and blocks as those of this `ASIC` (gaudi, gaudi2 or gaudi3) on devices hltrace cannot identify", func(v string) error {
 		a, err := parseASIC(v)
 		cfg.out.ASIC = a
 		return err

@@ -107,8 +107,11 @@ func (p *printer) event(e *Event) error {
 		p.ioctls++
 	}
 	p.asics.observe(e)
-	if e.Call() == bpfCallCALL_HL_CS {
+	switch e.Call() {
+	case bpfCallCALL_HL_CS:
 		e.asic = p.asics.of(e.CS().Rdev)
+	case bpfCallCALL_HL_MEMORY:
+		e.asic = p.asics.of(e.Mem().Rdev)
 	}
 	match := p.opts.match(e)
 	if match {
