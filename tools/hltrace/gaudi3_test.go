@@ -114,3 +114,38 @@ func TestBlockName(t *testing.T) {
 		t.Errorf("asicFamily(0x1060) = %v", a)
 	}
 }
+
+// TestASICByFile: a served node is a regular file without a device
+// number; the INFO answer on a descriptor names the ASIC of that
+// descriptor's calls until it is closed.
+func TestASICByFile(t *testing.T) {
+	var buf bytes.Buffer
+	p := newPrinter(&buf, outputOptions{SysFS: t.TempDir()}, func(uint64) time.Time { return t0 })
+	block := func() *Event {
+		return synth(bpfCallCALL_HL_MEMORY, hl.DRM_IOCTL_HL_MEMORY, 0, 0, 1,
+			&bpfMemBody{Op: hl.HL_MEM_OP_MAP_BLOCK, In: [3]uint64{g3.PDMAChannelBlock(1)}, Out: [2]uint64{0x2000000000001000, 4096}})
+	}
+	other := block()
+	other.raw.Hdr.Fd = 4
+	for _, c := range []struct {
+		e    *Event
+		want string
+	}{
+		{block(), "block=0x300007ffc541000 "},
+		{synth(bpfCallCALL_HL_INFO, hl.DRM_IOCTL_HL_INFO, 0, 0, 1,
+			&bpfInfoBody{Op: hl.HL_INFO_HW_IP_INFO, ReturnSize: 4096, DeviceId: g3.PCI_IDS_GAUDI3, Answered: 1}), "HW_IP_INFO"},
+		{block(), `block="PDMA ch 1 (die 0 group 0) PQM CH_A"`},
+		{other, "block=0x300007ffc541000 "}, // another descriptor
+		{synth[bpfMmapBody](bpfCallCALL_CLOSE, 0, 0, 0, 1, nil), "close"},
+		{block(), "block=0x300007ffc541000 "},
+	} {
+		buf.Reset()
+		if err := p.event(c.e); err != nil {
+			t.Fatal(err)
+		}
+		p.flush()
+		if !strings.Contains(buf.String(), c.want) {
+			t.Errorf("%s lacks %s", buf.String(), c.want)
+		}
+	}
+}

@@ -31,24 +31,56 @@ type asicResolver struct {
 	root     string      // where sysfs is: "/" on the live system
 	fallback device.ASIC // -asic: for devices nothing identifies
 	byDev    map[uint32]device.ASIC
+	// byFile is for files without a device number: the simulator's
+	// served nodes (tools/hlsim) are regular files, whose dev_t is 0.
+	// By process and descriptor, from the INFO answer on that file, until
+	// the descriptor is closed.
+	byFile map[fileKey]device.ASIC
+}
+
+// fileKey names an open file: a process and a descriptor.
+type fileKey struct {
+	pid uint32
+	fd  int32
 }
 
 func newASICResolver(root string, fallback device.ASIC) *asicResolver {
-	return &asicResolver{root: root, fallback: fallback, byDev: map[uint32]device.ASIC{}}
+	return &asicResolver{root: root, fallback: fallback, byDev: map[uint32]device.ASIC{}, byFile: map[fileKey]device.ASIC{}}
 }
 
-// observe learns from an INFO HW_IP_INFO answer.
+// observe learns from an INFO HW_IP_INFO answer, and forgets a file's
+// ASIC when it is closed.
 func (r *asicResolver) observe(e *Event) {
+	if e.Call() == bpfCallCALL_CLOSE && e.OK() {
+		delete(r.byFile, fileKey{e.PID(), e.FD()})
+		return
+	}
 	if e.Call() != bpfCallCALL_HL_INFO || !e.OK() {
 		return
 	}
 	b := e.Info()
-	if b.Answered == 0 || b.Rdev == 0 {
+	if b.Answered == 0 {
 		return
 	}
-	if a := asicFamily(b.DeviceId, b.Revision); a != device.ASICUnknown {
+	a := asicFamily(b.DeviceId, b.Revision)
+	switch {
+	case a == device.ASICUnknown:
+	case b.Rdev != 0:
 		r.byDev[b.Rdev] = a
+	default:
+		r.byFile[fileKey{e.PID(), e.FD()}] = a
 	}
+}
+
+// ofCall returns the ASIC family of the device of call e, whose file has
+// device number rdev (0 for none).
+func (r *asicResolver) ofCall(e *Event, rdev uint32) device.ASIC {
+	if rdev == 0 {
+		if a, ok := r.byFile[fileKey{e.PID(), e.FD()}]; ok {
+			return a
+		}
+	}
+	return r.of(rdev)
 }
 
 // of returns the ASIC family of the device rdev (kernel dev_t), the
