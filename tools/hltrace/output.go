@@ -65,8 +65,8 @@ type printer struct {
 	xfers *transferView
 	cbs   *cbDecoder
 
-	line []byte
-	xbuf []transfer
+	line  []byte
+	xbuf  []transfer
 	pbuf  []dmaPacket
 	ebuf  []cbError
 	qbuf  []pqmPacket
