@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/packet"
 	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
@@ -119,6 +121,9 @@ func (d *cbDecoder) readRing(pid uint32, r *pqmRing, pkts []pqmPacket, errs []pq
 			return pkts, errs
 		}
 		r.warned = true
+		if errors.Is(err, unix.ESRCH) {
+			return fail("the process exited before its ring was read (hltrace reads it when the wait's event arrives)")
+		}
 		return fail("registers unreadable through the mapping at %#x: %v (on hardware the block is MMIO, which process_vm_readv cannot read; the simulator's served nodes can be)",
 			m.host+(r.handle-m.key), err)
 	}
