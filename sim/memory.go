@@ -31,6 +31,14 @@ func (f *File) memory(a *hl.MemArgs) error {
 		return f.ctx.unmap(in.Unmap().DeviceVirtAddr)
 	case hl.HL_MEM_OP_MAP_BLOCK:
 		h, size, err := f.dev.prof.mapBlock(in.MapBlock().BlockAddr)
+		if err == nil && f.rem != nil && f.dev.prof.asic == Gaudi3 {
+			// A served client maps the block without the simulator
+			// seeing it (served.go): the channel runs from now on.
+			err = f.dev.hardware().pqm().serveChannel(f, int(h>>12&mmapValueMask))
+			if err != nil {
+				h, size = 0, 0
+			}
+		}
 		a.Out().SetBlockHandle(h)
 		a.Out().SetBlockSize(size)
 		return err

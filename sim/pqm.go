@@ -116,9 +116,14 @@ type pqmState struct {
 	hw *hwState
 
 	mu    sync.Mutex
-	fd    int    // the register memfd, -1 until first use
+	fd    int    // the register file, -1 until first use
+	off   int64  // where channel 0's page is in it
 	regs  []byte // the device's view: NUM_OF_PDMA_CH pages
 	chans [g3.NUM_OF_PDMA_CH]*pqmChan
+	// bound is the served file (OpenFor) whose memory file holds the
+	// registers, at the block handles' offsets, or nil when fd is the
+	// simulator's own memfd.
+	bound *File
 
 	// cpMsgBase are the groups' CP_MSG_BASE_ADDR_0..15 registers (in
 	// PQM_CMN_B, which users reach only through packets).
@@ -171,14 +176,76 @@ func newPQM(hw *hwState) *pqmState {
 func (st *pqmState) close() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.regs != nil {
-		unix.Munmap(st.regs)
+	st.dropRegsLocked()
+}
+
+// dropRegsLocked unmaps the device's view of the registers and closes the
+// register memfd if it is the simulator's own.
+func (st *pqmState) dropRegsLocked() {
+	if st.regs == nil {
+		return
+	}
+	unix.Munmap(st.regs)
+	if st.bound == nil {
 		unix.Close(st.fd)
-		st.regs, st.fd = nil, -1
-		for _, c := range st.chans {
-			c.win = nil
+	}
+	st.regs, st.fd, st.off, st.bound = nil, -1, 0, nil
+	for _, c := range st.chans {
+		c.win = nil
+	}
+}
+
+// pqmFileBase is where a served file's memory file holds the registers of
+// channel 0: the mmap offset of block handle 0, channel ch's page following
+// at ch pages (mapBlock's handles are (ch | HL_MMAP_TYPE_BLOCK) << PAGE_SHIFT).
+const pqmFileBase = mmapTypeBlock << 12
+
+// bindLocked makes the registers live in served file f's memory file at
+// the block handles' offsets, where its client maps them through the
+// served node (the node's mmap maps the memory file itself, and the server
+// never sees it). The registers' values move along. No channel of another
+// file may be running.
+func (st *pqmState) bindLocked(f *File) error {
+	if st.bound == f && st.regs != nil {
+		return nil
+	}
+	for _, c := range st.chans {
+		if c.running {
+			return unix.EBUSY
 		}
 	}
+	fd := f.MmapFile()
+	if fd < 0 {
+		return unix.EINVAL
+	}
+	size := pqmPage * len(st.chans)
+	regs, err := unix.Mmap(fd, pqmFileBase, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	if st.regs != nil {
+		copy(regs, st.regs)
+	}
+	st.dropRegsLocked()
+	st.fd, st.off, st.regs, st.bound = fd, pqmFileBase, regs, f
+	for i, c := range st.chans {
+		c.win = regs[i*pqmPage : (i+1)*pqmPage : (i+1)*pqmPage]
+	}
+	return nil
+}
+
+// serveChannel is MAP_BLOCK of channel ch by served file f: the channel's
+// registers are the bytes its client maps at the block handle, and the
+// channel's goroutine starts now, since the client's mmap does not reach
+// the simulator.
+func (st *pqmState) serveChannel(f *File, ch int) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.bindLocked(f); err != nil {
+		return err
+	}
+	st.startLocked(f, ch)
+	return nil
 }
 
 // ensure creates the register memfd and the device's view of it.
@@ -215,7 +282,12 @@ func (st *pqmState) mapChannel(f *File, ch int, length, prot, flags int) ([]byte
 	if err := st.ensureLocked(); err != nil {
 		return nil, err
 	}
-	mem, err := unix.Mmap(st.fd, int64(ch*pqmPage), length, prot, flags)
+	if f.rem != nil {
+		if err := st.bindLocked(f); err != nil {
+			return nil, err
+		}
+	}
+	mem, err := unix.Mmap(st.fd, st.off+int64(ch*pqmPage), length, prot, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -225,21 +297,28 @@ func (st *pqmState) mapChannel(f *File, ch int, length, prot, flags int) ([]byte
 			return nil, err
 		}
 	}
-	c := st.chans[ch]
-	if !c.running {
-		hw := st.hw
-		hw.mu.Lock()
-		if c.q.halted.Load() {
-			// A reset is under way: the channel stays stopped.
-			hw.mu.Unlock()
-			return mem, nil
-		}
-		hw.workers++
-		hw.mu.Unlock()
-		c.running, c.f, c.done = true, f, make(chan struct{})
-		go c.run(f, c.done)
-	}
+	st.startLocked(f, ch)
 	return mem, nil
+}
+
+// startLocked starts channel ch's goroutine for file f if none runs.
+// st.mu must be held.
+func (st *pqmState) startLocked(f *File, ch int) {
+	c := st.chans[ch]
+	if c.running {
+		return
+	}
+	hw := st.hw
+	hw.mu.Lock()
+	if c.q.halted.Load() {
+		// A reset is under way: the channel stays stopped.
+		hw.mu.Unlock()
+		return
+	}
+	hw.workers++
+	hw.mu.Unlock()
+	c.running, c.f, c.done = true, f, make(chan struct{})
+	go c.run(f, c.done)
 }
 
 // stopFile stops the channels file f runs (every running channel when f
@@ -268,6 +347,15 @@ func (st *pqmState) stopFile(f *File) {
 		c.q.halted.Store(false)
 	}
 	st.clearRegs(stop)
+	if f != nil {
+		st.mu.Lock()
+		if st.bound == f {
+			// The served file's memory file goes with it: the next
+			// user gets registers of the simulator's own, all zero.
+			st.dropRegsLocked()
+		}
+		st.mu.Unlock()
+	}
 }
 
 // clearRegs zeroes the registers of chans (all channels when nil).

@@ -172,8 +172,11 @@ func (f *File) Pid() int {
 // MmapFile returns the memory file of a compute file opened with OpenFor,
 // or -1. Its bytes at an mmap offset are the buffer mapped there: a
 // command buffer's at its handle, a timestamp buffer's at MmapFileOffset
-// of its handle; other offsets read as zeros (the memory behind a mapped
-// HW block, which the simulator does not model, included). A server lets
+// of its handle; on Gaudi3 a PDMA channel's CH_A registers at its block
+// handle from MAP_BLOCK on (pqm.go: the channel runs from then, since the
+// client's mapping of the node does not reach the simulator); other
+// offsets read as zeros (the other HW blocks, which the simulator does not
+// model). A server lets
 // its client map this file where the client maps the node. The descriptor
 // belongs to the file and stays open until the file is released; callers
 // that keep it longer duplicate it.

@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/packet"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -282,5 +284,88 @@ func TestMmapFileOffset(t *testing.T) {
 	got := MmapFileOffset(ts)
 	if got >= 1<<63 || got&(1<<62) == 0 || got&^(1<<62) != 7<<12 {
 		t.Fatalf("TS offset %#x", got)
+	}
+}
+
+// TestServedPQM runs a Gaudi3 PDMA channel for a file served to another
+// process: the channel's registers are the served file's memory file at the
+// block handle (what the client maps through the node), and the channel
+// reads its ring and copies between buffers in the child's memory.
+func TestServedPQM(t *testing.T) {
+	const (
+		ringOff = 0
+		doneOff = 4096
+		srcOff  = 8192
+		n       = 64 << 10
+		dstOff  = srcOff + n
+	)
+	c := startChild(t, dstOff+n)
+	s := newTestSystem(t, Default(Gaudi3, 1))
+	t.Cleanup(func() { s.Close() })
+	f, err := s.Device(0).OpenFor(c.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	va, err := memMapHost(f, c.addr, c.size, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ch = 3
+	h, size, err := mapBlock(f, g3.PDMAChannelBlock(ch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client's mapping of the node at offset h is the memory file's.
+	win, err := unix.Mmap(f.MmapFile(), int64(MmapFileOffset(h)), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(win) })
+	set := func(off uint64, v uint32) { reg32(win, off).Store(v) }
+	set(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
+	set(g3.PDMA_CH_A_PQM_CH_MSQ_SIZE, 4096-1)
+	set(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L, uint32(va+ringOff))
+	set(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_H, uint32((va+ringOff)>>32))
+	ring := pqmPackets(t, func(b *packet.Builder) {
+		b.LinPDMA(packet.LinPDMA{Src: va + srcOff, Dst: va + dstOff, Size: n,
+			WriteCompletion: true, CompletionAddr: va + doneOff, CompletionData: 0x5eed})
+		b.MsgLong(doorbell(firstUserIRQ))
+	})
+	if err := f.copyOut(c.addr+ringOff, ring); err != nil {
+		t.Fatal(err)
+	}
+	srcSum := c.sum(t, srcOff, n)
+	if c.sum(t, dstOff, n) == srcSum {
+		t.Fatal("destination already holds the source")
+	}
+	set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, uint32(len(ring)))
+	deadline := time.Now().Add(10 * time.Second)
+	for reg32(win, g3.PDMA_CH_A_PQM_CH_MSQ_CI).Load() != uint32(len(ring)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("MSQ_CI %d, want %d (channel errors %d)", reg32(win, g3.PDMA_CH_A_PQM_CH_MSQ_CI).Load(), len(ring), f.dev.PQMErrors())
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	if got := c.sum(t, dstOff, n); got != srcSum {
+		t.Error("LIN_PDMA did not copy in the child's memory")
+	}
+	var word [4]byte
+	binary.LittleEndian.PutUint32(word[:], 0x5eed)
+	if c.sum(t, doneOff, 4) != checksum(word[:]) {
+		t.Error("write completion not in the child's memory")
+	}
+	if e := f.dev.PQMErrors(); e != 0 {
+		t.Errorf("%d channel errors", e)
+	}
+	// The release stops the channel and gives the registers back to the
+	// simulator.
+	f.Close()
+	st := s.Device(0).hardware().pqm()
+	st.mu.Lock()
+	bound, running := st.bound, st.chans[ch].running
+	st.mu.Unlock()
+	if bound != nil || running {
+		t.Errorf("after release: bound %v, channel running %v", bound != nil, running)
 	}
 }

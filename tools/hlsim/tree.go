@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/gaudi-go/gaudi/sim"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 )
 
 // The served tree: the device nodes and a sysfs-like tree that describes
@@ -136,8 +137,9 @@ func (t *tree) value(p, v string) { t.attr(p, func() string { return v }) }
 const sysPCI = "sys/devices/hlsim"
 
 // pciIDs are PCI_DEVICE_ID_HABANALABS_* by ASIC (the driver's
-// habanalabs_drv.c id table).
-var pciIDs = map[sim.ASIC]string{sim.Gaudi2: "0x1020", sim.Gaudi: "0x1000"}
+// habanalabs_drv.c id table; Gaudi3's from the out-of-tree driver, as the
+// simulator answers it in HW_IP_INFO: package uapi/gaudi3).
+var pciIDs = map[sim.ASIC]string{sim.Gaudi3: fmt.Sprintf("%#x", g3.PCI_IDS_GAUDI3), sim.Gaudi2: "0x1020", sim.Gaudi: "0x1000"}
 
 // buildTree lays out the devices of s (see the comment at the top).
 func buildTree(s *server) *tree {

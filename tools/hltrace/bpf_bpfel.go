@@ -268,16 +268,15 @@ type bpfHlMemIn struct {
 }
 
 type bpfHlWaitCsIn struct {
-	_                structs.HostLayout
-	Seq              uint64
-	TimeoutUs        uint64
-	CtxId            uint32
-	Flags            uint32
-	SeqArrLen        uint8
-	Pad              [7]uint8
-	CqCountersOffset uint64
-	TimestampHandle  uint64
-	TimestampOffset  uint64
+	_                  structs.HostLayout
+	Seq                uint64
+	TimeoutUs          uint64
+	CtxId              uint32
+	Flags              uint32
+	InterruptTimeoutUs uint64
+	CqCountersOffset   uint64
+	TimestampHandle    uint64
+	TimestampOffset    uint64
 }
 
 type bpfHlWaitCsOut struct {
@@ -337,6 +336,8 @@ type bpfMemBody struct {
 	CtxId       uint32
 	NumElements uint32
 	Out         [2]uint64
+	Rdev        uint32
+	Pad         uint32
 }
 
 type bpfMmapBody struct {
@@ -374,17 +375,21 @@ type bpfUverbsBody struct {
 }
 
 type bpfWaitBody struct {
-	_             structs.HostLayout
-	Seq           uint64
-	TimeoutUs     uint64
-	Seqs          [8]uint64
-	CtxId         uint32
-	Flags         uint32
-	Nseqs         uint32
-	Status        uint32
-	OutFlags      uint32
-	CompletionMap uint32
-	TimestampNs   int64
+	_                  structs.HostLayout
+	Seq                uint64
+	TimeoutUs          uint64
+	Seqs               [8]uint64
+	CtxId              uint32
+	Flags              uint32
+	Nseqs              uint32
+	Status             uint32
+	OutFlags           uint32
+	CompletionMap      uint32
+	TimestampNs        int64
+	InterruptTimeoutUs uint64
+	CqCountersOffset   uint64
+	TimestampHandle    uint64
+	TimestampOffset    uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -28,6 +28,7 @@ import (
 type cbDecoder struct {
 	host  map[uint32][]hostRange // by pid: device VA ranges backed by host memory
 	mmaps map[uint32][]hostRange // by pid: mmap offsets of device files
+	rings map[uint32][]*pqmRing  // by pid: Gaudi3 PDMA channel blocks (pqmdecode.go)
 	read  func(pid uint32, addr uint64, b []byte) error
 	buf   []byte
 }
@@ -44,7 +45,7 @@ type hostRange struct {
 const maxCB = 256 << 10
 
 func newCBDecoder() *cbDecoder {
-	return &cbDecoder{host: map[uint32][]hostRange{}, mmaps: map[uint32][]hostRange{}, read: readProcess}
+	return &cbDecoder{host: map[uint32][]hostRange{}, mmaps: map[uint32][]hostRange{}, rings: map[uint32][]*pqmRing{}, read: readProcess}
 }
 
 // readProcess reads another process's memory (process_vm_readv).

@@ -39,7 +39,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-slower", "-1ms"}, "-slower -1ms: the duration must not be negative"},
 		{[]string{"-slower", "fast"}, `invalid value "fast" for flag -slower`},
 		{[]string{"-duration", "-1s"}, "-duration -1s: the duration must not be negative"},
-		{[]string{"-asic", "gaudi3"}, `-asic "gaudi3": want gaudi or gaudi2`},
+		{[]string{"-asic", "gaudi4"}, `-asic "gaudi4": want gaudi, gaudi2 or gaudi3`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"-device", "sim"}, "-device sim: hltrace sees only the kernel's devices, and a program on the simulator makes no system call"},
 		{[]string{"-device", "sim:1", "--", "true"}, "-device sim:1: hltrace sees only the kernel's devices"},

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/uapi/dmabuf"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"github.com/gaudi-go/gaudi/uapi/rdma"
@@ -229,7 +230,7 @@ func (e *Event) Args() []Field {
 		var f []Field
 		switch {
 		case b.Flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0:
-			f = []Field{x("addr", b.Seq), u("target", b.TimeoutUs)}
+			return waitInterruptArgs(b)
 		case b.Flags&hl.HL_WAIT_CS_FLAGS_MULTI_CS != 0:
 			n := min(int(b.Nseqs), len(b.Seqs))
 			f = []Field{Field{Key: "seqs", Val: append([]uint64(nil), b.Seqs[:n]...)}, u("n", uint64(b.Nseqs)), u("timeout_us", b.TimeoutUs)}
@@ -238,7 +239,7 @@ func (e *Event) Args() []Field {
 		}
 		return append(f, s("flags", flagString(uint64(b.Flags), hl.WaitCSFlagNames)))
 	case bpfCallCALL_HL_MEMORY:
-		return memArgs(e.Mem())
+		return memArgs(e.Mem(), e.asic)
 	case bpfCallCALL_HL_DEBUG:
 		b := e.Debug()
 		return []Field{s("op", opName(hl.DebugOpNames, b.Op)), u("reg", uint64(b.RegIdx)), u("enable", uint64(b.Enable)),
@@ -342,7 +343,39 @@ func syncFlags(v uint64) string {
 	return dir
 }
 
-func memArgs(b *bpfMemBody) []Field {
+// waitInterruptArgs decodes a wait for a user interrupt
+// (HL_WAIT_CS_FLAGS_INTERRUPT; hl_interrupt_wait_ioctl): the interrupt in
+// flags bits 31:20 (all ones for any completion queue interrupt, 0xFFE for
+// any decoder interrupt), then either a counter in a kernel CB
+// (INTERRUPT_KERNEL_CQ: cq_counters_handle and offset) or a user address,
+// the target the value there must reach, and interrupt_timeout_us, which
+// takes timeout_us's place; with REGISTER_INTERRUPT, the timestamp buffer
+// entry the driver records the interrupt's time in.
+func waitInterruptArgs(b *bpfWaitBody) []Field {
+	id := b.Flags & hl.HL_WAIT_CS_FLAGS_INTERRUPT_MASK
+	f := []Field{named("interrupt", id>>20, func(v uint32) string {
+		switch v << 20 {
+		case hl.HL_WAIT_CS_FLAGS_ANY_CQ_INTERRUPT:
+			return "ANY_CQ"
+		case hl.HL_WAIT_CS_FLAGS_ANY_DEC_INTERRUPT:
+			return "ANY_DEC"
+		}
+		return ""
+	})}
+	if b.Flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT_KERNEL_CQ != 0 {
+		f = append(f, x("cq_handle", b.Seq), x("cq_offset", b.CqCountersOffset))
+	} else {
+		f = append(f, x("addr", b.Seq))
+	}
+	f = append(f, u("target", b.TimeoutUs), u("timeout_us", b.InterruptTimeoutUs))
+	if b.Flags&hl.HL_WAIT_CS_FLAGS_REGISTER_INTERRUPT != 0 {
+		f = append(f, x("ts_handle", b.TimestampHandle), x("ts_offset", b.TimestampOffset))
+	}
+	return append(f, s("flags", flagString(uint64(b.Flags&^hl.HL_WAIT_CS_FLAGS_INTERRUPT_MASK), hl.WaitCSFlagNames)))
+}
+
+// memArgs decodes a MEMORY call; asic names the block MAP_BLOCK maps.
+func memArgs(b *bpfMemBody, asic device.ASIC) []Field {
 	f := []Field{s("op", opName(hl.MemOpNames, b.Op))}
 	switch b.Op {
 	case hl.HL_MEM_OP_ALLOC:
@@ -358,7 +391,11 @@ func memArgs(b *bpfMemBody) []Field {
 	case hl.HL_MEM_OP_UNMAP:
 		f = append(f, x("va", b.In[0]))
 	case hl.HL_MEM_OP_MAP_BLOCK:
-		f = append(f, x("block", b.In[0]))
+		fb := x("block", b.In[0])
+		if n := blockName(asic, b.In[0]); n != "" {
+			fb.Names = []string{n}
+		}
+		f = append(f, fb)
 	case hl.HL_MEM_OP_EXPORT_DMABUF_FD:
 		f = append(f, x("addr", b.In[0]), u("size", b.In[1]), x("offset", b.In[2]))
 	case hl.HL_MEM_OP_TS_ALLOC:
@@ -465,6 +502,9 @@ func appendValue(b []byte, f Field) []byte {
 				b = append(b, name...)
 			}
 			return append(b, ']')
+		}
+		if strings.ContainsRune(f.Names[0], ' ') {
+			return strconv.AppendQuote(b, f.Names[0]) // a block's name
 		}
 		return append(b, f.Names[0]...)
 	}

@@ -18,9 +18,9 @@ type Event struct {
 	raw    bpfEvent
 	tracer *Tracer // for timestamps and function names; nil in tests
 
-	// asic is the ASIC family (device.Gaudi or device.Gaudi2) of the
-	// device a CS went to, when the printer knows it: queues and engines
-	// are named by it.
+	// asic is the ASIC family (device.Gaudi, Gaudi2 or Gaudi3) of the
+	// device a CS or MEMORY call went to, when the printer knows it:
+	// queues, engines and blocks are named by it.
 	asic device.ASIC
 }
 

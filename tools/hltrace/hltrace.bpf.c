@@ -198,8 +198,7 @@ struct hl_wait_cs_in {
 	u64 timeout_us;
 	u32 ctx_id;
 	u32 flags;
-	u8 seq_arr_len; // or interrupt_timeout_us
-	u8 pad[7];
+	u64 interrupt_timeout_us; // or seq_arr_len, the low byte
 	u64 cq_counters_offset;
 	u64 timestamp_handle;
 	u64 timestamp_offset;
@@ -413,6 +412,12 @@ struct wait_body {
 	u32 out_flags;      // exit
 	u32 completion_map; // exit, multi-CS
 	s64 timestamp_ns;   // exit
+	// Interrupt waits: seq is the user address or cq_counters_handle,
+	// timeout_us the target.
+	u64 interrupt_timeout_us;
+	u64 cq_counters_offset;
+	u64 timestamp_handle; // with HL_WAIT_CS_FLAGS_REGISTER_INTERRUPT
+	u64 timestamp_offset;
 };
 
 struct mem_body {
@@ -422,6 +427,8 @@ struct mem_body {
 	u32 ctx_id;
 	u32 num_elements;
 	u64 out[2]; // exit: handle, device VA, or fd
+	u32 rdev;   // the device behind the fd (kernel dev_t), 0 if unknown
+	u32 pad;
 };
 
 struct debug_body {
@@ -954,8 +961,13 @@ static __always_inline void enter_wait(struct event *ev, u64 arg)
 	b->timeout_us = in.timeout_us;
 	b->ctx_id = in.ctx_id;
 	b->flags = in.flags;
-	if ((in.flags & HL_WAIT_CS_FLAGS_MULTI_CS) && !(in.flags & HL_WAIT_CS_FLAGS_INTERRUPT)) {
-		u32 n = in.seq_arr_len;
+	if (in.flags & HL_WAIT_CS_FLAGS_INTERRUPT) {
+		b->interrupt_timeout_us = in.interrupt_timeout_us;
+		b->cq_counters_offset = in.cq_counters_offset;
+		b->timestamp_handle = in.timestamp_handle;
+		b->timestamp_offset = in.timestamp_offset;
+	} else if (in.flags & HL_WAIT_CS_FLAGS_MULTI_CS) {
+		u32 n = (u8)in.interrupt_timeout_us; // seq_arr_len
 		b->nseqs = n;
 		if (n > MAX_MULTI_SEQ)
 			n = MAX_MULTI_SEQ;
@@ -1081,10 +1093,11 @@ static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *fi
 		return 0;
 	enum call call = r->call;
 	// The device is looked up for the filters, and for the calls whose
-	// decoding depends on the ASIC: a CS names queues and engines, and an
-	// INFO HW_IP_INFO answer tells which ASIC the device is (exit_body).
+	// decoding depends on the ASIC: a CS names queues and engines, MEMORY
+	// MAP_BLOCK a block, and an INFO HW_IP_INFO answer tells which ASIC
+	// the device is (exit_body).
 	u32 rdev = 0;
-	if (cfg->nrdev || major || call == CALL_HL_CS) {
+	if (cfg->nrdev || major || call == CALL_HL_CS || call == CALL_HL_MEMORY) {
 		rdev = file ? file_rdev(file) : fd_rdev((u32)fd);
 		if (cfg->nrdev && !want_rdev(cfg, rdev))
 			return 0;
@@ -1114,6 +1127,7 @@ static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *fi
 		break;
 	case CALL_HL_MEMORY:
 		enter_mem(ev, arg);
+		ev->body.mem.rdev = rdev;
 		break;
 	case CALL_HL_DEBUG:
 		enter_debug(ev, arg);

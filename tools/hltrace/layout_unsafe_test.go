@@ -117,7 +117,12 @@ func TestLayout(t *testing.T) {
 	off("wait.timeout_us", unsafe.Offsetof(bpfHlWaitCsIn{}.TimeoutUs), at(p, unsafe.Sizeof(w), func() { w = hl.WaitCSIn{}; w.SetTimeoutUs(m8) }))
 	off("wait.ctx_id", unsafe.Offsetof(bpfHlWaitCsIn{}.CtxId), unsafe.Offsetof(w.CtxID))
 	off("wait.flags", unsafe.Offsetof(bpfHlWaitCsIn{}.Flags), unsafe.Offsetof(w.Flags))
-	off("wait.seq_arr_len", unsafe.Offsetof(bpfHlWaitCsIn{}.SeqArrLen), at(p, unsafe.Sizeof(w), func() { w = hl.WaitCSIn{}; w.SetSeqArrLen(m8) }))
+	// seq_arr_len is the low byte of interrupt_timeout_us.
+	off("wait.seq_arr_len", unsafe.Offsetof(bpfHlWaitCsIn{}.InterruptTimeoutUs), at(p, unsafe.Sizeof(w), func() { w = hl.WaitCSIn{}; w.SetSeqArrLen(m8) }))
+	off("wait.interrupt_timeout_us", unsafe.Offsetof(bpfHlWaitCsIn{}.InterruptTimeoutUs), at(p, unsafe.Sizeof(w), func() { w = hl.WaitCSIn{}; w.SetInterruptTimeoutUs(m8) }))
+	off("wait.cq_counters_offset", unsafe.Offsetof(bpfHlWaitCsIn{}.CqCountersOffset), unsafe.Offsetof(w.CQCountersOffset))
+	off("wait.timestamp_handle", unsafe.Offsetof(bpfHlWaitCsIn{}.TimestampHandle), unsafe.Offsetof(w.TimestampHandle))
+	off("wait.timestamp_offset", unsafe.Offsetof(bpfHlWaitCsIn{}.TimestampOffset), unsafe.Offsetof(w.TimestampOffset))
 
 	var wo hl.WaitCSOut
 	off("wait_out.status", unsafe.Offsetof(bpfHlWaitCsOut{}.Status), unsafe.Offsetof(wo.Status))

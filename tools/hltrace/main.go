@@ -51,7 +51,11 @@
 // latency, the submissions still outstanding and a latency histogram.
 // -summary prints counts and latency percentiles per call and op at the
 // end. -json writes all of it as JSON lines. -decode-cb decodes the
-// LIN_DMA packets of Gaudi2 command buffers from the caller's memory.
+// LIN_DMA packets of Gaudi2 command buffers from the caller's memory, and
+// on Gaudi3 the PQM packets of the PDMA channel rings at each interrupt
+// wait, where the channel's mapped registers can be read from outside the
+// process (the simulator's served nodes; on hardware they are MMIO, which
+// process_vm_readv cannot read).
 // Lost events are reported.
 //
 // # Probes
@@ -224,10 +228,10 @@ func newCommand(cfg *config, ring *int, stdout, stderr io.Writer) *cli.Command {
 	fs.BoolVar(&cfg.out.JSON, "json", false, "write JSON lines")
 	fs.BoolVar(&cfg.out.Summary, "summary", false, "print counts and latency percentiles per call and op at the end, instead of each call")
 	fs.BoolVar(&cfg.out.Transfers, "transfers", false, "pair each CS with the waits that saw it complete, instead of printing each call")
-	fs.BoolVar(&cfg.out.DecodeCB, "decode-cb", false, "decode the LIN_DMA packets of Gaudi2 command buffers submitted in a CS")
+	fs.BoolVar(&cfg.out.DecodeCB, "decode-cb", false, "decode the LIN_DMA packets of Gaudi2 command buffers submitted in a CS, and the PQM packets of Gaudi3 PDMA channel rings at each interrupt wait (where the channel's block can be read: the simulator's served nodes, not hardware)")
 	fs.BoolVar(&cfg.out.Errors, "errors", false, "print and summarise only the calls that failed")
 	fs.DurationVar(&cfg.out.Slower, "slower", 0, "print and summarise only the calls that took longer than this `duration` (such as 1ms)")
-	fs.Func("asic", "name queues and engines as those of this `ASIC` (gaudi or gaudi2) on devices hltrace cannot identify", func(v string) error {
+	fs.Func("asic", "name queues, engines and blocks as those of this `ASIC` (gaudi, gaudi2 or gaudi3) on devices hltrace cannot identify", func(v string) error {
 		a, err := parseASIC(v)
 		cfg.out.ASIC = a
 		return err

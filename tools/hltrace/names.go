@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gaudi-go/gaudi/device"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -24,30 +25,62 @@ import (
 //     package device, discover.go);
 //   - else the -asic flag.
 
-// asicResolver knows the ASIC family (device.Gaudi or device.Gaudi2) of
+// asicResolver knows the ASIC family (device.Gaudi, Gaudi2 or Gaudi3) of
 // the devices seen so far. Not safe for concurrent use.
 type asicResolver struct {
 	root     string      // where sysfs is: "/" on the live system
 	fallback device.ASIC // -asic: for devices nothing identifies
 	byDev    map[uint32]device.ASIC
+	// byFile is for files without a device number: the simulator's
+	// served nodes (tools/hlsim) are regular files, whose dev_t is 0.
+	// By process and descriptor, from the INFO answer on that file, until
+	// the descriptor is closed.
+	byFile map[fileKey]device.ASIC
+}
+
+// fileKey names an open file: a process and a descriptor.
+type fileKey struct {
+	pid uint32
+	fd  int32
 }
 
 func newASICResolver(root string, fallback device.ASIC) *asicResolver {
-	return &asicResolver{root: root, fallback: fallback, byDev: map[uint32]device.ASIC{}}
+	return &asicResolver{root: root, fallback: fallback, byDev: map[uint32]device.ASIC{}, byFile: map[fileKey]device.ASIC{}}
 }
 
-// observe learns from an INFO HW_IP_INFO answer.
+// observe learns from an INFO HW_IP_INFO answer, and forgets a file's
+// ASIC when it is closed.
 func (r *asicResolver) observe(e *Event) {
+	if e.Call() == bpfCallCALL_CLOSE && e.OK() {
+		delete(r.byFile, fileKey{e.PID(), e.FD()})
+		return
+	}
 	if e.Call() != bpfCallCALL_HL_INFO || !e.OK() {
 		return
 	}
 	b := e.Info()
-	if b.Answered == 0 || b.Rdev == 0 {
+	if b.Answered == 0 {
 		return
 	}
-	if a := asicFamily(b.DeviceId, b.Revision); a != device.ASICUnknown {
+	a := asicFamily(b.DeviceId, b.Revision)
+	switch {
+	case a == device.ASICUnknown:
+	case b.Rdev != 0:
 		r.byDev[b.Rdev] = a
+	default:
+		r.byFile[fileKey{e.PID(), e.FD()}] = a
 	}
+}
+
+// ofCall returns the ASIC family of the device of call e, whose file has
+// device number rdev (0 for none).
+func (r *asicResolver) ofCall(e *Event, rdev uint32) device.ASIC {
+	if rdev == 0 {
+		if a, ok := r.byFile[fileKey{e.PID(), e.FD()}]; ok {
+			return a
+		}
+	}
+	return r.of(rdev)
 }
 
 // of returns the ASIC family of the device rdev (kernel dev_t), the
@@ -67,14 +100,16 @@ func (r *asicResolver) of(rdev uint32) device.ASIC {
 	return a
 }
 
-// asicFamily returns Gaudi or Gaudi2 for a PCI device id and revision,
-// the numbering a device's queues and engines follow.
+// asicFamily returns Gaudi, Gaudi2 or Gaudi3 for a PCI device id and
+// revision, the numbering a device's queues, engines and blocks follow.
 func asicFamily(deviceID uint32, revision uint8) device.ASIC {
 	switch a := device.ASICFromPCI(deviceID, revision); {
 	case a.IsGaudi():
 		return device.Gaudi
 	case a.IsGaudi2(), deviceID == device.PCIDeviceGaudi2: // a revision this table lacks
 		return device.Gaudi2
+	case a.IsGaudi3():
+		return device.Gaudi3
 	}
 	return device.ASICUnknown
 }
@@ -111,7 +146,8 @@ func sysfsASIC(root string, rdev uint32) device.ASIC {
 	return asicFamily(uint32(id), uint8(rev))
 }
 
-// parseASIC reads the -asic flag: "gaudi" or "gaudi2", in any case.
+// parseASIC reads the -asic flag: "gaudi", "gaudi2" or "gaudi3", in any
+// case.
 func parseASIC(s string) (device.ASIC, error) {
 	switch strings.ToLower(s) {
 	case "":
@@ -120,8 +156,10 @@ func parseASIC(s string) (device.ASIC, error) {
 		return device.Gaudi, nil
 	case "gaudi2":
 		return device.Gaudi2, nil
+	case "gaudi3":
+		return device.Gaudi3, nil
 	}
-	return device.ASICUnknown, fmt.Errorf("-asic %q: want gaudi or gaudi2", s)
+	return device.ASICUnknown, fmt.Errorf("-asic %q: want gaudi, gaudi2 or gaudi3", s)
 }
 
 // queueName names queue id of the ASIC family, or returns "".
@@ -164,4 +202,25 @@ func engineCoreName(asic device.ASIC, id uint32) string {
 		return n
 	}
 	return ""
+}
+
+// blockName names the HW block at addr that MEMORY MAP_BLOCK maps on the
+// ASIC family, or returns "". On Gaudi3 the user's blocks are the PDMA
+// channels' CH_A (PQM) register blocks (package uapi/gaudi3, from Habana's
+// Gaudi3 tests: 4 groups of 6 channels, two groups per die), such as
+// "PDMA ch 5 (die 0 group 0) PQM CH_A"; an address inside a block, which
+// the simulator takes, adds its offset.
+func blockName(asic device.ASIC, addr uint64) string {
+	if asic != device.Gaudi3 {
+		return ""
+	}
+	ch, ok := g3.PDMAChannelOfBlock(addr)
+	if !ok {
+		return ""
+	}
+	n := fmt.Sprintf("PDMA ch %d (die %d group %d) PQM CH_A", ch, g3.PDMAChannelDie(ch), ch/g3.NUM_OF_PDMA_CH_PER_GRP)
+	if off := addr - g3.PDMAChannelBlock(ch); off != 0 {
+		n += fmt.Sprintf(" +%#x", off)
+	}
+	return n
 }

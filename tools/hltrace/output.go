@@ -65,10 +65,12 @@ type printer struct {
 	xfers *transferView
 	cbs   *cbDecoder
 
-	line []byte
-	xbuf []transfer
-	pbuf []dmaPacket
-	ebuf []cbError
+	line  []byte
+	xbuf  []transfer
+	pbuf  []dmaPacket
+	ebuf  []cbError
+	qbuf  []pqmPacket
+	qerrs []pqmError
 
 	calls   uint64 // events seen
 	ioctls  uint64 // of which ioctls
@@ -107,8 +109,11 @@ func (p *printer) event(e *Event) error {
 		p.ioctls++
 	}
 	p.asics.observe(e)
-	if e.Call() == bpfCallCALL_HL_CS {
-		e.asic = p.asics.of(e.CS().Rdev)
+	switch e.Call() {
+	case bpfCallCALL_HL_CS:
+		e.asic = p.asics.ofCall(e, e.CS().Rdev)
+	case bpfCallCALL_HL_MEMORY:
+		e.asic = p.asics.ofCall(e, e.Mem().Rdev)
 	}
 	match := p.opts.match(e)
 	if match {
@@ -145,6 +150,9 @@ func (p *printer) event(e *Event) error {
 				fmt.Fprintf(p.w, "    seq=%d chunk%d: %s\n", ce.Seq, ce.Chunk, ce.Err)
 			}
 		}
+		if err := p.pqm(e, match); err != nil {
+			return err
+		}
 	}
 	if p.sum != nil && match {
 		p.sum.add(e)
@@ -163,6 +171,39 @@ func (p *printer) event(e *Event) error {
 					return err
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// pqm prints the Gaudi3 ring packets and errors the decoder found at e.
+func (p *printer) pqm(e *Event, match bool) error {
+	p.qbuf, p.qerrs = p.cbs.observePQM(e, p.qbuf[:0], p.qerrs[:0])
+	if !match { // the packets follow the call they belong to
+		return nil
+	}
+	for i := range p.qbuf {
+		q := &p.qbuf[i]
+		if p.opts.JSON {
+			if err := writeJSON(p.w, q.json(p.wall(e.Start()))); err != nil {
+				return err
+			}
+			continue
+		}
+		p.line = q.line(p.line[:0])
+		if _, err := p.w.Write(p.line); err != nil {
+			return err
+		}
+	}
+	for _, qe := range p.qerrs {
+		var err error
+		if p.opts.JSON {
+			err = writeJSON(p.w, map[string]any{"type": "pqm_error", "pid": qe.PID, "channel": qe.Ch, "error": qe.Err})
+		} else {
+			_, err = fmt.Fprintf(p.w, "    PDMA ch %d: %s\n", qe.Ch, qe.Err)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

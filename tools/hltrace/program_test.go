@@ -61,6 +61,8 @@ func runTestProgram() {
 		}
 	}
 	switch mode {
+	case "g3dma":
+		runG3DMA()
 	case "exit":
 		report(programReport{Args: os.Args, Env: os.Environ()})
 		v := os.Getenv(exitEnv)
