@@ -1,0 +1,935 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// The seed corpus of FuzzProgramGaudi2 and FuzzProgramGaudi, written as
+// readable programs. A seedSrc runs a program from its description and
+// records the bytes that decode to it; TestFuzzProgramSeeds checks that
+// testdata/fuzz holds exactly those bytes (go test ./sim -run
+// TestFuzzProgramSeeds -update-fuzz-seeds rewrites them) and that each
+// seed reaches what it was written for. Crashers the fuzz engine finds are
+// kept next to the seeds under their hash names.
+
+var updateSeeds = flag.Bool("update-fuzz-seeds", false, "rewrite the seed files of FuzzProgramGaudi2 and FuzzProgramGaudi")
+
+// call is one call of a seed program: argument names (see the ops in
+// fuzzops_unsafe_test.go) and values. "call" is the op; arguments left out
+// take the default encoding (a zero byte).
+type call map[string]any
+
+// Value encodings for seeds: sp(i) is the i-th interesting value of the
+// argument's kind, res(i) the i-th newest earlier result, lit(v) a literal
+// even when v is small. A plain integer is small (below 64) or literal.
+type (
+	spv  uint8
+	resv uint8
+	litv uint64
+)
+
+func sp(i int) spv   { return spv(i) }
+func res(i int) resv { return resv(i) }
+func lit(v uint64) litv {
+	return litv(v)
+}
+
+// ptrTo is a pointer argument.
+func ptrTo(m pmode, idx uint8, off uint32) pval { return pval{mode: m, idx: idx, off: off} }
+
+// seedSrc is a source that answers from a description and records the
+// bytes that make a byteSrc answer the same.
+type seedSrc struct {
+	hdr   call
+	calls []call
+	i     int // the current call, -1 for the header
+	used  map[string]bool
+	out   []byte
+	err   error
+}
+
+func newSeedSrc(hdr call, calls []call) *seedSrc {
+	return &seedSrc{hdr: hdr, calls: calls, i: -1, used: map[string]bool{}}
+}
+
+func (s *seedSrc) cur() call {
+	if s.i < 0 {
+		return s.hdr
+	}
+	return s.calls[s.i]
+}
+
+func (s *seedSrc) fail(format string, args ...any) {
+	if s.err == nil {
+		s.err = fmt.Errorf("call %d: %s", s.i, fmt.Sprintf(format, args...))
+	}
+}
+
+// checkUsed reports arguments of the current call that no read asked for:
+// a misspelt name, or one the op does not take.
+func (s *seedSrc) checkUsed() {
+	for k := range s.cur() {
+		if !s.used[k] {
+			s.fail("argument %q is not read", k)
+		}
+	}
+	clear(s.used)
+}
+
+func (s *seedSrc) next() bool { return s.i+1 < len(s.calls) }
+
+func (s *seedSrc) get(name string) (any, bool) {
+	v, ok := s.cur()[name]
+	if ok {
+		s.used[name] = true
+	}
+	return v, ok
+}
+
+func (s *seedSrc) choice(name string, n int) int {
+	if name == "call" {
+		s.checkUsed()
+		s.i++
+		s.used["call"] = true
+		c := int(s.calls[s.i]["call"].(opKind))
+		s.out = append(s.out, byte(c))
+		return c
+	}
+	v, _ := s.get(name)
+	c := 0
+	switch x := v.(type) {
+	case nil:
+	case int:
+		c = x
+	default:
+		s.fail("%s: a choice is an int, not %T", name, v)
+	}
+	if c < 0 || c >= n || c > 255 {
+		s.fail("%s: choice %d out of [0, %d)", name, c, n)
+	}
+	s.out = append(s.out, byte(c))
+	return c
+}
+
+func (s *seedSrc) num(name string) val {
+	v, _ := s.get(name)
+	var x uint64
+	switch y := v.(type) {
+	case nil:
+	case spv:
+		s.out = append(s.out, byte(y)<<2|vSpecial)
+		return val{how: vSpecial, n: uint64(y)}
+	case resv:
+		s.out = append(s.out, byte(y)<<2|vRes)
+		return val{how: vRes, n: uint64(y)}
+	case litv:
+		s.out = binary.LittleEndian.AppendUint64(append(s.out, vLit), uint64(y))
+		return val{how: vLit, n: uint64(y)}
+	case int:
+		x = uint64(y)
+	case uint32:
+		x = uint64(y)
+	case uint64:
+		x = y
+	case opKind:
+		x = uint64(y)
+	default:
+		s.fail("%s: %T is not a number", name, v)
+	}
+	if x < 64 {
+		s.out = append(s.out, byte(x)<<2|vSmall)
+		return val{how: vSmall, n: x}
+	}
+	s.out = binary.LittleEndian.AppendUint64(append(s.out, vLit), x)
+	return val{how: vLit, n: x}
+}
+
+func (s *seedSrc) ptr(name string) pval {
+	v, _ := s.get(name)
+	p, ok := v.(pval)
+	if v != nil && !ok {
+		s.fail("%s: %T is not a pointer", name, v)
+	}
+	if p.idx > 15 || p.mode >= numPModes {
+		s.fail("%s: bad pointer %+v", name, p)
+	}
+	s.out = append(s.out, p.idx<<4|byte(p.mode))
+	if p.mode.hasOff() {
+		s.out = binary.LittleEndian.AppendUint32(s.out, p.off)
+	} else {
+		p.off = 0
+	}
+	return p
+}
+
+func (s *seedSrc) raw(name string, n int) []byte {
+	v, _ := s.get(name)
+	b, ok := v.([]byte)
+	if v != nil && !ok {
+		s.fail("%s: %T is not bytes", name, v)
+	}
+	out := make([]byte, n)
+	copy(out, b)
+	s.out = append(s.out, out...)
+	return out
+}
+
+// bytes finishes the program and returns its encoding.
+func (s *seedSrc) bytes() ([]byte, error) {
+	s.checkUsed()
+	if s.i+1 != len(s.calls) && s.err == nil {
+		s.err = fmt.Errorf("only %d of %d calls ran", s.i+1, len(s.calls))
+	}
+	return s.out, s.err
+}
+
+// spOf is the index of v among the interesting values of kind k on asic.
+func spOf(asic ASIC, k kind, v uint64) spv {
+	p, err := newProfile(asic, smallDRAM(asic))
+	if err != nil {
+		panic(err)
+	}
+	i := slices.Index(specials(&p)[k], v)
+	if i < 0 || i > 63 {
+		panic(fmt.Sprintf("%#x is not an interesting value of kind %d on %v", v, k, asic))
+	}
+	return sp(i)
+}
+
+// seedProg is a seed: a program for one or both ASICs and what it must
+// reach when it runs.
+type seedProg struct {
+	name  string
+	asics []ASIC
+	hdr   call
+	calls func(asic ASIC) []call
+	check func(t *testing.T, asic ASIC, r *runner)
+}
+
+var both = []ASIC{Gaudi2, Gaudi}
+
+// lines returns the trace lines of r that contain every one of subs.
+func lines(r *runner, subs ...string) []string {
+	var out []string
+	for _, l := range r.trace {
+		ok := true
+		for _, s := range subs {
+			ok = ok && strings.Contains(l, s)
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// wantLine fails unless call #n of r's trace ends with a result that
+// contains want.
+func wantLine(t *testing.T, r *runner, n int, want string) {
+	t.Helper()
+	prefix := fmt.Sprintf("#%d ", n)
+	for _, l := range r.trace {
+		if strings.HasPrefix(l, prefix) {
+			if _, res, _ := strings.Cut(l, " = "); !strings.Contains(res, want) {
+				t.Errorf("call %d answered %q, want %q:\n%s", n, res, want, l)
+			}
+			return
+		}
+	}
+	t.Errorf("no call %d in the trace", n)
+}
+
+// Packet helpers: a LIN_DMA from src to dst, and a FENCE that waits for a
+// counter nothing increments.
+func linDMA(i int, src, dst, size any, memset bool) call {
+	p := fmt.Sprintf("p%d.", i)
+	c := call{p + "t": 0, p + "h": 1, p + "a": src, p + "b": dst, p + "c": size}
+	if memset {
+		c[p+"d"] = 1
+	}
+	return c
+}
+
+func merge(cs ...call) call {
+	out := call{}
+	for _, c := range cs {
+		for k, v := range c {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// firstQueue is the queue user CSs of the seeds run on: Gaudi2's PDMA_0_0,
+// Gaudi's DMA_0_0 (external: a kernel CB).
+const firstQueue = 0
+
+var seedProgs = []seedProg{
+	{
+		name: "info", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opInfo, "op": hl.HL_INFO_HW_IP_INFO},
+				{"call": opInfo, "op": hl.HL_INFO_DRAM_USAGE},
+				{"call": opInfo, "op": hl.HL_INFO_REGISTER_EVENTFD, "u0": res(0)},
+				{"call": opInfo, "op": hl.HL_INFO_GET_EVENTS},
+				{"call": opInfo, "op": hl.HL_INFO_RESET_COUNT, "size": 4},
+				{"call": opInfo, "op": hl.HL_INFO_CS_COUNTERS, "ret": ptrTo(pGuardLo, 0, 64)},
+				{"call": opInfo, "op": hl.HL_INFO_HW_IDLE, "ret": ptrTo(pKernel, 0, 0)},
+				{"call": opInfo, "op": hl.HL_INFO_SYNC_MANAGER, "ret": ptrTo(pArenaEnd, 0, 8)},
+				{"call": opInfo, "op": hl.HL_INFO_USER_MAPPINGS, "u0": 4},
+				{"call": opInfo, "op": hl.HL_INFO_PLL_FREQUENCY, "u0": 3},
+				{"call": opInfo, "op": lit(1000), "pad": 1},
+				{"call": opFile, "mode": 5}, // a control file
+				{"call": opInfo, "file": 2, "op": hl.HL_INFO_DEVICE_STATUS},
+				{"call": opInfo, "file": 2, "op": hl.HL_INFO_GET_EVENTS},
+				{"call": opInfo, "op": hl.HL_INFO_UNREGISTER_EVENTFD},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 0, "ok")
+			wantLine(t, r, 2, "ok")
+			wantLine(t, r, 5, "EFAULT")
+			wantLine(t, r, 6, "EFAULT")
+			wantLine(t, r, 12, "ok")
+			wantLine(t, r, 13, "ENOTSUP") // EOPNOTSUPP
+		},
+	},
+	{
+		// The request's size and direction bits as the kernel takes
+		// them, a NULL argument, a number outside the table, and the
+		// legacy encoding on a DRM node.
+		name: "request-encodings", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opInfo, "req": 4, "reqv": 16, "op": hl.HL_INFO_DEVICE_STATUS},
+				{"call": opInfo, "req": 4, "reqv": lit(0x100), "op": hl.HL_INFO_HW_IP_INFO},
+				{"call": opCB, "req": 5, "reqv": 1, "op": hl.HL_CB_OP_CREATE},
+				{"call": opInfo, "req": 6, "reqv": lit(0xC0186460)},
+				{"call": opInfo, "req": 7},
+				{"call": opInfo, "argnil": 15},
+				{"call": opMem, "req": 4, "reqv": 8, "kind": mkAlloc},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 0, "ok")
+			wantLine(t, r, 3, "EINVAL")
+			wantLine(t, r, 4, "ENOTTY")
+			wantLine(t, r, 5, "EFAULT")
+		},
+	},
+	{
+		name: "legacy-node", asics: both, hdr: call{"legacy": 7},
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opInfo, "op": hl.HL_INFO_HW_IP_INFO},
+				{"call": opInfo, "req": 7},
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+				{"call": opWait, "seq": 1},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 0, "ok")
+			wantLine(t, r, 1, "ENOTTY")
+			wantLine(t, r, 2, "ok handle")
+		},
+	},
+	{
+		// Command buffers: create, map, write, info, destroy while
+		// mapped, unmap; bad sizes and flags.
+		name: "cb-lifecycle", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE, "size": 8192},
+				{"call": opCB, "op": hl.HL_CB_OP_INFO, "handle": res(0)},
+				{"call": opMmap, "h": res(0)},
+				merge(call{"call": opWrite, "to": 1, "np": 2}, call{"p0.t": 5}, call{"p1.t": 9, "p1.a": 7}),
+				{"call": opCB, "op": hl.HL_CB_OP_DESTROY, "handle": res(0)},
+				{"call": opCB, "op": hl.HL_CB_OP_INFO, "handle": res(0)},
+				{"call": opMunmap},
+				{"call": opMmap, "h": res(0)},
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE, "size": lit(hl.HL_MAX_CB_SIZE + 1)},
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE, "flags": hl.HL_CB_FLAGS_MAP},
+				{"call": opCB, "op": hl.HL_CB_OP_INFO, "handle": res(0), "flags": hl.HL_CB_FLAGS_GET_DEVICE_VA},
+				{"call": opCB, "op": 3},
+			}
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			wantLine(t, r, 0, "ok handle")
+			wantLine(t, r, 2, "ok 8192 bytes")
+			wantLine(t, r, 6, "ok")
+			wantLine(t, r, 7, "EINVAL") // destroyed and unmapped: gone
+			wantLine(t, r, 8, "EINVAL")
+			if asic == Gaudi2 {
+				wantLine(t, r, 10, "ok va")
+			} else {
+				wantLine(t, r, 9, "ENOMEM") // [2/6] item 1: hl_cb_create on Gaudi
+			}
+		},
+	},
+	{
+		// [2/6] item 1d: MAP_SHARED|MAP_FIXED with a CB handle mapped
+		// page 0 as root and crashed inside x/sys. Timestamp and block
+		// handles, whole and wrong lengths, other flags.
+		name: "mmap-flags", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+				{"call": opMmap, "h": res(0), "flags": unix.MAP_FIXED},
+				{"call": opMmap, "h": res(0), "flags": lit(unix.MAP_FIXED_NOREPLACE)},
+				{"call": opMmap, "h": res(0), "flags": 3}, // MAP_PRIVATE
+				{"call": opMmap, "h": res(0), "len": 8192},
+				{"call": opMem, "kind": mkTSAlloc},
+				{"call": opMmap, "which": 1, "h": res(0)},
+				{"call": opMmap, "which": 1, "h": res(0)}, // mapped already
+				{"call": opMem, "kind": mkMapBlock},
+				{"call": opMmap, "which": 2, "h": res(0)},
+				{"call": opMmap, "which": 3, "h": lit(0x1234000)},
+				{"call": opMmap, "h": res(0), "prot": 2, "flags": lit(unix.MAP_ANONYMOUS)},
+			}
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			wantLine(t, r, 1, "EPERM")
+			wantLine(t, r, 2, "EPERM")
+			wantLine(t, r, 3, "ok")
+			wantLine(t, r, 4, "EINVAL")
+			wantLine(t, r, 6, "ok")
+			wantLine(t, r, 7, "EINVAL")
+			if asic == Gaudi2 {
+				wantLine(t, r, 9, "ok")
+			}
+		},
+	},
+	{
+		// Munmap takes exactly what Mmap returned, as x/sys does for
+		// the kernel's File: part of a mapping, or a mapping through
+		// another file, is EINVAL and leaves the mapping whole.
+		name: "munmap-parts", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE, "size": 8192},
+				{"call": opMmap, "h": res(0)},
+				{"call": opFile, "mode": 5}, // a control file, which did not map it
+				{"call": opMunmap, "part": 1},
+				{"call": opMunmap, "part": 2},
+				{"call": opMunmap, "part": 3},
+				{"call": opMunmap},
+				{"call": opMunmap},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 3, "EINVAL")
+			wantLine(t, r, 4, "EINVAL")
+			wantLine(t, r, 5, "EINVAL")
+			wantLine(t, r, 6, "ok")
+			wantLine(t, r, 7, "EINVAL")
+		},
+	},
+	{
+		// [2/6] item 1a: WAIT_CS on sequence 0 dereferenced an empty
+		// fence slot; a wait CS whose sequence array holds 0 too.
+		name: "wait-seq0", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opWait},
+				{"call": opWait, "timeout": spOf(asic, kTimeoutUs, 1000)},
+				{"call": opCS, "kind": csWait, "q": firstQueue, "ns": 1},
+				{"call": opWait, "seq": spOf(asic, kSeq, ^uint64(0))},
+				{"call": opWait, "seq": 5},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 0, "ok status 0 flags 0x1") // COMPLETED, GONE
+			wantLine(t, r, 1, "ok status 0 flags 0x1")
+			wantLine(t, r, 2, "ok")
+		},
+	},
+	{
+		// [2/6] item 1b: Device.Reset beside a new file's first CB call
+		// raced on the file's submission state.
+		name: "reset-first-call", asics: both,
+		calls: func(asic ASIC) []call {
+			var cs []call
+			for range 4 {
+				cs = append(cs,
+					call{"call": opFile, "mode": 0},
+					call{"call": opReset, "async": 3},
+					call{"call": opCB, "op": hl.HL_CB_OP_INFO},
+					call{"call": opJoin})
+			}
+			return cs
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			if n := len(lines(r, "file", "= ok")); n != 4 {
+				t.Errorf("%d reopens succeeded, want 4", n)
+			}
+		},
+	},
+	{
+		// [2/6] item 1c: DMA into host memory the caller unmapped after
+		// MAP crashed the process. Here the page under the device is
+		// replaced by a PROT_NONE one: gone for the simulator, as an
+		// unmapped page is.
+		name: "dma-gone-host", asics: both,
+		calls: func(asic ASIC) []call {
+			host := call{"call": opMem, "kind": mkMapHost} // the arena's host part: res(0) of kVA
+			var dram []call
+			var src any
+			if asic == Gaudi {
+				src = spOf(asic, kAddr, gaudiDRAMUserBase)
+			} else {
+				dram = []call{
+					{"call": opMem, "kind": mkAlloc},
+					{"call": opMem, "kind": mkMapDevice, "handle": res(0)},
+				}
+				src = res(0)
+			}
+			dst := res(0)
+			if asic == Gaudi2 {
+				dst = res(1)
+			}
+			pk := merge(
+				linDMA(0, src, dst, 8192, false), // DRAM to the host's first two pages
+				linDMA(1, dst, src, 8192, false), // and back
+				linDMA(2, lit(0x5a5a5a5a5a5a5a5a), dst, 64, true))
+			var cs []call
+			cs = append(cs, host)
+			cs = append(cs, dram...)
+			chunkSrc := 0 // packets in host memory
+			if asic == Gaudi {
+				chunkSrc = 1 // a kernel CB
+			}
+			if asic == Gaudi2 {
+				// A user CB in host memory, 1 MB into the host part.
+				cs = append(cs, merge(call{"call": opWrite, "off": lit(1 << 20), "np": 3}, pk),
+					call{"call": opHost}, // page 0 of the host part: PROT_NONE
+					call{"call": opCS, "n": 1, "x0.q": firstQueue})
+			} else {
+				// A kernel CB on an external queue.
+				cs = append(cs, call{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+					call{"call": opMmap, "h": res(0)},
+					merge(call{"call": opWrite, "to": 1, "np": 3}, pk),
+					call{"call": opHost},
+					call{"call": opCS, "n": 1, "x0.src": 1, "x0.q": firstQueue})
+			}
+			cs = append(cs, call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				call{"call": opHost, "how": 2}, // fresh pages: a remap under the device
+				call{"call": opHost, "how": 1, "off": lit(4096)},
+				call{"call": opCS, "n": 1, "x0.src": chunkSrc, "x0.q": firstQueue},
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)})
+			return cs
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			if n := len(lines(r, "WAIT_CS", "= ok status 0")); n != 2 {
+				t.Errorf("%d CSs completed, want 2", n)
+			}
+			if hf := r.d.HostFaults(); hf.Count == 0 {
+				t.Errorf("no DMA found the host page gone: %+v", hf)
+			}
+		},
+	},
+	{
+		// Every kind of CS: signal, wait, collective wait, signal
+		// reservations, engine and engine core commands, HBW flush,
+		// staged submissions and restore chunks.
+		name: "cs-kinds", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opCS, "kind": csSignal, "q": firstQueue},
+				{"call": opCS, "kind": csWait, "q": firstQueue, "ns": 1, "s0": res(0)},
+				{"call": opCS, "kind": csCollective, "q": firstQueue, "ns": 1, "s0": res(1)},
+				{"call": opCS, "kind": csReserve, "q": firstQueue, "count": 4},
+				{"call": opCS, "kind": csWait, "q": firstQueue, "mode": 1, "es": res(0), "eo": 2,
+					"flags": lit(hl.HL_CS_FLAGS_ENCAP_SIGNALS)},
+				{"call": opCS, "kind": csUnreserve, "id": res(0)},
+				{"call": opCS, "kind": csEngineCores, "n": 2, "e0": 0, "e1": 5, "cmd": int(hl.HL_ENGINE_CORE_HALT)},
+				{"call": opCS, "kind": csEngineCores, "n": 2, "e0": 0, "e1": 5, "cmd": int(hl.HL_ENGINE_CORE_RUN)},
+				{"call": opCS, "kind": csEngines, "n": 1, "e0": 0, "cmd": int(hl.HL_ENGINE_STALL)},
+				{"call": opCS, "kind": csEngines, "n": 1, "e0": 0, "cmd": int(hl.HL_ENGINE_RESUME)},
+				{"call": opCS, "kind": csFlush},
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+				{"call": opMmap, "h": res(0)},
+				{"call": opWrite, "to": 1, "np": 1, "p0.t": 5},
+				{"call": opCS, "kind": csRawFlags, "flags": lit(hl.HL_CS_FLAGS_SIGNAL | hl.HL_CS_FLAGS_WAIT)},
+				{"call": opCS, "flags": lit(hl.HL_CS_FLAGS_STAGED_SUBMISSION | hl.HL_CS_FLAGS_STAGED_SUBMISSION_FIRST),
+					"n": 1, "x0.src": 1, "x0.q": firstQueue},
+				{"call": opCS, "flags": lit(hl.HL_CS_FLAGS_STAGED_SUBMISSION | hl.HL_CS_FLAGS_STAGED_SUBMISSION_LAST),
+					"seq": res(0), "n": 1, "x0.src": 1, "x0.q": firstQueue},
+				{"call": opCS, "flags": hl.HL_CS_FLAGS_FORCE_RESTORE, "nr": 1, "r0.src": 1, "r0.q": firstQueue,
+					"n": 1, "x0.src": 1, "x0.q": firstQueue},
+				{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 10_000)},
+			}
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			wantLine(t, r, 0, "ok seq")
+			wantLine(t, r, 2, "EINVAL")
+			wantLine(t, r, 3, "ok handle")
+			wantLine(t, r, 10, "ok")
+			if asic == Gaudi2 {
+				wantLine(t, r, 6, "ok")
+				wantLine(t, r, 8, "ok")
+				wantLine(t, r, 15, "EPERM") // staged submissions are Gaudi's
+			} else {
+				wantLine(t, r, 6, "EPERM")
+				wantLine(t, r, 15, "ok seq")
+				wantLine(t, r, 16, "ok seq")
+				wantLine(t, r, 17, "ok seq")
+			}
+		},
+	},
+	{
+		// A CS that never ends (a FENCE on a counter nothing raises)
+		// with a timeout of 0 s: the TDR hard-resets and the file dies;
+		// then again with an eventfd registered, which runs the release
+		// watchdog; a reopen after each.
+		name: "cs-timeout", asics: both,
+		calls: func(asic ASIC) []call {
+			stuck := func() []call {
+				if asic == Gaudi2 {
+					return []call{
+						{"call": opWrite, "np": 1, "p0.t": 3, "p0.b": 1},
+						{"call": opCS, "n": 1, "x0.q": firstQueue, "flags": hl.HL_CS_FLAGS_CUSTOM_TIMEOUT},
+					}
+				}
+				return []call{
+					{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+					{"call": opMmap, "h": res(0)},
+					{"call": opWrite, "to": 1, "np": 1, "p0.t": 3, "p0.b": 1},
+					{"call": opCS, "n": 1, "x0.src": 1, "x0.q": firstQueue, "flags": hl.HL_CS_FLAGS_CUSTOM_TIMEOUT},
+				}
+			}
+			var cs []call
+			if asic == Gaudi2 {
+				cs = append(cs, call{"call": opMem, "kind": mkMapHost})
+			}
+			cs = append(cs, stuck()...)
+			cs = append(cs,
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				call{"call": opInfo, "op": hl.HL_INFO_CS_TIMEOUT_EVENT},
+				call{"call": opSleep, "d": 5}, // the reset that killed the file may still run: EAGAIN
+				call{"call": opFile, "mode": 0},
+				call{"call": opInfo, "op": hl.HL_INFO_REGISTER_EVENTFD, "u0": res(0)})
+			if asic == Gaudi2 {
+				cs = append(cs, call{"call": opMem, "kind": mkMapHost})
+			}
+			cs = append(cs, stuck()...)
+			cs = append(cs,
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				call{"call": opSleep, "d": 5},
+				call{"call": opInfo, "op": hl.HL_INFO_GET_EVENTS},
+				call{"call": opSleep, "d": 5},
+				call{"call": opFile, "mode": 0})
+			return cs
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			if len(lines(r, "EOWNERDEAD")) == 0 {
+				t.Error("no call found the file killed")
+			}
+			if n := len(lines(r, "file", "= ok")); n != 2 {
+				t.Errorf("%d reopens succeeded, want 2", n)
+			}
+		},
+	},
+	{
+		// Waits of every kind: multi-CS (Gaudi), user interrupts on a
+		// user address, on a kernel CQ, and timestamp registrations
+		// (Gaudi2), with a huge timeout that the watchdog's reset ends.
+		name: "wait-kinds", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opCS, "kind": csSignal, "q": firstQueue},
+				{"call": opCS, "kind": csSignal, "q": firstQueue},
+				{"call": opWait, "kind": waitMulti, "n": 3, "s0": res(0), "s1": res(1), "s2": 0,
+					"timeout": spOf(asic, kTimeoutUs, 10_000)},
+				{"call": opWait, "kind": waitMulti, "n": 2, "len": lit(33)},
+				{"call": opWait, "kind": waitUserAddr, "value": 5, "target": 3},
+				{"call": opWait, "kind": waitUserAddr, "target": 3, "timeout": 100},
+				{"call": opWait, "kind": waitUserAddr, "target": 3, "addr": ptrTo(pGuardHi, 0, 0)},
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+				{"call": opWait, "kind": waitKernelCQ, "cq": res(0), "target": 1, "timeout": 100},
+				{"call": opMem, "kind": mkTSAlloc},
+				{"call": opWait, "kind": waitRegisterTS, "cq": res(1), "ts": res(0), "tsoff": 3, "target": 1},
+				{"call": opWait, "kind": waitUserAddr, "target": 3, "timeout": spOf(asic, kTimeoutUs, 1<<32), "async": 3},
+				{"call": opSleep, "d": 3},
+				{"call": opJoin},
+			}
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			if asic == Gaudi {
+				wantLine(t, r, 2, "ok")
+				wantLine(t, r, 4, "EPERM")
+			} else {
+				wantLine(t, r, 2, "EPERM")
+				wantLine(t, r, 4, "ok status 0")
+				wantLine(t, r, 5, "ok status 1")
+				wantLine(t, r, 6, "EFAULT")
+				wantLine(t, r, 10, "ok status 0")
+			}
+		},
+	},
+	{
+		// The MEMORY ops, good and bad: allocations, mappings of device
+		// and host memory with hints, blocks, exports, timestamps.
+		name: "memory", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opMem, "kind": mkAlloc},
+				{"call": opMem, "kind": mkAlloc, "a0": spOf(asic, kSize, ^uint64(0))},
+				{"call": opMem, "kind": mkMapDevice, "handle": res(0)},
+				{"call": opMem, "kind": mkExport, "a0": res(0)},
+				{"call": opMem, "kind": mkExport, "a0": res(1), "flags": 2}, // O_RDONLY
+				{"call": opMem, "kind": mkUnmap, "a0": res(1)},
+				{"call": opMem, "kind": mkFree, "a0": res(0)},
+				{"call": opMem, "kind": mkMapHost, "host": ptrTo(pArena, 0, 3<<20), "size": 8192},
+				{"call": opMem, "kind": mkMapHost, "size": 8192, "hint": res(0), "flags": hl.HL_MEM_FORCE_HINT},
+				{"call": opMem, "kind": mkMapHost, "host": ptrTo(pGuardHi, 0, 0), "size": 4096},
+				{"call": opMem, "kind": mkMapHost, "host": ptrTo(pArenaEnd, 0, 4095), "size": 8192},
+				{"call": opMem, "kind": mkMapHost, "host": ptrTo(pSmall, 0, 5), "size": 4096},
+				{"call": opMem, "kind": mkUnmap, "a0": res(0)},
+				{"call": opMem, "kind": mkMapBlock, "a0": spOf(asic, kBlockAddr, gaudi2CFGBase)},
+				{"call": opMem, "kind": mkTSAlloc, "nelem": spOf(asic, kCount, 1<<20+1)},
+				{"call": opMem, "kind": mkRawOp, "op": 9},
+				{"call": opFile, "mode": 1}, // the exports keep the context
+				{"call": opFile, "mode": 2},
+			}
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			wantLine(t, r, 0, "ok handle")
+			wantLine(t, r, 7, "ok va")
+			wantLine(t, r, 9, "EFAULT")
+			wantLine(t, r, 10, "ENOMEM")
+			wantLine(t, r, 11, "EFAULT")
+			if asic == Gaudi2 {
+				wantLine(t, r, 3, "ok fd")
+				wantLine(t, r, 17, "EBUSY")
+			}
+		},
+	},
+	{
+		// DEBUG: debug mode, CoreSight configurations with good and bad
+		// parameter structs and buffers.
+		name: "debug", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opDebug, "op": hl.HL_DEBUG_OP_SET_MODE, "enable": 1},
+				{"call": opDebug, "op": hl.HL_DEBUG_OP_STM, "reg": 1, "enable": 1, "inlen": 24, "in": bytes.Repeat([]byte{1}, 24)},
+				{"call": opDebug, "op": hl.HL_DEBUG_OP_ETR, "enable": 1, "inlen": 24},
+				{"call": opDebug, "op": hl.HL_DEBUG_OP_BMON, "reg": 2, "enable": 1, "inlen": 80, "inp": ptrTo(pGuardLo, 0, 0)},
+				{"call": opDebug, "op": hl.HL_DEBUG_OP_SPMU, "enable": 1, "inlen": 96, "outsize": 64},
+				{"call": opDebug, "op": hl.HL_DEBUG_OP_SPMU, "enable": 0, "outsize": 64, "outp": ptrTo(pKernel, 0, 0)},
+				{"call": opDebug, "op": hl.HL_DEBUG_OP_FUNNEL, "reg": lit(100000)},
+				{"call": opDebug, "op": hl.HL_DEBUG_OP_SET_MODE},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 0, "ok")
+			wantLine(t, r, 1, "ok")
+			wantLine(t, r, 3, "EFAULT")
+		},
+	},
+	{
+		// Files: duplicates, control files, calls on closed files, a
+		// second open, reopens.
+		name: "files", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opFile, "mode": 3},
+				{"call": opFile, "mode": 2},
+				{"call": opFile, "mode": 1},
+				{"call": opInfo, "file": 1, "op": hl.HL_INFO_DEVICE_STATUS},
+				{"call": opFile, "mode": 2},
+				{"call": opFile, "mode": 4},
+				{"call": opInfo, "file": 3},
+				{"call": opFile, "mode": 2},
+				{"call": opFile, "mode": 5},
+				{"call": opMmap, "file": 2},
+				{"call": opCB, "file": 2, "op": hl.HL_CB_OP_CREATE},
+				{"call": opFile, "mode": 6},
+				{"call": opFile, "mode": 0},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 1, "EBUSY")
+			wantLine(t, r, 3, "ok") // the duplicate keeps the context
+			wantLine(t, r, 4, "EBUSY")
+			wantLine(t, r, 6, "EBADF")
+			wantLine(t, r, 7, "ok")
+			wantLine(t, r, 9, "ENODEV")
+			wantLine(t, r, 10, "ENOTTY")
+		},
+	},
+	{
+		// Fault injection, device states and recorded errors.
+		name: "faults-states-events", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opFault, "kind": 2, "errno": spOf(asic, kErrno, uint64(unix.EAGAIN))},
+				{"call": opCS, "kind": csSignal, "q": firstQueue},
+				{"call": opFault, "kind": 6},
+				{"call": opFile, "mode": 0},
+				{"call": opFile, "mode": 2},
+				{"call": opFault, "kind": 0, "match": 1, "op": hl.HL_INFO_DRAM_USAGE, "nth": 2},
+				{"call": opInfo, "op": hl.HL_INFO_DRAM_USAGE},
+				{"call": opInfo, "op": hl.HL_INFO_DRAM_USAGE},
+				{"call": opState, "s": int(NeedsReset)},
+				{"call": opInfo, "op": hl.HL_INFO_CLK_RATE},
+				{"call": opCS, "kind": csSignal, "q": firstQueue},
+				{"call": opFile, "mode": 0},
+				{"call": opState, "s": int(Operational)},
+				{"call": opFile, "mode": 2},
+				{"call": opEvent, "which": 0, "a": lit(0x1000)},
+				{"call": opEvent, "which": 1, "a": lit(0x2000)},
+				{"call": opEvent, "which": 5},
+				{"call": opEvent, "which": 7, "b": lit(hl.HL_NOTIFIER_EVENT_GENERAL_HW_ERR)},
+				{"call": opInfo, "op": hl.HL_INFO_RAZWI_EVENT},
+				{"call": opInfo, "op": hl.HL_INFO_PAGE_FAULT_EVENT},
+				{"call": opInfo, "op": hl.HL_INFO_GET_EVENTS},
+				{"call": opReset, "how": 1, "bits": 3},
+				{"call": opReset, "how": 2},
+				{"call": opInfo},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 1, "EAGAIN")
+			wantLine(t, r, 3, "EIO")
+			wantLine(t, r, 4, "ok")
+			wantLine(t, r, 6, "ok")
+			wantLine(t, r, 7, "EIO")
+			wantLine(t, r, 9, "EBUSY")
+			wantLine(t, r, 11, "EPERM")
+		},
+	},
+	{
+		// Bogus pointers in the CS arrays: NULL, guards, kernel and
+		// non-canonical addresses, small integers, earlier results,
+		// mappings; counts that do not match the arrays.
+		name: "cs-pointers", asics: both,
+		calls: func(asic ASIC) []call {
+			var cs []call
+			for _, p := range []pval{ptrTo(pNull, 0, 0), ptrTo(pGuardLo, 0, 0), ptrTo(pKernel, 0, 0),
+				ptrTo(pNonCanon, 0, 0), ptrTo(pSmall, 0, 7), ptrTo(pValue, 0, 0), ptrTo(pArenaEnd, 0, 16)} {
+				cs = append(cs, call{"call": opCS, "n": 1, "x0.q": firstQueue, "xp": p})
+			}
+			cs = append(cs,
+				call{"call": opCS, "n": 1, "nx": spOf(asic, kCount, 513)},
+				call{"call": opCS, "n": 2, "nx": 1, "x0.src": 3, "x0.v": lit(0xdead000)},
+				call{"call": opCS, "kind": csWait, "q": firstQueue, "ns": 1, "sp": ptrTo(pKernel, 0, 0)},
+				call{"call": opCS, "kind": csEngines, "n": 1, "ep": ptrTo(pNonCanon, 0, 0), "cmd": int(hl.HL_ENGINE_STALL)},
+				call{"call": opWait, "kind": waitMulti, "n": 1, "sp": ptrTo(pGuardHi, 0, 0)})
+			return cs
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			for i := 1; i < 5; i++ {
+				wantLine(t, r, i, "EFAULT")
+			}
+		},
+	},
+	{
+		// Async calls beside each other and beside resets and closes.
+		name: "async", asics: both,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opCS, "kind": csSignal, "q": firstQueue, "async": 3},
+				{"call": opWait, "seq": 1, "timeout": spOf(asic, kTimeoutUs, 10_000), "async": 3},
+				{"call": opInfo, "op": hl.HL_INFO_CS_COUNTERS, "async": 3},
+				{"call": opReset, "async": 3},
+				{"call": opMem, "kind": mkAlloc, "async": 3},
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE, "async": 3},
+				{"call": opSleep, "d": 2},
+				{"call": opFile, "mode": 1},
+				{"call": opJoin},
+				{"call": opFile, "mode": 2},
+				{"call": opWait, "kind": waitUserAddr, "target": 9, "timeout": spOf(asic, kTimeoutUs, 100_000), "async": 3},
+				{"call": opReset, "how": 2, "async": 3},
+				{"call": opSleep, "d": 4},
+			}
+		},
+	},
+}
+
+// TestFuzzProgramSeeds checks that the seed corpus holds the programs
+// above, that they decode from those bytes to the same calls, and that
+// each reaches what it was written for.
+func TestFuzzProgramSeeds(t *testing.T) {
+	a, err := newArena()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.free()
+	env := &fuzzEnv{a: a, lockDir: t.TempDir()}
+	covered := map[opKind]bool{}
+	ran, total := 0, 0
+	for _, asic := range both {
+		dir := filepath.Join("testdata", "fuzz", map[ASIC]string{Gaudi2: "FuzzProgramGaudi2", Gaudi: "FuzzProgramGaudi"}[asic])
+		for _, sp := range seedProgs {
+			if !slices.Contains(sp.asics, asic) {
+				continue
+			}
+			total++
+			t.Run(asic.String()+"/"+sp.name, func(t *testing.T) {
+				ran++
+				calls := sp.calls(asic)
+				for _, c := range calls {
+					covered[c["call"].(opKind)] = true
+				}
+				src := newSeedSrc(sp.hdr, calls)
+				r := runProgram(t, env, asic, src)
+				prog, err := src.bytes()
+				if err != nil {
+					t.Fatalf("seed %s: %v", sp.name, err)
+				}
+				if sp.check != nil {
+					sp.check(t, asic, r)
+				}
+				if testing.Verbose() {
+					t.Logf("%s", r.describe())
+				}
+				// The bytes decode to the same calls.
+				again := runProgram(t, env, asic, &byteSrc{b: prog})
+				if got, want := callsOf(again), callsOf(r); !slices.Equal(got, want) {
+					t.Errorf("the seed's bytes decode to\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+				file := filepath.Join(dir, "seed-"+sp.name)
+				content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", prog)
+				if *updateSeeds {
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				if b, err := os.ReadFile(file); err != nil || string(b) != content {
+					t.Errorf("%s is not the seed's encoding (%v): go test ./sim -run TestFuzzProgramSeeds -update-fuzz-seeds", file, err)
+				}
+			})
+		}
+	}
+	for op := range numOps {
+		if ran == total && !covered[op] {
+			t.Errorf("no seed calls %v", op)
+		}
+	}
+}
+
+// callsOf is a trace without results, which depend on timing.
+func callsOf(r *runner) []string {
+	var out []string
+	for _, l := range r.trace {
+		call, _, _ := strings.Cut(l, " = ")
+		out = append(out, call)
+	}
+	return out
+}
