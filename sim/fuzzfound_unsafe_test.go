@@ -65,3 +65,32 @@ func TestFenceCompletedTwice(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestMultiWaitKilled: a multi-CS wait whose list is empty (or names no
+// CS in flight) with a long timeout is ended by no completion: on the
+// driver a reset wakes it (force_complete_multi_cs), hl_cs_poll_fences
+// finds nothing and it sleeps again for the time left. Only a signal ends
+// it, such as the SIGKILL of the hard reset that kills the holder of the
+// compute node (device_kill_open_processes). The simulator models the
+// kill as the file dying, but the wait in progress went on sleeping for
+// 71 minutes. Now it answers ErrKilled. Seed: 5ddc6c748580a981.
+func TestMultiWaitKilled(t *testing.T) {
+	_, d, f := openSim(t, Gaudi)
+	done := make(chan error, 1)
+	go func() {
+		var a hl.WaitCSArgs
+		a.In().Flags = hl.HL_WAIT_CS_FLAGS_MULTI_CS
+		a.In().SetTimeoutUs(1 << 32) // no sequence numbers, 71 minutes
+		done <- f.Ioctl(hl.DRM_IOCTL_HL_WAIT_CS, unsafe.Pointer(&a))
+	}()
+	time.Sleep(20 * time.Millisecond)
+	d.condReset(0) // a CS timeout without an eventfd: the holder is killed
+	select {
+	case err := <-done:
+		if err != ErrKilled {
+			t.Errorf("the wait answered %v, want ErrKilled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the killed file's wait goes on")
+	}
+}

@@ -326,6 +326,11 @@ func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
 	wake := c.completionChan()
 	bitmap, ts, _, err := c.pollFences(seqs, true)
 	for err == nil && bitmap == 0 && in.TimeoutUs() != 0 {
+		if c.f.Killed() {
+			// A hard reset killed the process (File.kill), whose
+			// signal ends the wait.
+			return ErrKilled
+		}
 		left := time.Until(deadline)
 		if !forever && left <= 0 {
 			break
