@@ -57,9 +57,11 @@ const (
 )
 
 // Watchdog bounds: a call that runs longer than softBound gets a device
-// reset, which ends every wait on the device (a wait with a huge timeout
-// on a stuck CS is legitimate); one that still runs after hardBound is a
-// hang.
+// reset, which ends every wait on a CS or an interrupt (a wait with a huge
+// timeout on a stuck CS is legitimate); one that runs twice as long gets a
+// hard reset that kills the compute file, as the driver's kills its holder
+// (SIGKILL also ends a wait no completion ends, such as a multi-CS wait on
+// an empty list); one that still runs after hardBound is a hang.
 const (
 	softBound = 500 * time.Millisecond
 	hardBound = 4 * time.Second
@@ -344,7 +346,8 @@ func (a *arena) hostWritable(off, n uint64) bool {
 
 // callWatch is the watchdog: it bounds how long each call runs.
 type callWatch struct {
-	rescue func()
+	rescue   func(kill bool)
+	describe func() string // the program so far, for the report of a hang
 
 	mu     sync.Mutex
 	calls  map[int]*watchedCall
@@ -357,10 +360,10 @@ type callWatch struct {
 type watchedCall struct {
 	desc    string
 	start   time.Time
-	rescued bool
+	rescued int // rescues started: a reset, then a killing one
 }
 
-func startCallWatch(rescue func()) *callWatch {
+func startCallWatch(rescue func(kill bool)) *callWatch {
 	w := &callWatch{rescue: rescue, calls: map[int]*watchedCall{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
@@ -394,20 +397,26 @@ func (w *callWatch) run() {
 		w.mu.Lock()
 		for _, c := range w.calls {
 			age := time.Since(c.start)
-			if age > softBound && !c.rescued && w.rescue != nil {
-				c.rescued = true
+			if w.rescue != nil && c.rescued < 2 && age > time.Duration(c.rescued+1)*softBound {
+				kill := c.rescued == 1
+				c.rescued++
 				w.rescs.Add(1)
 				go func() {
 					defer w.rescs.Done()
-					id := w.begin("rescue reset for " + c.desc)
-					w.rescue()
+					id := w.begin(fmt.Sprintf("rescue (kill %v) for %s", kill, c.desc))
+					w.rescue(kill)
 					w.end(id)
 				}()
 			}
 			if age > hardBound {
 				desc := c.desc
 				w.mu.Unlock()
-				panic(fmt.Sprintf("sim fuzz: %s has not returned after %v (a device reset did not end it)\n\n%s", desc, age.Round(time.Millisecond), allStacks()))
+				prog := ""
+				if w.describe != nil {
+					prog = w.describe()
+				}
+				panic(fmt.Sprintf("sim fuzz: %s has not returned after %v (a reset and a killing reset did not end it)\n\nprogram:\n%s\n\n%s",
+					desc, age.Round(time.Millisecond), prog, allStacks()))
 			}
 		}
 		w.mu.Unlock()
