@@ -94,3 +94,33 @@ func TestMultiWaitKilled(t *testing.T) {
 		t.Fatal("the killed file's wait goes on")
 	}
 }
+
+// TestSystemCloseReleasesSRAM: the SRAM is a mapping made at its first
+// use, and System.Close left it (48 MB of address space on Gaudi2, and
+// whatever was written to it), so a process that makes many Systems, as
+// the fuzz targets do, grew without bound. Close unmaps it now; a later
+// access is a page fault.
+func TestSystemCloseReleasesSRAM(t *testing.T) {
+	s, d, f := openCompute(t, Gaudi2)
+	cb := userCB(t, f, 0, build(t, packet.Gaudi2, func(b *packet.Builder) {
+		b.LinDMA(packet.LinDMA{Dst: d.prof.sramUserBase, Src: 0x0101010101010101, Size: 1 << 20, Memset: true,
+			Header: packet.Header{EngineBarrier: true}})
+	}))
+	seq, _, err := submit(f, chunksOf([]chunk{cb}), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, f, seq)
+	sram := d.hardware().sram
+	if sram == nil {
+		t.Fatal("no SRAM after a DMA into it")
+	}
+	closeSim(f)
+	s.Close()
+	if d.hardware().sram != nil {
+		t.Error("the device still holds its SRAM")
+	}
+	if err := unix.Msync(sram[:pageSize], unix.MS_ASYNC); err != unix.ENOMEM {
+		t.Errorf("msync of the SRAM after System.Close: %v, want ENOMEM (unmapped)", err)
+	}
+}

@@ -13,15 +13,16 @@ type System struct {
 }
 
 // Close releases the device memory of every device: the memfds and
-// mappings behind DRAM. Files handed out by dma-buf exports stay valid
-// with their contents. Call it when the System is no longer used: later
-// DRAM accesses fail, and dma-buf exports too (ENODEV). Close is
-// idempotent.
+// mappings behind DRAM, and the SRAM. Files handed out by dma-buf exports
+// stay valid with their contents. Call it when the System is no longer
+// used: later DRAM and SRAM accesses fail, and dma-buf exports too
+// (ENODEV). Close is idempotent.
 func (s *System) Close() error {
 	for _, d := range s.devices {
 		d.mu.Lock()
 		d.stopWatchdogLocked() // no reset after the system is gone
 		d.mu.Unlock()
+		d.closeSRAM()
 		d.dram.close()
 	}
 	return nil
