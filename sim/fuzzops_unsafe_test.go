@@ -278,8 +278,14 @@ func specials(p *profile) (spec [numKinds][]uint64) {
 			}
 		case len(queues) < 40:
 			queues = append(queues, uint64(i))
-			if q.qmBase != 0 {
-				addr = append(addr, cfg+q.qmBase)
+			if q.qmBase != 0 && len(queues) <= 2 {
+				// The QMAN, and the stream's FENCE0 and FENCE1 counters.
+				fence0 := uint64(gaudiQMFence0)
+				if p.dramVirtual {
+					fence0 = gaudi2QMFence0
+				}
+				f := cfg + q.qmBase + fence0 + 4*uint64(q.stream)
+				addr = append(addr, cfg+q.qmBase, f, f+qmFenceStride)
 			}
 		}
 	}

@@ -207,6 +207,51 @@ func spOf(asic ASIC, k kind, v uint64) spv {
 	return sp(i)
 }
 
+// seedProfile is the profile of the fuzzed devices.
+func seedProfile(asic ASIC) *profile {
+	p, err := newProfile(asic, smallDRAM(asic))
+	if err != nil {
+		panic(err)
+	}
+	return &p
+}
+
+// userSOB is the address of the first SOB users may use on the sync
+// manager the fuzzer knows of; fenceReg the address of a FENCE counter of
+// the first user queue's stream.
+func userSOB(asic ASIC) uint64 {
+	p := seedProfile(asic)
+	cfg, _ := p.cfgSpace()
+	if p.dramVirtual {
+		return cfg + gaudi2SMDcore0 + 4*uint64(p.firstSOB[0])
+	}
+	return cfg + gaudiSMWestSouth + 4*uint64(p.firstSOB[0])
+}
+
+func fenceReg(asic ASIC, id uint64) uint64 {
+	p := seedProfile(asic)
+	cfg, _ := p.cfgSpace()
+	fence0 := uint64(gaudiQMFence0)
+	if p.dramVirtual {
+		fence0 = gaudi2QMFence0
+	}
+	q := queueTable(p)[spQueue(asic, 0)]
+	return cfg + q.qmBase + fence0 + 4*uint64(q.stream) + id*qmFenceStride
+}
+
+// spQueue is the i-th user queue of the fuzzer's list (kQueue).
+func spQueue(asic ASIC, i int) uint64 { return specials(seedProfile(asic))[kQueue][i] }
+
+// internalQueue is Gaudi's first internal queue, which runs user CBs.
+func internalQueue() uint64 {
+	for i, q := range queueTable(seedProfile(Gaudi)) {
+		if q.typ == queueInt && q.enabled && !q.binned && !q.driverOnly {
+			return uint64(i)
+		}
+	}
+	panic("no internal queue")
+}
+
 // seedProg is a seed: a program for one or both ASICs and what it must
 // reach when it runs.
 type seedProg struct {
@@ -259,6 +304,18 @@ func linDMA(i int, src, dst, size any, memset bool) call {
 		c[p+"d"] = 1
 	}
 	return c
+}
+
+// firstPackets keeps the arguments of packets 0..n-1 of c.
+func firstPackets(c call, n int) call {
+	out := call{}
+	for k, v := range c {
+		var i int
+		if _, err := fmt.Sscanf(k, "p%d.", &i); err == nil && i < n {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func merge(cs ...call) call {
@@ -536,6 +593,111 @@ var seedProgs = []seedProg{
 			}
 			if hf := r.d.HostFaults(); hf.Count == 0 {
 				t.Errorf("no DMA found the host page gone: %+v", hf)
+			}
+		},
+	},
+	{
+		// Every packet the engines execute, in one CS: copies between
+		// host memory, DRAM and SRAM (one with an endian swap), a memset,
+		// MSG_LONG to a SOB and to the queue's own FENCE counter, which
+		// lets the FENCE after it pass, WAIT, MSG_SHORT, a CP_DMA into a
+		// command buffer, the MSI-X doorbell (Gaudi2's user interrupts),
+		// and the packets that do nothing here. Then undefined opcodes,
+		// MSG_PROT and a DMA to an unmapped address, and the INFO ops
+		// that report what they left.
+		name: "packets", asics: both,
+		calls: func(asic ASIC) []call {
+			p := seedProfile(asic)
+			var cs []call
+			var host, dram, cbva any
+			if asic == Gaudi2 {
+				cs = []call{
+					{"call": opMem, "kind": mkMapHost},
+					{"call": opMem, "kind": mkAlloc},
+					{"call": opMem, "kind": mkMapDevice, "handle": res(0)},
+					{"call": opCB, "op": hl.HL_CB_OP_CREATE, "flags": hl.HL_CB_FLAGS_MAP},
+					{"call": opCB, "op": hl.HL_CB_OP_INFO, "handle": res(0), "flags": hl.HL_CB_FLAGS_GET_DEVICE_VA},
+				}
+				host, dram, cbva = res(2), res(1), res(0)
+			} else {
+				cs = []call{{"call": opMem, "kind": mkMapHost}}
+				host, dram = res(0), spOf(asic, kAddr, p.dramUserBase)
+			}
+			// The command buffer CP_DMA runs (Gaudi2: the CB mapped into
+			// the device MMU): a NOP and a MSG_LONG.
+			if asic == Gaudi {
+				cs = append(cs, call{"call": opCB, "op": hl.HL_CB_OP_CREATE})
+			}
+			cs = append(cs,
+				call{"call": opMmap, "h": res(0)},
+				call{"call": opWrite, "to": 1, "np": 2, "p0.t": 5, "p1.t": 1, "p1.a": spOf(asic, kAddr, userSOB(asic)), "p1.b": 1})
+			sram := spOf(asic, kAddr, p.sramUserBase)
+			userQ := uint64(firstQueue) // a queue that runs CBs in host memory
+			if asic == Gaudi {
+				userQ = internalQueue()
+			}
+			pk := merge(
+				linDMA(0, host, dram, 4096, false),
+				linDMA(1, lit(0x0102030405060708), sram, 256, true),
+				linDMA(2, sram, dram, 256, false), call{"p2.d": 4}, // endian swap (Gaudi2)
+				call{"p3.t": 1, "p3.a": spOf(asic, kAddr, userSOB(asic)), "p3.b": 1},
+				call{"p4.t": 1, "p4.a": spOf(asic, kAddr, fenceReg(asic, 0)), "p4.b": 1},
+				call{"p5.t": 3, "p5.b": 1, "p5.c": 1}, // FENCE 0 reaches 1
+				call{"p6.t": 4, "p6.a": 1, "p6.b": 1},
+				call{"p7.t": 2, "p7.a": 1, "p7.c": 1},
+				call{"p8.t": 5},
+				call{"p9.t": 5}, call{"p10.t": 8, "p10.a": 3}, call{"p11.t": 7}, call{"p12.t": 9, "p12.a": 9},
+				call{"p13.t": 10, "p13.c": 2}, call{"p14.t": 13})
+			if asic == Gaudi2 {
+				pk = merge(pk, call{"p8.t": 12, "p8.a": cbva, "p8.b": 24},
+					call{"p15.t": 1, "p15.a": spOf(asic, kAddr, gaudi2CFGBase+msixDoorbell), "p15.b": 48})
+				cs = append(cs,
+					call{"call": opWait, "kind": waitUserAddr, "target": 1, "timeout": spOf(asic, kTimeoutUs, 100_000), "async": 3},
+					merge(call{"call": opWrite, "off": lit(1 << 20), "np": 16}, pk),
+					call{"call": opCS, "n": 1, "x0.q": firstQueue})
+			} else {
+				// Gaudi: the copies and messages on an external queue (a
+				// kernel CB, which the driver parses: no CP_DMA there),
+				// and a user CB on an internal queue.
+				cs = append(cs,
+					call{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+					call{"call": opMmap, "h": res(0)},
+					merge(call{"call": opWrite, "to": 1, "np": 8}, firstPackets(pk, 8)),
+					merge(call{"call": opWrite, "off": lit(1 << 20), "np": 15}, pk),
+					call{"call": opCS, "n": 2, "x0.src": 1, "x0.q": firstQueue, "x1.q": internalQueue()})
+			}
+			cs = append(cs,
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				call{"call": opJoin},
+				merge(call{"call": opWrite, "off": lit(2 << 20), "np": 3},
+					call{"p0.t": 11, "p0.a": dram, "p0.b": dram},
+					call{"p1.t": 14, "p1.a": spOf(asic, kAddr, userSOB(asic))},
+					call{"p2.t": 15, "p2.a": lit(0x1f000000_00000000), "p2.d": 1}),
+				call{"call": opCS, "n": 1, "x0.q": userQ},
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				merge(call{"call": opWrite, "off": lit(3 << 20), "np": 1}, linDMA(0, lit(0x7000000000), dram, 64, false)),
+				call{"call": opCS, "n": 1, "x0.q": userQ},
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				call{"call": opInfo, "op": hl.HL_INFO_UNDEFINED_OPCODE_EVENT},
+				call{"call": opInfo, "op": hl.HL_INFO_PAGE_FAULT_EVENT},
+				call{"call": opInfo, "op": hl.HL_INFO_RAZWI_EVENT},
+				call{"call": opInfo, "op": hl.HL_INFO_USER_MAPPINGS, "u0": 8},
+				call{"call": opInfo, "op": hl.HL_INFO_ENGINE_STATUS},
+				call{"call": opInfo, "op": hl.HL_INFO_HW_IDLE},
+				call{"call": opInfo, "op": hl.HL_INFO_CS_COUNTERS},
+				call{"call": opInfo, "op": hl.HL_INFO_OPEN_STATS},
+				call{"call": opInfo, "op": hl.HL_INFO_LAST_ERR_OPEN_DEV_TIME},
+				call{"call": opInfo, "op": hl.HL_INFO_DEV_MEM_ALLOC_PAGE_SIZES},
+				call{"call": opInfo, "op": hl.HL_INFO_HW_EVENTS_AGGREGATE},
+				call{"call": opInfo, "op": hl.HL_INFO_HW_ERR_EVENT},
+				call{"call": opInfo, "op": hl.HL_INFO_FW_ERR_EVENT},
+				call{"call": opInfo, "op": hl.HL_INFO_USER_ENGINE_ERR_EVENT},
+				call{"call": opInfo, "op": hl.HL_INFO_CS_TIMEOUT_EVENT})
+			return cs
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			if n := len(lines(r, "WAIT_CS", "seq=res0", "= ok status 0")); n < 1 {
+				t.Errorf("the CS of every packet did not complete")
 			}
 		},
 	},
