@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -250,6 +251,42 @@ func internalQueue() uint64 {
 		}
 	}
 	panic("no internal queue")
+}
+
+// word encodes a sync manager register value (packet.MonArm and the like).
+func word(w interface {
+	Word(packet.Format) (uint32, error)
+}, asic ASIC) uint64 {
+	f := packet.Gaudi2
+	if asic == Gaudi {
+		f = packet.Gaudi
+	}
+	v, err := w.Word(f)
+	if err != nil {
+		panic(err)
+	}
+	return uint64(v)
+}
+
+// syncMgrBase is the SOB_OBJ_0 address of the sync manager the seeds use.
+func syncMgrBase(asic ASIC) uint64 {
+	p := seedProfile(asic)
+	cfg, _ := p.cfgSpace()
+	if p.dramVirtual {
+		return cfg + gaudi2SMDcore0
+	}
+	return cfg + gaudiSMWestSouth
+}
+
+// msgLongs is a packet list of MSG_LONGs writing value to address, in
+// order.
+func msgLongs(writes ...[2]uint64) call {
+	c := call{}
+	for i, w := range writes {
+		p := fmt.Sprintf("p%d.", i)
+		c[p+"t"], c[p+"a"], c[p+"b"] = 1, lit(w[0]), lit(w[1])
+	}
+	return c
 }
 
 // seedProg is a seed: a program for one or both ASICs and what it must
@@ -698,6 +735,175 @@ var seedProgs = []seedProg{
 		check: func(t *testing.T, asic ASIC, r *runner) {
 			if n := len(lines(r, "WAIT_CS", "seq=res0", "= ok status 0")); n < 1 {
 				t.Errorf("the CS of every packet did not complete")
+			}
+		},
+	},
+	{
+		// The sync manager's monitors: payloads armed on SOB values, a
+		// 60-bit long monitor, a payload that raises a user interrupt
+		// through the MSI-X doorbell (Gaudi2), which ends a wait on a
+		// user address and fills a registered timestamp, and one that
+		// writes SRAM or another SOB.
+		name: "monitors", asics: both,
+		calls: func(asic ASIC) []call {
+			p := seedProfile(asic)
+			sm := syncMgrBase(asic)
+			l := gaudiSMLayout
+			if asic == Gaudi2 {
+				l = gaudi2SMLayout
+			}
+			mon := func(reg uint64, i uint64) uint64 { return sm + reg + 4*i }
+			target := p.sramUserBase // where monitor 1 writes
+			var data0 uint64 = 1     // what monitor 0 writes to SOB 16 (Gaudi)
+			addr0 := sm + 4*16
+			if asic == Gaudi2 {
+				addr0, data0 = gaudi2CFGBase+msixDoorbell, 48 // user interrupt 48
+			}
+			writes := [][2]uint64{
+				{mon(l.payL, 0), addr0 & 0xffffffff}, {mon(l.payH, 0), addr0 >> 32}, {mon(l.payData, 0), data0},
+				{mon(l.arm, 0), word(packet.MonArm{Group: 0, Mask: 0xFE, Value: 1}, asic)},
+				{mon(l.payL, 1), target & 0xffffffff}, {mon(l.payH, 1), target >> 32}, {mon(l.payData, 1), 0xabcd},
+				{mon(l.arm, 1), word(packet.MonArm{Group: 0, Mask: 0xFD, Value: 2, Equal: true}, asic)},
+				{sm, word(packet.SOBUpdate{Value: 1}, asic)},                    // SOB 0 = 1: monitor 0 fires
+				{sm + 4, word(packet.SOBUpdate{Value: 1, Add: true}, asic)},     // SOB 1 += 1
+				{sm + 4, word(packet.SOBUpdate{Value: 1, Add: true}, asic)},     // SOB 1 = 2: monitor 1 fires
+				{sm + 4*16, word(packet.SOBUpdate{Value: 7, Add: true}, asic)}, // SOB 16
+			}
+			if asic == Gaudi2 {
+				writes = append(writes,
+					[2]uint64{mon(l.cfg, 4), word(packet.MonConfig{LongSOB: true}, asic)},
+					[2]uint64{mon(l.arm, 4), word(packet.MonArm{Group: 3, Mask: 0xFE, Value: 5}, asic)},
+					[2]uint64{sm + 4*24, word(packet.SOBUpdate{Value: 9, LongMode: true}, asic)},
+					[2]uint64{sm + 4*24, word(packet.SOBUpdate{Value: 1, LongMode: true, Add: true}, asic)})
+			}
+			var cs []call
+			if asic == Gaudi2 {
+				cs = []call{
+					{"call": opMem, "kind": mkMapHost},
+					{"call": opWait, "kind": waitUserAddr, "irq": 48, "target": 1, "timeout": spOf(asic, kTimeoutUs, 100_000), "async": 3},
+					{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+					{"call": opMem, "kind": mkTSAlloc},
+					{"call": opWait, "kind": waitRegisterTS, "irq": 48, "cq": res(0), "ts": res(0), "tsoff": 1, "target": 1},
+					{"call": opWait, "kind": waitKernelCQ, "irq": 48, "cq": res(0), "target": 1, "timeout": spOf(asic, kTimeoutUs, 100_000), "async": 3},
+					merge(call{"call": opWrite, "off": lit(1 << 20), "np": len(writes)}, msgLongs(writes...)),
+					{"call": opCS, "n": 1, "x0.q": firstQueue},
+				}
+			} else {
+				cs = []call{
+					{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+					{"call": opMmap, "h": res(0)},
+					merge(call{"call": opWrite, "to": 1, "np": len(writes)}, msgLongs(writes...)),
+					{"call": opCS, "n": 1, "x0.src": 1, "x0.q": firstQueue},
+				}
+			}
+			return append(cs,
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				call{"call": opJoin},
+				call{"call": opInfo, "op": hl.HL_INFO_SYNC_MANAGER})
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			if len(lines(r, "CS n=1", "= ok seq")) != 1 || len(lines(r, "WAIT_CS", "seq=res0", "= ok status 0")) != 1 {
+				t.Error("the CS of the monitors did not complete")
+			}
+		},
+	},
+	{
+		// DRAM: copies between two ranges (Gaudi2: two mappings of one
+		// allocation, the second allocation finding no page left), a
+		// fill and a zeroing (which gives pages back), into an exported
+		// range, over a PCIe link of 1 GB/s.
+		name: "dram", asics: both, hdr: call{"pcie": 3},
+		calls: func(asic ASIC) []call {
+			p := seedProfile(asic)
+			var cs []call
+			var a, b, hostVA any
+			if asic == Gaudi2 {
+				cs = []call{
+					{"call": opMem, "kind": mkMapHost},
+					{"call": opMem, "kind": mkAlloc},
+					{"call": opMem, "kind": mkMapDevice, "handle": res(0)},
+					{"call": opMem, "kind": mkAlloc},
+					{"call": opMem, "kind": mkMapDevice, "handle": res(0)},
+					{"call": opMem, "kind": mkExport, "a0": res(0), "a1": lit(p.dramPageSize)},
+				}
+				a, b, hostVA = res(1), res(0), res(2)
+			} else {
+				cs = []call{
+					{"call": opMem, "kind": mkMapHost},
+					{"call": opMem, "kind": mkAlloc, "a0": lit(4 << 20)},
+					{"call": opMem, "kind": mkExport, "a0": lit(p.dramUserBase), "a1": lit(4 << 20)},
+				}
+				a, b, hostVA = spOf(asic, kAddr, p.dramUserBase), lit(p.dramUserBase+2<<20), res(0)
+			}
+			pk := merge(
+				linDMA(0, hostVA, a, 8192, false),
+				linDMA(1, a, b, 8192, false),
+				linDMA(2, lit(0x1111111111111111), a, 1<<20, true),
+				linDMA(3, lit(0), a, 1<<20, true),
+				linDMA(4, a, b, 1<<20, false),
+				linDMA(5, b, hostVA, 8192, false))
+			if asic == Gaudi2 {
+				cs = append(cs,
+					merge(call{"call": opWrite, "off": lit(1 << 20), "np": 6}, pk),
+					call{"call": opCS, "n": 1, "x0.q": firstQueue})
+			} else {
+				cs = append(cs,
+					call{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+					call{"call": opMmap, "h": res(0)},
+					merge(call{"call": opWrite, "to": 1, "np": 6}, pk),
+					call{"call": opCS, "n": 1, "x0.src": 1, "x0.q": firstQueue})
+			}
+			return append(cs,
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				call{"call": opReset},
+				call{"call": opFile, "mode": 1},
+				call{"call": opFile, "mode": 2})
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			if len(lines(r, "WAIT_CS", "= ok status 0")) != 1 {
+				t.Error("the CS of the copies did not complete")
+			}
+			if len(lines(r, "MEMORY kind=6", "ok fd")) != 1 {
+				t.Error("no export")
+			}
+		},
+	},
+	{
+		// Encapsulated signals (Gaudi): a reservation, a staged
+		// submission that claims it, a wait on its signals, the
+		// unreservation.
+		name: "encaps", asics: both,
+		calls: func(asic ASIC) []call {
+			staged := uint64(hl.HL_CS_FLAGS_STAGED_SUBMISSION | hl.HL_CS_FLAGS_ENCAP_SIGNALS)
+			cfg, _ := seedProfile(asic).cfgSpace()
+			// The staged CS signals the reserved SOB itself, as a user CB
+			// must (Gaudi: SOB 128 of the west-south sync manager, which
+			// the reservation below answers).
+			sig := msgLongs([2]uint64{cfg + gaudiSMWestSouth + 0x200, word(packet.SOBUpdate{Value: 8, Add: true}, asic)})
+			return []call{
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE},
+				{"call": opMmap, "h": res(0)},
+				merge(call{"call": opWrite, "to": 1, "np": 1}, sig),
+				{"call": opCS, "kind": csReserve, "q": firstQueue, "count": 8},
+				{"call": opCS, "flags": lit(staged | hl.HL_CS_FLAGS_STAGED_SUBMISSION_FIRST), "seq": 1, // the handle id
+					"n": 1, "x0.src": 1, "x0.q": firstQueue},
+				{"call": opCS, "kind": csWait, "q": 1, "mode": 1, "es": res(0), "eo": 3,
+					"flags": lit(hl.HL_CS_FLAGS_ENCAP_SIGNALS)},
+				{"call": opCS, "flags": lit(staged | hl.HL_CS_FLAGS_STAGED_SUBMISSION_LAST), "seq": res(1),
+					"n": 1, "x0.src": 1, "x0.q": firstQueue},
+				{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				{"call": opCS, "kind": csUnreserve, "id": res(0)},
+				{"call": opCS, "kind": csReserve, "q": firstQueue, "count": 4},
+				{"call": opFile, "mode": 0}, // the reservation goes with the context
+			}
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			wantLine(t, r, 3, "ok handle")
+			if asic == Gaudi {
+				wantLine(t, r, 3, "sob 0x492200")
+				wantLine(t, r, 4, "ok seq")
+				wantLine(t, r, 5, "ok seq")
+				wantLine(t, r, 7, "ok status 0")
 			}
 		},
 	},
