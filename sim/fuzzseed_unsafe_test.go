@@ -764,9 +764,9 @@ var seedProgs = []seedProg{
 				{mon(l.arm, 0), word(packet.MonArm{Group: 0, Mask: 0xFE, Value: 1}, asic)},
 				{mon(l.payL, 1), target & 0xffffffff}, {mon(l.payH, 1), target >> 32}, {mon(l.payData, 1), 0xabcd},
 				{mon(l.arm, 1), word(packet.MonArm{Group: 0, Mask: 0xFD, Value: 2, Equal: true}, asic)},
-				{sm, word(packet.SOBUpdate{Value: 1}, asic)},                    // SOB 0 = 1: monitor 0 fires
-				{sm + 4, word(packet.SOBUpdate{Value: 1, Add: true}, asic)},     // SOB 1 += 1
-				{sm + 4, word(packet.SOBUpdate{Value: 1, Add: true}, asic)},     // SOB 1 = 2: monitor 1 fires
+				{sm, word(packet.SOBUpdate{Value: 1}, asic)},                   // SOB 0 = 1: monitor 0 fires
+				{sm + 4, word(packet.SOBUpdate{Value: 1, Add: true}, asic)},    // SOB 1 += 1
+				{sm + 4, word(packet.SOBUpdate{Value: 1, Add: true}, asic)},    // SOB 1 = 2: monitor 1 fires
 				{sm + 4*16, word(packet.SOBUpdate{Value: 7, Add: true}, asic)}, // SOB 16
 			}
 			if asic == Gaudi2 {
