@@ -1416,7 +1416,6 @@ func (r *runner) opWrite(rd *reader) func() string {
 	m := rd.num("m")
 	build := r.readPackets(rd)
 	return func() string {
-		r.async.Wait()
 		b := build()
 		offv, mv := r.u(off, kSize), r.u(m, kAny)
 		r.mu.Lock()

@@ -596,7 +596,8 @@ var seedProgs = []seedProg{
 			pk := merge(
 				linDMA(0, src, dst, 8192, false), // DRAM to the host's first two pages
 				linDMA(1, dst, src, 8192, false), // and back
-				linDMA(2, lit(0x5a5a5a5a5a5a5a5a), dst, 64, true))
+				linDMA(2, lit(0x5a5a5a5a5a5a5a5a), dst, 64, true),
+				call{"p3.t": 1, "p3.a": dst, "p3.b": 7}) // MSG_LONG
 			var cs []call
 			cs = append(cs, host)
 			cs = append(cs, dram...)
@@ -606,14 +607,14 @@ var seedProgs = []seedProg{
 			}
 			if asic == Gaudi2 {
 				// A user CB in host memory, 1 MB into the host part.
-				cs = append(cs, merge(call{"call": opWrite, "off": lit(1 << 20), "np": 3}, pk),
+				cs = append(cs, merge(call{"call": opWrite, "off": lit(1 << 20), "np": 4}, pk),
 					call{"call": opHost}, // page 0 of the host part: PROT_NONE
 					call{"call": opCS, "n": 1, "x0.q": firstQueue})
 			} else {
 				// A kernel CB on an external queue.
 				cs = append(cs, call{"call": opCB, "op": hl.HL_CB_OP_CREATE},
 					call{"call": opMmap, "h": res(0)},
-					merge(call{"call": opWrite, "to": 1, "np": 3}, pk),
+					merge(call{"call": opWrite, "to": 1, "np": 4}, pk),
 					call{"call": opHost},
 					call{"call": opCS, "n": 1, "x0.src": 1, "x0.q": firstQueue})
 			}
@@ -622,11 +623,22 @@ var seedProgs = []seedProg{
 				call{"call": opHost, "how": 1, "off": lit(4096)},
 				call{"call": opCS, "n": 1, "x0.src": chunkSrc, "x0.q": firstQueue},
 				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)})
+			// A user CB whose page goes away before it runs (Gaudi: on an
+			// internal queue): the fetch finds it gone.
+			userQ := uint64(firstQueue)
+			if asic == Gaudi {
+				userQ = internalQueue()
+			}
+			cs = append(cs,
+				merge(call{"call": opWrite, "off": lit(2 << 20), "np": 1}, linDMA(0, src, dst, 64, false)),
+				call{"call": opHost, "off": lit(2 << 20)},
+				call{"call": opCS, "n": 1, "x0.q": userQ},
+				call{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 10_000)})
 			return cs
 		},
 		check: func(t *testing.T, asic ASIC, r *runner) {
-			if n := len(lines(r, "WAIT_CS", "= ok status 0")); n != 2 {
-				t.Errorf("%d CSs completed, want 2", n)
+			if n := len(lines(r, "WAIT_CS", "= ok status 0")); n < 2 {
+				t.Errorf("%d CSs completed, want 2 at least", n)
 			}
 			if hf := r.d.HostFaults(); hf.Count == 0 {
 				t.Errorf("no DMA found the host page gone: %+v", hf)
@@ -905,6 +917,54 @@ var seedProgs = []seedProg{
 				wantLine(t, r, 5, "ok seq")
 				wantLine(t, r, 7, "ok status 0")
 			}
+		},
+	},
+	{
+		// Gaudi2's completion queues: a monitor with CQ and LBW writes
+		// enabled increments a 64-bit counter in a command buffer mapped
+		// into the device (the CQ's base, set through the sync manager's
+		// global registers) and writes the MSI-X doorbell, which ends a
+		// kernel-CQ wait on that counter and fills a timestamp
+		// registered on it.
+		name: "kernel-cq", asics: []ASIC{Gaudi2},
+		calls: func(asic ASIC) []call {
+			p := seedProfile(asic)
+			sm := syncMgrBase(asic)
+			l := gaudi2SMLayout
+			cq := uint64(5)
+			cbVA := p.vm.host.start // the first CB mapped in a new context (the CB pool's start)
+			const mon, grp = 8, 2   // monitor 8 watches SOB 16
+			writes := msgLongs(
+				[2]uint64{sm + smGlblCQBaseL + 4*cq, cbVA & 0xffffffff},
+				[2]uint64{sm + smGlblCQBaseH + 4*cq, cbVA >> 32},
+				[2]uint64{sm + smGlblCQIncMode + 4*cq, 1},
+				[2]uint64{sm + smGlblLBWAddrL + 4*cq, msixDoorbell},
+				[2]uint64{sm + smGlblLBWAddrH + 4*cq, 0},
+				[2]uint64{sm + smGlblLBWData + 4*cq, 48},
+				[2]uint64{sm + l.payL + 4*mon, cq},
+				[2]uint64{sm + l.payData + 4*mon, 1},
+				[2]uint64{sm + l.cfg + 4*mon, word(packet.MonConfig{CQEnable: true, LBWEnable: true}, asic)},
+				[2]uint64{sm + l.arm + 4*mon, word(packet.MonArm{Group: grp, Mask: 0xFE, Value: 1}, asic)},
+				[2]uint64{sm + 4*8*grp, word(packet.SOBUpdate{Value: 1}, asic)})
+			return []call{
+				{"call": opMem, "kind": mkMapHost},
+				{"call": opCB, "op": hl.HL_CB_OP_CREATE, "flags": hl.HL_CB_FLAGS_MAP},
+				{"call": opCB, "op": hl.HL_CB_OP_INFO, "handle": res(0), "flags": hl.HL_CB_FLAGS_GET_DEVICE_VA},
+				{"call": opMem, "kind": mkTSAlloc},
+				{"call": opWait, "kind": waitRegisterTS, "irq": 48, "cq": res(0), "ts": res(0), "tsoff": 2, "target": 1},
+				{"call": opWait, "kind": waitKernelCQ, "irq": 48, "cq": res(0), "target": 1,
+					"timeout": spOf(asic, kTimeoutUs, 100_000), "async": 3},
+				merge(call{"call": opWrite, "off": lit(1 << 20), "np": 11}, writes),
+				{"call": opCS, "n": 1, "x0.q": firstQueue},
+				{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				{"call": opJoin},
+				{"call": opMmap, "which": 1, "h": res(0)},
+				{"call": opFile, "mode": 0}, // the registration goes with the context
+			}
+		},
+		check: func(t *testing.T, asic ASIC, r *runner) {
+			wantLine(t, r, 2, fmt.Sprintf("ok va %#x", seedProfile(asic).vm.host.start))
+			wantLine(t, r, 5, "ok status 0") // the kernel-CQ wait completed
 		},
 	},
 	{
