@@ -255,6 +255,19 @@ func (s *cs) put() {
 	}
 }
 
+// tryGet takes a reference unless the last one is gone (kref_get_unless_zero).
+func (s *cs) tryGet() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // release is cs_do_release.
 func (s *cs) release() {
 	c := s.c
@@ -949,9 +962,14 @@ func (hw *hwState) abortCS(f *File) {
 	hw.mu.Lock()
 	var victims []*cs
 	for _, s := range hw.mirror {
-		if f == nil || s.c.f == f {
+		// cs_get, while the mirror list holds the CS. The driver
+		// flushes the completion work first (hl_cs_rollback_all), so no
+		// release runs beside it; here the ioctl that submitted the CS
+		// may drop the last reference at any time, and a CS whose
+		// release is under way (waiting for hw.mu to leave the list) is
+		// left to it: taking a reference would release it twice.
+		if (f == nil || s.c.f == f) && s.tryGet() {
 			s.aborted = true
-			s.refs.Add(1) // cs_get, while the mirror list holds the CS
 			victims = append(victims, s)
 		}
 	}

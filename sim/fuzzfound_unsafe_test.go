@@ -124,3 +124,51 @@ func TestSystemCloseReleasesSRAM(t *testing.T) {
 		t.Errorf("msync of the SRAM after System.Close: %v, want ENOMEM (unmapped)", err)
 	}
 }
+
+// TestResetBesideSubmitRelease: the ioctl that submits a CS holds a
+// reference until it returns, and drops the last one when the CS's jobs
+// are already done. A reset beside it took a reference on every CS of
+// the mirror list (cs_get in hl_cs_rollback_all), including one whose
+// count had just reached zero and whose release waited for the list's
+// lock: the release recycled the CS, then the reset's put released it a
+// second time and dereferenced its recycled fence. The driver flushes its
+// completion work before it walks the list; the simulator skips a CS
+// whose release is under way. Seed: e125c126820a759b (a CS with a 0 s
+// timeout whose CB ends in an undefined opcode: the TDR's reset and the
+// engine's raced the ioctl).
+//
+// The test makes the window: with the list's lock held, the last put
+// starts a release, which waits for the lock, and an abort waits beside
+// it; whichever gets the lock first, the CS is released once.
+func TestResetBesideSubmitRelease(t *testing.T) {
+	_, d, f := openSim(t, Gaudi2)
+	c := f.subm()
+	hw := d.hardware()
+	for range 200 {
+		s, err := c.allocate(0, time.Minute) // the ioctl's reference
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw.mu.Lock()
+		hw.mirror = append(hw.mirror, s)
+		s.submitted = true
+		released := make(chan struct{})
+		go func() {
+			defer close(released)
+			s.put() // the last reference: the release waits for hw.mu
+		}()
+		time.Sleep(100 * time.Microsecond)
+		aborted := make(chan struct{})
+		go func() {
+			defer close(aborted)
+			hw.abortCS(nil) // a reset's rollback
+		}()
+		time.Sleep(100 * time.Microsecond)
+		hw.mu.Unlock()
+		<-released
+		<-aborted
+		if n := s.refs.Load(); n != 0 {
+			t.Fatalf("%d references left", n)
+		}
+	}
+}
