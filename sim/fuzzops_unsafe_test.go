@@ -1358,13 +1358,16 @@ func (r *runner) readPackets(rd *reader) func() []byte {
 			case 8:
 				b.ArbPoint(packet.ArbPoint{Header: h, Priority: uint32(r.u(p.a, kAny) & 0xff)})
 			case 9:
-				b.WReg32(packet.WReg32{Header: h, Value: uint32(r.u(p.a, kAny)), Offset: uint16(r.u(p.b, kAny))})
+				w := packet.WReg32{Header: h, Value: uint32(r.u(p.a, kAny))}
+				setUint(&w.Offset, r.u(p.b, kAny))
+				b.WReg32(w)
 			case 10:
-				vals := make([]uint64, r.u(p.c, kAny)%4)
-				for i := range vals {
-					vals[i] = r.u(p.a, kAny)
+				w := packet.WRegBulk{Header: h, Values: make([]uint64, r.u(p.c, kAny)%4)}
+				for i := range w.Values {
+					w.Values[i] = r.u(p.a, kAny)
 				}
-				b.WRegBulk(packet.WRegBulk{Header: h, Offset: uint16(r.u(p.b, kAny)), Values: vals})
+				setUint(&w.Offset, r.u(p.b, kAny))
+				b.WRegBulk(w)
 			case 11:
 				b.CBList(packet.CBList{Header: h, IndexAddr: r.u(p.a, kAddr), TableAddr: r.u(p.b, kAddr)})
 			case 12:
@@ -1397,6 +1400,10 @@ func (r *runner) readPackets(rd *reader) func() []byte {
 		return b.Bytes()
 	}
 }
+
+// setUint stores v, cut to the field's width, in an unsigned field whose
+// size depends on the packet format's widest layout.
+func setUint[T ~uint8 | ~uint16 | ~uint32 | ~uint64](f *T, v uint64) { *f = T(v) }
 
 // cbAddr resolves the source of a CP_DMA: by default the device address
 // of the newest packets written into host memory.
