@@ -11,7 +11,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: deps
-deps: ## install from Debian what the suite needs (kernel sources, gcc, clang) when missing
+deps: ## install from Debian what the suite needs (kernel sources, gcc, clang, prometheus and promtool) when missing
 	./scripts/install-deps.sh
 
 .PHONY: generate
@@ -45,6 +45,10 @@ lint: vet ## go vet and staticcheck
 unit: ## all tests with the race detector (includes the ABI proof)
 	$(GO) test $(RACE) -count=1 ./...
 
+.PHONY: unit-oot
+unit-oot: ## the library's tests again on the simulator's out-of-tree driver flavour (GAUDI_SIM_DRIVER=oot)
+	GAUDI_SIM_DRIVER=oot $(GO) test $(RACE) -count=1 ./device/... ./memory/... ./dma/... ./stream/... ./control/... ./ipc/... ./simdevice/... ./ib/... ./examples/...
+
 .PHONY: bench
 bench: ## benchmarks with allocation counts
 	$(GO) test -run=NONE -bench=. -benchmem ./...
@@ -62,5 +66,5 @@ vmtest: ## real-kernel tests in a QEMU guest (Debian 6.12, rxe, udmabuf)
 	GO="$(GO)" ./scripts/vmtest/run.sh
 
 .PHONY: test
-test: deps ## what CI runs: deps, vet+staticcheck, generation check, cgo-free build, race tests, ABI proof, benchmarks once, VM tests
-	$(MAKE) lint check-generate build unit bench-once vmtest
+test: deps ## what CI runs: deps, vet+staticcheck, generation check, cgo-free build, race tests (on both simulated driver flavours), ABI proof, benchmarks once, VM tests
+	$(MAKE) lint check-generate build unit unit-oot bench-once vmtest

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/control"
+	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -85,13 +86,7 @@ func TestDebugSession(t *testing.T) {
 // test_close_without_releasing_debug: a process that leaves debug mode on
 // and closes the device does not keep the next owner out of it.
 func TestCloseWithoutReleasingDebug(t *testing.T) {
-	cfg := sim.Default(sim.Gaudi2, 1)
-	cfg.LockDir = t.TempDir()
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := simtest.New(t, sim.Default(sim.Gaudi2, 1))
 	for i := range 2 {
 		d, err := simdevice.OpenSim(s.Device(0))
 		if err != nil {

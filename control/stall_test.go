@@ -12,6 +12,7 @@ import (
 	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 // TestStalledEDMAHoldsCopies: a device-to-device copy (EDMA queues) does
@@ -87,5 +88,9 @@ func TestStalledEDMAHoldsCopies(t *testing.T) {
 		if want := byte(i*13 + 5); b != want {
 			t.Fatalf("byte %d after the resumed copy: %#x, want %#x", i, b, want)
 		}
+	}
+	// Nothing the stalled copy used was unmapped or rewritten under it.
+	if v := simdevice.Sim(d).Violations(); len(v) != 0 {
+		t.Errorf("the strict simulator recorded %v", v)
 	}
 }

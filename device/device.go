@@ -3,10 +3,12 @@ package device
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/internal/devio/hook"
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
@@ -25,8 +27,12 @@ type Device struct {
 	hw   HWIPInfo
 	asic ASIC
 
+	drvMu sync.Mutex
+	drv   *DriverInfo // once the driver is known (driver.go)
+
 	closeOnce sync.Once
 	closeErr  error
+	leak      runtime.Cleanup // reports a Device dropped without Close
 }
 
 func init() {
@@ -44,6 +50,7 @@ func newDevice(f ioctl.File, path string, control bool) (*Device, error) {
 	}
 	d.hw = hw
 	d.asic = ASICFromPCI(hw.DeviceID, hw.Revision)
+	d.leak = leak.Track(d, leak.Info{Type: "*device.Device", Device: path, FD: -1}, 1)
 	return d, nil
 }
 
@@ -76,9 +83,14 @@ func (d *Device) Encoding() ioctl.Encoding { return d.io.Encoding() }
 
 // Close closes the node; for a compute node this releases the device's
 // compute context. Calls on a closed Device fail with an error matching
-// ioctl.ErrClosed, which is os.ErrClosed.
+// ioctl.ErrClosed, which is os.ErrClosed. A Device dropped without Close
+// is reported when the garbage collector finds it (see SetLeakReporter),
+// and its node stays open until the process exits.
 func (d *Device) Close() error {
-	d.closeOnce.Do(func() { d.closeErr = d.io.Close() })
+	d.closeOnce.Do(func() {
+		d.leak.Stop()
+		d.closeErr = d.io.Close()
+	})
 	return d.closeErr
 }
 
@@ -122,6 +134,17 @@ type HWIPInfo struct {
 	MMEMasterSlave     bool
 	EngineCoreIRQAddr  uint64
 	PSOCPCIPLL         [4]uint32 // nr, nf, od, div factor
+
+	// The bytes the out-of-tree driver names in HW_IP_INFO; the kernel's
+	// driver reserves them, so they are 0 there (see DriverInfo).
+	MMEMask              uint32 // mme_enabled_mask
+	SchedArcMask         uint32 // sched_arc_enabled_mask
+	NICPortsMask         uint64 // nic_ports_mask: the enabled NIC ports
+	NICPortsExternalMask uint64 // nic_ports_external_mask: those used for scale-out
+	PDMAUserChannelMask  uint64 // pdma_user_owned_ch_mask: Gaudi3 PDMA channels users drive
+	ODPSupported         bool   // odp_supported: MAP with HL_MEM_ODP is served
+	InterposerVersion    uint8
+	SubstrateVersion     uint8
 }
 
 func (d *Device) readHWIPInfo() (HWIPInfo, error) {
@@ -157,6 +180,14 @@ func (d *Device) readHWIPInfo() (HWIPInfo, error) {
 		MMEMasterSlave:       r.MMEMasterSlaveMode != 0,
 		EngineCoreIRQAddr:    r.EngineCoreInterruptRegAddr,
 		PSOCPCIPLL:           [4]uint32{r.PsocPCIPLLNr, r.PsocPCIPLLNf, r.PsocPCIPLLOd, r.PsocPCIPLLDivFactor},
+		MMEMask:              r.MMEEnabledMask(),
+		SchedArcMask:         r.SchedArcEnabledMask(),
+		NICPortsMask:         r.NICPortsMask(),
+		NICPortsExternalMask: r.NICPortsExternalMask(),
+		PDMAUserChannelMask:  r.PDMAUserOwnedChMask(),
+		ODPSupported:         r.ODPSupported(),
+		InterposerVersion:    r.InterposerVersion(),
+		SubstrateVersion:     r.SubstrateVersion(),
 	}, nil
 }
 
@@ -189,8 +220,8 @@ type FileOptions struct {
 // of the packages above goes through it. Simulated and PCIAddress ask f
 // itself (see the package documentation), so a wrapper around a
 // simulated File that should count as simulated forwards
-// Simulated() bool, PCIAddress() string and, for package simdevice,
-// Device() *sim.Device.
+// Simulated() bool, PCIAddress() string, DriverVersion() string (which
+// DriverInfo reports) and, for package simdevice, Device() *sim.Device.
 func FromFile(f ioctl.File, opts FileOptions) (*Device, error) {
 	path := opts.Path
 	if path == "" {

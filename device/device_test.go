@@ -19,6 +19,7 @@ func testSystem(t *testing.T, cfg sim.Config) *sim.System {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -68,9 +69,35 @@ func TestASICFromPCI(t *testing.T) {
 		{0x0001, 0, Goya}, {0x1000, 1, Gaudi}, {0x1010, 1, GaudiSec},
 		{0x1020, 1, Gaudi2}, {0x1020, 2, Gaudi2B}, {0x1020, 3, Gaudi2C}, {0x1020, 4, Gaudi2D},
 		{0x1020, 9, ASICUnknown}, {0x1060, 1, Gaudi3}, {0xdead, 0, ASICUnknown},
+		// Gaudi3: the out-of-tree driver's get_asic_type ignores the
+		// revision and binds neither the die-1 nor the single-die id.
+		{0x1060, 0, Gaudi3}, {0x1060, 7, Gaudi3}, {0x1063, 1, Gaudi3HL338},
+		{0x1061, 1, ASICUnknown}, {0x1062, 1, ASICUnknown},
 	} {
 		if got := ASICFromPCI(tt.id, tt.rev); got != tt.want {
 			t.Errorf("ASICFromPCI(%#x, %d) = %v, want %v", tt.id, tt.rev, got, tt.want)
+		}
+	}
+}
+
+func TestASICNames(t *testing.T) {
+	for _, tt := range []struct {
+		a          ASIC
+		name       string
+		gaudi2, g3 bool
+		family     ASIC
+	}{
+		{Gaudi2C, "GAUDI2C", true, false, Gaudi2},
+		{Gaudi3, "GAUDI3", false, true, Gaudi3},
+		{Gaudi3HL338, "GAUDI3 HL-338", false, true, Gaudi3},
+		{GaudiSec, "GAUDI SEC", false, false, Gaudi},
+		{Goya, "GOYA", false, false, ASICUnknown},
+	} {
+		if got := tt.a.String(); got != tt.name {
+			t.Errorf("%d: String() = %q, want %q", int(tt.a), got, tt.name)
+		}
+		if tt.a.IsGaudi2() != tt.gaudi2 || tt.a.IsGaudi3() != tt.g3 || tt.a.family() != tt.family {
+			t.Errorf("%v: IsGaudi2 %v, IsGaudi3 %v, family %v", tt.a, tt.a.IsGaudi2(), tt.a.IsGaudi3(), tt.a.family())
 		}
 	}
 }

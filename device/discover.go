@@ -36,6 +36,27 @@ import (
 //   - common/habanalabs.h: PCI_VENDOR_ID_HABANALABS is 0x1da3 and HL_NAME,
 //     the PCI driver name (the PCI function's driver link), is "habanalabs".
 //
+// The out-of-tree driver's own accel class (Intel's driver, built for a
+// kernel without CONFIG_DRM_ACCEL; HabanaAI/drivers.accel.habanalabs.kernel
+// @e20162dd26ce2d0de9f0d5674fb11c7780ee1a49 unless said otherwise):
+//   - common/habanalabs_compat_accel.c, hl_accel_init: the driver takes a
+//     char region named "accel" with a dynamic major (alloc_chrdev_region)
+//     and creates class "accel" itself, whose devnode callback names the
+//     nodes "accel/<name>": the nodes are /dev/accel/accelN and
+//     /dev/accel/accel_controlDN, as with DRM.
+//   - hl_accel_device_add_groups (called by common/sysfs.c's hl_sysfs_init
+//     in that build, @4058b6e1280374fab990403cd98d0a4e8358b6b1) adds the
+//     driver's attributes as one group named "device" on the class device:
+//     /sys/class/accel/accelN/device/ is a directory holding the
+//     attributes, where DRM has a link to the PCI function. (So the class
+//     device has no parent: a parent would have given it a "device" link.)
+//     The PCI function is found through the pci_addr attribute, as on the
+//     legacy layout. The device number of a node is found, as on the other
+//     layouts, through /sys/dev/char/major:minor or the dev attribute, so
+//     the major's value does not matter.
+//   - common/sysfs.c: the out-of-tree driver adds the driver_ver attribute
+//     (its version) to the ones 6.12 has.
+//
 // Legacy layout (kernels before the move to the accel framework, the
 // driver then living in drivers/misc/habanalabs). These facts come from
 // the older driver, not from 6.12:
@@ -88,6 +109,8 @@ var hlAttrs = []string{
 	// Early legacy drivers only (drivers/misc/habanalabs/sysfs.c; later
 	// removed).
 	"write_open_cnt",
+	// The out-of-tree driver's common/sysfs.c: its version.
+	"driver_ver",
 }
 
 // ErrNotFound reports that no habanalabs device matches a lookup.
@@ -154,15 +177,22 @@ type Node struct {
 	// firmware reports, the OAM slot on HLS servers), -1 when absent: older
 	// drivers do not have it.
 	ModuleID int
+	// OwnAccelClass reports an accel device of the class the out-of-tree
+	// driver makes itself on kernels without CONFIG_DRM_ACCEL: same node
+	// names, a dynamic char major, the driver attributes in
+	// /sys/class/accel/accelN/device/ (a directory, not a link to the PCI
+	// function). Only Intel's out-of-tree driver does this.
+	OwnAccelClass bool
 	// Attrs holds every readable driver attribute by file name, trimmed of
 	// white space. Some (max_power, clk_*) ask the device firmware and are
 	// missing while the device is not operational. Never nil.
 	Attrs map[string]string
 }
 
-// Nodes lists the habanalabs devices of the live system; see SysFS.Nodes.
+// Nodes lists the habanalabs devices of the live system (or of the tree
+// GAUDI_ROOT names, see RootEnv); see SysFS.Nodes.
 func Nodes() ([]Node, error) {
-	return SysFS{Root: "/"}.Nodes()
+	return SysFS{}.Nodes()
 }
 
 // Nodes lists the habanalabs devices in both layouts, sorted by Index
@@ -270,6 +300,9 @@ func (s SysFS) accelNode(i int, control bool) (n Node, ok bool, err error) {
 	num := strconv.Itoa(i)
 	entry := s.path("sys", "class", "accel", "accel"+num)
 	pci := filepath.Join(entry, "device")
+	if fi, err := os.Lstat(pci); err == nil && fi.IsDir() {
+		return s.ownClassNode(i, control, entry, pci)
+	}
 
 	ours, err := isHabana(pci)
 	if err == nil && !ours {
@@ -298,6 +331,53 @@ func (s SysFS) accelNode(i int, control bool) (n Node, ok bool, err error) {
 		return Node{}, false, err
 	}
 	setAttrs(&n, readAttrs(pci))
+	return n, true, nil
+}
+
+// ownClassNode reads an accel device of the out-of-tree driver's own
+// class, whose attributes are in the directory attrDir; ok is false when
+// its PCI function is not a habanalabs device or it went away while
+// being read.
+func (s SysFS) ownClassNode(i int, control bool, entry, attrDir string) (n Node, ok bool, err error) {
+	num := strconv.Itoa(i)
+	n = Node{
+		Index:         i,
+		Layout:        LayoutAccel,
+		Path:          "/dev/accel/accel" + num,
+		NUMANode:      -1,
+		ModuleID:      -1,
+		OwnAccelClass: true,
+	}
+	if control {
+		n.ControlPath = "/dev/accel/accel_controlD" + num
+	}
+	attrs := readAttrs(attrDir)
+	addr, found := attrs["pci_addr"]
+	if !found || !isPCIAddress(addr) {
+		if gone(entry) {
+			return Node{}, false, nil
+		}
+		return Node{}, false, &AttrError{
+			Path: filepath.Join(attrDir, "pci_addr"),
+			Err:  fmt.Errorf("missing or malformed pci address %q", addr),
+		}
+	}
+	n.PCIAddress = addr
+	pci := s.path("sys", "bus", "pci", "devices", addr)
+	ours, err := isHabana(pci)
+	if err == nil && !ours {
+		return Node{}, false, nil
+	}
+	if err == nil {
+		err = readPCI(&n, pci)
+	}
+	if err != nil {
+		if gone(entry) {
+			return Node{}, false, nil
+		}
+		return Node{}, false, err
+	}
+	setAttrs(&n, attrs)
 	return n, true, nil
 }
 

@@ -13,6 +13,20 @@
 // Discovery (Nodes, SysFS, Count) reads sysfs only and never opens a node,
 // so it works while other processes own the devices.
 //
+// # Which driver
+//
+// Most Gaudi servers run Intel's out-of-tree habanalabs driver, not the
+// kernel's: the six core ioctls are the same, and it adds INFO ops, a NIC
+// ioctl and the import of dma-bufs. DriverInfo tells which driver a device
+// runs on and its version, by asking the driver (an INFO only the
+// out-of-tree driver serves) and sysfs; the out-of-tree queries
+// (ModuleParams, TimeSyncDie, ReportMemoryConsumption, LinkState,
+// NICAppParams) fail with an error matching ioctl.ErrNotSupported on the
+// kernel's driver. Discovery also finds the devices of the "accel" class
+// the out-of-tree driver makes itself on kernels without CONFIG_DRM_ACCEL
+// (Node.OwnAccelClass). The library always sends DEVICE_STATUS's
+// soft_reset_stall word, which that driver reads, zeroed.
+//
 // # Choosing a device
 //
 // Open and OpenControl take a selector, in the grammar GAUDI_DEVICE uses
@@ -29,6 +43,14 @@
 // owns, that are resetting or that are not operational; the others open
 // the one device they name and report why it cannot be had.
 //
+// # Another root
+//
+// GAUDI_ROOT=DIR (RootEnv) makes discovery read DIR/sys instead of /sys
+// and open the nodes it finds under DIR (DIR/dev/accel/accel0), so a
+// program finds devices served under a directory of the user's choice,
+// such as the simulated ones of "hlsim serve -dir DIR", without code
+// changes. A selector that is a node path is opened as written.
+//
 // # The simulator
 //
 // This package opens hardware only and does not import the software
@@ -40,8 +62,8 @@
 //
 // A Device knows it is simulated only through its File: Simulated reports
 // whether the File has a method Simulated() bool that returns true, and
-// PCIAddress uses the File's method PCIAddress() string when it has one.
-// sim.File has both (and Device() *sim.Device, which simdevice.Sim uses);
+// PCIAddress uses the File's method PCIAddress() string when it has one
+// (DriverInfo likewise DriverVersion() string). sim.File has them (and Device() *sim.Device, which simdevice.Sim uses);
 // a kernel file has neither.
 //
 // # Devices over other Files
@@ -75,6 +97,11 @@
 // memory managers, streams) first.
 // Calls on a closed Device fail with an error matching ioctl.ErrClosed,
 // which is os.ErrClosed.
+//
+// Nothing is released when a Device, or a memory object built on it, is
+// garbage-collected without Close: the collection only reports it to the
+// function SetLeakReporter sets (stderr by default), as a safety net that
+// points at the missing Close.
 //
 // # Errors
 //

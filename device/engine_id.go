@@ -6,20 +6,22 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
 // Engine is one engine of an ASIC, as the driver numbers them in its uapi
-// enums (hl.GAUDI_ENGINE_ID_*, hl.GAUDI2_*_ENGINE_ID_*): the ids that
+// enums (hl.GAUDI_ENGINE_ID_*, hl.GAUDI2_*_ENGINE_ID_*,
+// gaudi3.GAUDI3_*_ENGINE_ID_*): the ids that
 // engine commands (control.StallEngines) and Gaudi's collective waits
 // take. The zero Engine names no engine; every call that takes one
 // refuses it.
 //
 // Get one by name from an open device (Device.Engine), from the list of
 // the device's engines (Device.Engines), or from the driver's enum
-// (GaudiEngine, Gaudi2Engine). Engines are comparable.
+// (GaudiEngine, Gaudi2Engine, Gaudi3Engine). Engines are comparable.
 type Engine struct {
-	asic ASIC // Gaudi or Gaudi2; ASICUnknown for the zero Engine
+	asic ASIC // Gaudi, Gaudi2 or Gaudi3; ASICUnknown for the zero Engine
 	id   uint32
 }
 
@@ -30,7 +32,11 @@ func GaudiEngine(id hl.GaudiEngineID) Engine { return Engine{asic: Gaudi, id: ui
 // Gaudi2Engine returns the Gaudi2 engine id (hl.GAUDI2_*_ENGINE_ID_*).
 func Gaudi2Engine(id hl.Gaudi2EngineID) Engine { return Engine{asic: Gaudi2, id: uint32(id)} }
 
-// ASIC returns the ASIC whose engine e is: Gaudi or Gaudi2 (see
+// Gaudi3Engine returns the Gaudi3 engine id (gaudi3.GAUDI3_*_ENGINE_ID_*,
+// the out-of-tree driver's enum gaudi3_engine_id).
+func Gaudi3Engine(id gaudi3.EngineID) Engine { return Engine{asic: Gaudi3, id: uint32(id)} }
+
+// ASIC returns the ASIC whose engine e is: Gaudi, Gaudi2 or Gaudi3 (see
 // Queue.ASIC), or ASICUnknown for the zero Engine.
 func (e Engine) ASIC() ASIC { return e.asic }
 
@@ -42,7 +48,8 @@ func (e Engine) ID() uint32 { return e.id }
 // prefix: "TPC_7" for GAUDI_ENGINE_ID_TPC_7, and for Gaudi2, whose enum
 // spells ENGINE_ID_ in the middle, without that too: "DCORE0_EDMA_0" for
 // GAUDI2_DCORE0_ENGINE_ID_EDMA_0, "PCIE_DEC_0" for
-// GAUDI2_PCIE_ENGINE_ID_DEC_0.
+// GAUDI2_PCIE_ENGINE_ID_DEC_0; Gaudi3 likewise: "DIE0_PDMA_0_CH_0" for
+// GAUDI3_DIE0_ENGINE_ID_PDMA_0_CH_0.
 func (e Engine) String() string {
 	var name string
 	switch e.asic {
@@ -50,6 +57,8 @@ func (e Engine) String() string {
 		name = hl.GaudiEngineIDNames[hl.GaudiEngineID(e.id)]
 	case Gaudi2:
 		name = hl.Gaudi2EngineIDNames[hl.Gaudi2EngineID(e.id)]
+	case Gaudi3:
+		name = gaudi3.EngineIDNames[gaudi3.EngineID(e.id)]
 	case ASICUnknown:
 		return "Engine(none)"
 	}
@@ -90,6 +99,7 @@ var engineTables = sync.OnceValue(func() map[ASIC]idTable[Engine] {
 	return map[ASIC]idTable[Engine]{
 		Gaudi:  newIDTable(hl.GaudiEngineIDNames, GaudiEngine),
 		Gaudi2: newIDTable(hl.Gaudi2EngineIDNames, Gaudi2Engine),
+		Gaudi3: newIDTable(gaudi3.EngineIDNames, Gaudi3Engine),
 	}
 })
 

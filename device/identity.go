@@ -13,11 +13,14 @@ import (
 // the node's sysfs entry from the device number of the open descriptor
 // (see SysFS.NodeByDevNumber), so it names the device the descriptor is
 // open on even if nodes were renumbered since. A File with a method
-// PCIAddress() string answers for itself: a simulated device reports its
+// PCIAddress() string that returns an address answers for itself: a
+// simulated device, in this process or served by tools/hlsim, reports its
 // configured address. It replaces hlthunk_get_pci_bus_id_from_fd.
 func (d *Device) PCIAddress() (string, error) {
 	if a, ok := d.file.(interface{ PCIAddress() string }); ok {
-		return a.PCIAddress(), nil
+		if addr := a.PCIAddress(); addr != "" {
+			return addr, nil
+		}
 	}
 	major, minor, err := d.io.DevNumber()
 	if err != nil {

@@ -38,3 +38,15 @@ func infoSliceArgs[T any](d *Device, op uint32, a *hl.InfoArgs, out []T) error {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), uintptr(len(out))*unsafe.Sizeof(zero))
 	return d.io.Info(op, a, b)
 }
+
+// infoInOut issues INFO op with v as both the input the driver reads
+// from return_pointer and the result it writes there.
+func infoInOut[T any](d *Device, op uint32, v *T) error {
+	var a hl.InfoArgs
+	return d.io.Info(op, &a, structBytes(v))
+}
+
+// structBytes views a struct as bytes.
+func structBytes[T any](v *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
+}

@@ -69,7 +69,7 @@ func (o opener) open(s Selector) (*Device, error) {
 	}
 	var match []Node
 	for _, n := range nodes {
-		if s.matches(n) {
+		if s.Matches(n) {
 			match = append(match, n)
 		}
 	}
@@ -79,7 +79,7 @@ func (o opener) open(s Selector) (*Device, error) {
 	case s.Kind == SelectFirst || s.Kind == SelectASIC:
 		return o.firstFree(s, match)
 	}
-	return o.node(match[0].Path, false)
+	return o.node(o.sys.nodePath(match[0].Path), false)
 }
 
 // firstFree opens the first of nodes that no process owns, skipping busy
@@ -87,7 +87,7 @@ func (o opener) open(s Selector) (*Device, error) {
 func (o opener) firstFree(s Selector, nodes []Node) (*Device, error) {
 	var why []string
 	for _, n := range nodes {
-		d, err := o.node(n.Path, false)
+		d, err := o.node(o.sys.nodePath(n.Path), false)
 		if err == nil {
 			return d, nil
 		}
@@ -113,12 +113,12 @@ func (o opener) openControl(s Selector) (*Device, error) {
 	}
 	var found bool
 	for _, n := range nodes {
-		if !s.matches(n) {
+		if !s.Matches(n) {
 			continue
 		}
 		found = true
 		if n.ControlPath != "" {
-			return o.node(n.ControlPath, true)
+			return o.node(o.sys.nodePath(n.ControlPath), true)
 		}
 		if s.Kind != SelectFirst && s.Kind != SelectASIC {
 			break

@@ -273,3 +273,50 @@ func TestOpenControlNotYetInSysfs(t *testing.T) {
 		t.Fatalf("OpenControl(0) without a control node: %v", err)
 	}
 }
+
+// TestRootEnv moves discovery and the nodes under GAUDI_ROOT: sysfs is
+// read from the tree there and the nodes it lists are opened below it.
+func TestRootEnv(t *testing.T) {
+	root := sysfsFixture(t, "sysfs-accel")
+	sys := testSystemExt(t, sim.Config{Devices: []sim.DeviceConfig{
+		{ASIC: sim.Gaudi2, PCIAddress: "0000:19:00.0", ModuleID: 2},
+	}})
+	k := fakeKernel{}
+	k[root+"/dev/accel/accel1"] = struct {
+		sd      *sim.Device
+		control bool
+	}{sys.Device(0), false}
+	k[root+"/dev/accel/accel_controlD1"] = struct {
+		sd      *sim.Device
+		control bool
+	}{sys.Device(0), true}
+	device.UseSysFS(t, "", k.open) // the zero SysFS: the environment decides
+	t.Setenv(device.RootEnv, root)
+
+	nodes, err := device.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 3 || nodes[0].Path != "/dev/accel/accel1" {
+		t.Fatalf("nodes under %s: %+v", root, nodes)
+	}
+	d, err := device.Open("module:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Path() != root+"/dev/accel/accel1" {
+		t.Fatalf("opened %s", d.Path())
+	}
+	c, err := device.OpenControl("0000:19:00.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	// Unset, the live system is read: no fixture devices.
+	t.Setenv(device.RootEnv, "")
+	if n, err := (device.SysFS{}).Count(device.AnyASIC); err == nil && n == 3 {
+		t.Fatal("the fixture is still read without GAUDI_ROOT")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -33,8 +34,8 @@ type WrongASICError struct {
 	Kind string
 	// Name is the identity as it prints.
 	Name string
-	// Have is the ASIC the identity belongs to (Gaudi or Gaudi2, see
-	// Queue.ASIC), or ASICUnknown for a zero value.
+	// Have is the ASIC the identity belongs to (Gaudi, Gaudi2 or Gaudi3,
+	// see Queue.ASIC), or ASICUnknown for a zero value.
 	Have ASIC
 	// Device is the ASIC of the device it was used with.
 	Device ASIC
@@ -51,14 +52,17 @@ func (e *WrongASICError) Error() string {
 func (e *WrongASICError) Unwrap() error { return unix.EINVAL }
 
 // family returns the ASIC whose numbering a uses: Gaudi for both
-// first-generation Gaudis, Gaudi2 for every Gaudi2 revision, ASICUnknown
-// for the others (whose queues and engines this package does not name).
+// first-generation Gaudis, Gaudi2 for every Gaudi2 revision, Gaudi3 for
+// Gaudi3 and the HL-338, ASICUnknown for the others (whose queues and
+// engines this package does not name).
 func (a ASIC) family() ASIC {
 	switch {
 	case a.IsGaudi():
 		return Gaudi
 	case a.IsGaudi2():
 		return Gaudi2
+	case a.IsGaudi3():
+		return Gaudi3
 	}
 	return ASICUnknown
 }
@@ -69,9 +73,9 @@ func (a ASIC) family() ASIC {
 //
 // Get one by name from an open device (Device.Queue), from the list of
 // the device's queues (Device.Queues), or from the driver's enum
-// (GaudiQueue, Gaudi2Queue). Queues are comparable.
+// (GaudiQueue, Gaudi2Queue, Gaudi3Queue). Queues are comparable.
 type Queue struct {
-	asic ASIC // Gaudi or Gaudi2; ASICUnknown for the zero Queue
+	asic ASIC // Gaudi, Gaudi2 or Gaudi3; ASICUnknown for the zero Queue
 	id   uint32
 }
 
@@ -82,9 +86,14 @@ func GaudiQueue(id hl.GaudiQueueID) Queue { return Queue{asic: Gaudi, id: uint32
 // Gaudi2Queue returns the Gaudi2 queue id (hl.GAUDI2_QUEUE_ID_*).
 func Gaudi2Queue(id hl.Gaudi2QueueID) Queue { return Queue{asic: Gaudi2, id: uint32(id)} }
 
+// Gaudi3Queue returns the Gaudi3 queue id (gaudi3.GAUDI3_QUEUE_ID_*).
+// Gaudi3 has one queue, the driver's own CPU queue: user work does not go
+// through command submission on Gaudi3.
+func Gaudi3Queue(id gaudi3.QueueID) Queue { return Queue{asic: Gaudi3, id: uint32(id)} }
+
 // ASIC returns the ASIC whose queue q is: Gaudi (which stands for
-// GaudiSec too) or Gaudi2 (for every revision), or ASICUnknown for the
-// zero Queue.
+// GaudiSec too), Gaudi2 (for every revision) or Gaudi3 (the HL-338 too),
+// or ASICUnknown for the zero Queue.
 func (q Queue) ASIC() ASIC { return q.asic }
 
 // ID returns the driver's number for the queue (its hl.*_QUEUE_ID_*
@@ -100,6 +109,8 @@ func (q Queue) String() string {
 		name = hl.GaudiQueueIDNames[hl.GaudiQueueID(q.id)]
 	case Gaudi2:
 		name = hl.Gaudi2QueueIDNames[hl.Gaudi2QueueID(q.id)]
+	case Gaudi3:
+		name = gaudi3.QueueIDNames[gaudi3.QueueID(q.id)]
 	case ASICUnknown:
 		return "Queue(none)"
 	}
@@ -110,8 +121,8 @@ func (q Queue) String() string {
 }
 
 // Queues returns every queue the driver numbers for the device's ASIC, in
-// the driver's order (an empty list for ASICs other than Gaudi and
-// Gaudi2). Not every queue takes every submission: the CPU queue (CPU_PQ)
+// the driver's order (an empty list for ASICs other than Gaudi, Gaudi2 and
+// Gaudi3, whose one queue is CPU_PQ). Not every queue takes every submission: the CPU queue (CPU_PQ)
 // is the driver's own, and the driver refuses queues of engines the device
 // has not enabled.
 func (d *Device) Queues() []Queue {
@@ -161,5 +172,6 @@ var queueTables = sync.OnceValue(func() map[ASIC]idTable[Queue] {
 	return map[ASIC]idTable[Queue]{
 		Gaudi:  newIDTable(hl.GaudiQueueIDNames, GaudiQueue),
 		Gaudi2: newIDTable(hl.Gaudi2QueueIDNames, Gaudi2Queue),
+		Gaudi3: newIDTable(gaudi3.QueueIDNames, Gaudi3Queue),
 	}
 })

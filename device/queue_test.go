@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -18,7 +19,8 @@ func TestQueueNames(t *testing.T) {
 		{GaudiSec, int(hl.GAUDI_QUEUE_ID_SIZE)},
 		{Gaudi2, int(hl.GAUDI2_QUEUE_ID_SIZE)},
 		{Gaudi2D, int(hl.GAUDI2_QUEUE_ID_SIZE)},
-		{Gaudi3, 0},
+		{Gaudi3, int(gaudi3.GAUDI3_QUEUE_ID_SIZE)},
+		{Gaudi3HL338, 1},
 	} {
 		d := &Device{asic: tc.asic}
 		qs := d.Queues()
@@ -52,8 +54,10 @@ func TestQueueNames(t *testing.T) {
 		GaudiQueue(hl.GAUDI_QUEUE_ID_NIC_9_3).String(),
 		Gaudi2Queue(999).String(),
 		Queue{}.String(),
+		Gaudi3Queue(gaudi3.GAUDI3_QUEUE_ID_CPU_PQ).String(),
+		Gaudi3Queue(1).String(),
 	}
-	want := []string{"PDMA_0_0", "DCORE0_EDMA_0_0", "CPU_PQ", "DMA_0_0", "NIC_9_3", "Queue(GAUDI2, 999)", "Queue(none)"}
+	want := []string{"PDMA_0_0", "DCORE0_EDMA_0_0", "CPU_PQ", "DMA_0_0", "NIC_9_3", "Queue(GAUDI2, 999)", "Queue(none)", "CPU_PQ", "Queue(GAUDI3, 1)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)
 	}
@@ -97,6 +101,17 @@ func TestWrongASIC(t *testing.T) {
 	check("engine core on Gaudi", err, Gaudi2)
 	_, err = g2.EngineCoreID(EngineCore{})
 	check("zero engine core", err, ASICUnknown)
+	g3 := &Device{asic: Gaudi3HL338}
+	_, err = g3.QueueID(Gaudi2Queue(hl.GAUDI2_QUEUE_ID_CPU_PQ))
+	check("Gaudi2 queue on Gaudi3", err, Gaudi2)
+	_, err = g2.EngineID(Gaudi3Engine(gaudi3.GAUDI3_DIE0_ENGINE_ID_PDMA_0_CH_0))
+	check("Gaudi3 engine on Gaudi2", err, Gaudi3)
+	if id, err := g3.EngineID(Gaudi3Engine(gaudi3.GAUDI3_DIE1_ENGINE_ID_PDMA_1_CH_5)); err != nil || id != 143 {
+		t.Errorf("Gaudi3 engine on the HL-338: %d, %v", id, err)
+	}
+	if id, err := g3.QueueID(Gaudi3Queue(gaudi3.GAUDI3_QUEUE_ID_CPU_PQ)); err != nil || id != 0 {
+		t.Errorf("Gaudi3 queue on the HL-338: %d, %v", id, err)
+	}
 	if id, err := g.EngineID(GaudiEngine(hl.GAUDI_ENGINE_ID_TPC_7)); err != nil || id != 19 {
 		t.Errorf("Gaudi engine on GaudiSec: %d, %v", id, err)
 	}
@@ -109,6 +124,7 @@ func TestEngineNames(t *testing.T) {
 	}{
 		{Gaudi, int(hl.GAUDI_ENGINE_ID_SIZE), 0},
 		{Gaudi2, int(hl.GAUDI2_ENGINE_ID_SIZE), 69},
+		{Gaudi3, int(gaudi3.GAUDI3_ENGINE_ID_SIZE), 0},
 		{Goya, 0, 0},
 	} {
 		d := &Device{asic: tc.asic}
@@ -144,10 +160,14 @@ func TestEngineNames(t *testing.T) {
 		Gaudi2EngineCore(68).String(),
 		Gaudi2EngineCore(69).String(),
 		EngineCore{}.String(),
+		Gaudi3Engine(gaudi3.GAUDI3_DIE0_ENGINE_ID_PDMA_0_CH_0).String(),
+		Gaudi3Engine(gaudi3.GAUDI3_HDCORE7_ENGINE_ID_EDUP).String(),
+		Gaudi3Engine(gaudi3.GAUDI3_ENGINE_ID_SIZE).String(),
 	}
 	want := []string{
 		"DCORE0_EDMA_0", "DCORE3_TPC_5", "PCIE_DEC_1", "NIC11_1", "DMA_5", "Engine(GAUDI2, 79)", "Engine(none)",
 		"SCHED_ARC0", "TPC_QMAN_ARC24", "MME_QMAN_ARC0", "PDMA_QMAN_ARC1", "NIC_QMAN_ARC23", "EngineCore(GAUDI2, 69)", "EngineCore(none)",
+		"DIE0_PDMA_0_CH_0", "HDCORE7_EDUP", "Engine(GAUDI3, 194)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)
@@ -161,6 +181,9 @@ func TestEngineNames(t *testing.T) {
 	}
 	if _, err := d.Engine("TPC_7"); !errors.Is(err, ErrUnknownName) {
 		t.Errorf("Gaudi's engine name on Gaudi2: %v", err)
+	}
+	if e, err := (&Device{asic: Gaudi3HL338}).Engine("die1_pdma_1_ch_4"); err != nil || e != Gaudi3Engine(gaudi3.GAUDI3_DIE1_ENGINE_ID_PDMA_1_CH_4) {
+		t.Errorf("Engine(die1_pdma_1_ch_4) on the HL-338 = %v, %v", e, err)
 	}
 	if _, err := (&Device{asic: Gaudi}).EngineCore("SCHED_ARC0"); !errors.Is(err, ErrUnknownName) {
 		t.Errorf("engine core on Gaudi: %v", err)

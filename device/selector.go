@@ -81,8 +81,9 @@ type Selector struct {
 	// Path is the device node, cleaned (SelectPath).
 	Path string
 	// ASIC is the chip (SelectASIC). Gaudi matches every first-generation
-	// Gaudi (GaudiSec too), Gaudi2 every Gaudi2 revision, and Gaudi2B,
-	// Gaudi2C and Gaudi2D that revision only.
+	// Gaudi (GaudiSec too), Gaudi2 every Gaudi2 revision, Gaudi3 the
+	// HL-338 too, and Gaudi2B, Gaudi2C, Gaudi2D and Gaudi3HL338 that chip
+	// only.
 	ASIC ASIC
 }
 
@@ -127,12 +128,13 @@ func (s Selector) describe() string {
 
 // asicNames are the chip names a selector accepts, in lowercase.
 var asicNames = map[string]ASIC{
-	"gaudi":   Gaudi,
-	"gaudi2":  Gaudi2,
-	"gaudi2b": Gaudi2B,
-	"gaudi2c": Gaudi2C,
-	"gaudi2d": Gaudi2D,
-	"gaudi3":  Gaudi3,
+	"gaudi":       Gaudi,
+	"gaudi2":      Gaudi2,
+	"gaudi2b":     Gaudi2B,
+	"gaudi2c":     Gaudi2C,
+	"gaudi2d":     Gaudi2D,
+	"gaudi3":      Gaudi3,
+	"gaudi3hl338": Gaudi3HL338,
 }
 
 // ParseSelector reads a device selector, the text Open and OpenControl
@@ -147,7 +149,8 @@ var asicNames = map[string]ASIC{
 //	                     and control nodes (accel_controlDN, hl_controlDN)
 //	                     for OpenControl
 //	"gaudi", "gaudi2",   the first free device of that chip; "gaudi2b",
-//	"gaudi3"             "gaudi2c" and "gaudi2d" name one Gaudi2 revision
+//	"gaudi3"             "gaudi2c" and "gaudi2d" name one Gaudi2 revision,
+//	                     "gaudi3hl338" the HL-338 Gaudi3
 //
 // Numbers are decimal without a sign. The simulator's "sim" and "sim:N"
 // are not part of this grammar: package simdevice reads them. Errors are
@@ -212,9 +215,13 @@ func isDigits(s string) bool {
 	return true
 }
 
-// matches reports whether node n is one s selects; for SelectPath, by
-// its compute or control node.
-func (s Selector) matches(n Node) bool {
+// Matches reports whether node n is one s selects, as Open and
+// OpenControl choose: any node for SelectFirst, the node of that index,
+// PCI address, module id or chip, and for SelectPath the node whose
+// compute or control node is that path. A node whose PCI address is
+// unknown matches no PCI selector, and one without a module id
+// (ModuleID -1) no module selector.
+func (s Selector) Matches(n Node) bool {
 	switch s.Kind {
 	case SelectFirst:
 		return true
@@ -233,6 +240,8 @@ func (s Selector) matches(n Node) bool {
 			return a.IsGaudi()
 		case Gaudi2:
 			return a.IsGaudi2()
+		case Gaudi3:
+			return a.IsGaudi3()
 		}
 		return a == s.ASIC
 	}

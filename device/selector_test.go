@@ -33,6 +33,7 @@ func TestParseSelector(t *testing.T) {
 		{"GAUDI2", device.Selector{Kind: device.SelectASIC, ASIC: device.Gaudi2}, "gaudi2"},
 		{"gaudi2b", device.Selector{Kind: device.SelectASIC, ASIC: device.Gaudi2B}, ""},
 		{"gaudi3", device.Selector{Kind: device.SelectASIC, ASIC: device.Gaudi3}, ""},
+		{"Gaudi3HL338", device.Selector{Kind: device.SelectASIC, ASIC: device.Gaudi3HL338}, "gaudi3hl338"},
 	} {
 		got, err := device.ParseSelector(tc.in)
 		if err != nil {
@@ -82,6 +83,30 @@ func TestParseSelectorBad(t *testing.T) {
 				d.Close()
 			}
 			t.Errorf("OpenControl(%q): %v, want ErrBadSelector", in, err)
+		}
+	}
+}
+
+// TestSelectorMatchesGaudi3 checks that "gaudi3" selects both Gaudi3
+// devices the out-of-tree driver binds and "gaudi3hl338" the HL-338 alone.
+func TestSelectorMatchesGaudi3(t *testing.T) {
+	g3 := device.Node{DeviceID: device.PCIDeviceGaudi3, Revision: 1}
+	hl338 := device.Node{DeviceID: device.PCIDeviceGaudi3HL338, Revision: 1}
+	g2 := device.Node{DeviceID: device.PCIDeviceGaudi2, Revision: 1}
+	for _, tc := range []struct {
+		sel              string
+		g3, hl338, gaudi bool
+	}{
+		{"gaudi3", true, true, false},
+		{"gaudi3hl338", false, true, false},
+		{"gaudi2", false, false, true},
+	} {
+		s, err := device.ParseSelector(tc.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Matches(g3) != tc.g3 || s.Matches(hl338) != tc.hl338 || s.Matches(g2) != tc.gaudi {
+			t.Errorf("%s matches Gaudi3 %v, HL-338 %v, Gaudi2 %v", tc.sel, s.Matches(g3), s.Matches(hl338), s.Matches(g2))
 		}
 	}
 }

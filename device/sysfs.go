@@ -3,6 +3,8 @@ package device
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -11,14 +13,50 @@ import (
 
 // SysFS reads device information from sysfs below an injectable root: "/"
 // on a live system, or a fixture tree that holds a sys/ directory in tests.
-// The zero value reads the live system.
+// The zero value reads the live system, or the tree the environment
+// variable GAUDI_ROOT names (see RootEnv).
 //
 // SysFS only reads files and symbolic links; it never opens a device node,
 // so it works while another process owns the device. A SysFS is a plain
 // value and is safe for concurrent use.
 type SysFS struct {
-	// Root is the directory that contains sys/. Empty means "/".
+	// Root is the directory that contains sys/. Empty means $GAUDI_ROOT
+	// when it is set, else "/".
 	Root string
+}
+
+// RootEnv is the environment variable that moves discovery off the live
+// system: GAUDI_ROOT=DIR makes the zero SysFS read DIR/sys, and Open and
+// OpenControl open the nodes discovery finds under DIR (DIR/dev/accel/accel0
+// for /dev/accel/accel0). A simulated server serving devices under a
+// directory (tools/hlsim serve -dir DIR) lays them out so; an unset or
+// empty variable means the live system. Node paths given as selectors are
+// opened as they are written.
+const RootEnv = "GAUDI_ROOT"
+
+// root returns the directory that contains sys/ and dev/.
+func (s SysFS) root() string {
+	if s.Root != "" {
+		return s.Root
+	}
+	if r := os.Getenv(RootEnv); r != "" {
+		return r
+	}
+	return "/"
+}
+
+// nodePath returns where a node the kernel names path (/dev/accel/accel0)
+// is: under GAUDI_ROOT when the zero SysFS reads that tree, else path
+// itself (a SysFS with Root set reads sysfs there and leaves nodes where
+// the kernel names them, as for fixture trees).
+func (s SysFS) nodePath(path string) string {
+	if s.Root != "" {
+		return path
+	}
+	if r := os.Getenv(RootEnv); r != "" {
+		return filepath.Join(r, path)
+	}
+	return path
 }
 
 // AttrError reports a sysfs file that discovery needs (such as a PCI
@@ -40,7 +78,7 @@ func (e *AttrError) Error() string {
 func (e *AttrError) Unwrap() error { return e.Err }
 
 // path joins elem under the root.
-func (s SysFS) path(elem ...string) string { return sysfsattr.Join(s.Root, elem...) }
+func (s SysFS) path(elem ...string) string { return sysfsattr.Join(s.root(), elem...) }
 
 // readAttr returns the content of a sysfs text attribute without
 // surrounding white space.

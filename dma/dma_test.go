@@ -27,10 +27,18 @@ func newRig(t testing.TB, asic sim.ASIC, opts Options) rig {
 	t.Helper()
 	cfg := sim.Default(asic, 1)
 	cfg.LockDir = t.TempDir()
+	if _, ok := t.(*testing.B); ok {
+		cfg.Strict = sim.StrictOff // benchmarks measure what programs run
+	}
 	s, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // after the cleanups below: fails on strict mode violations
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)

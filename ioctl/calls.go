@@ -71,3 +71,23 @@ func (d *Device) MapHost(args *hl.MemMapHostArgs) error {
 	}
 	return issue(d, req, nrMemory, code, args)
 }
+
+// RegDMABufFD issues MEMORY REG_DMABUF_FD, the out-of-tree driver's
+// registration of a dma-buf by descriptor (args.Op is
+// hl.HL_MEM_OP_REG_DMABUF_FD, args.FD and args.Length name the buffer).
+// The driver attaches to the dma-buf, maps its pages into the device's host
+// range and answers the device address in args.Out().DeviceVirtAddr(); a
+// MEMORY UNMAP of that address releases it. The attachment holds the
+// dma-buf, not the descriptor, so the descriptor may be closed afterwards.
+//
+// An upstream driver answers EINVAL (an unknown op); an out-of-tree driver
+// built without peer-to-peer dma-buf support answers EPERM, which matches
+// ErrNotSupported.
+func (d *Device) RegDMABufFD(args *hl.MemRegDmabufFDArgs) error {
+	code := args.Op
+	req, err := d.request(nrMemory, code)
+	if err != nil {
+		return err
+	}
+	return issue(d, req, nrMemory, code, args)
+}

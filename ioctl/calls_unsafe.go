@@ -89,3 +89,27 @@ func attemptWait[T waitArgs](d *Device, req uint, args *T) error {
 // the wait loop reads the flags and the answer and sets the timeouts. Those
 // members are integers in every view; the user address is not touched.
 func waitView[T waitArgs](args *T) *hl.WaitCSArgs { return (*hl.WaitCSArgs)(unsafe.Pointer(args)) }
+
+// NIC issues the out-of-tree driver's NIC ioctl with args, pointing its
+// input and output pointers and sizes at in and out (nil or empty for
+// none). The sub-operation is args.Op. The driver copies in before it acts
+// and out before it returns, so both only need to live for the call, which
+// the Pointers in args ensure.
+//
+// The ioctl exists only with the accel (DRM) numbering; on a legacy node,
+// and on an upstream driver, it fails with ENOTTY, which matches
+// ErrNotSupported. The out-of-tree driver answers EBUSY for a device that
+// is not operational, EINVAL for an op it does not serve, and EFAULT when
+// the device's NIC is not initialized (no ports).
+func (d *Device) NIC(args *hl.NICArgs, in, out []byte) error {
+	req, err := d.request(nrNIC, args.Op)
+	if err != nil {
+		return err
+	}
+	if uint64(len(in)) > math.MaxUint32 || uint64(len(out)) > math.MaxUint32 {
+		return &Error{Op: opNames[nrNIC], Sub: subName(nrNIC, args.Op), Req: req, Errno: unix.EINVAL}
+	}
+	args.InputPtr, args.InputSize = hl.SlicePointer(in), uint32(len(in))
+	args.OutputPtr, args.OutputSize = hl.SlicePointer(out), uint32(len(out))
+	return issue(d, req, nrNIC, args.Op, args)
+}

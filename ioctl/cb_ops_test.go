@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -13,13 +14,7 @@ import (
 // simDevice opens the compute node of a fresh simulated device of asic.
 func simDevice(t *testing.T, asic sim.ASIC) *ioctl.Device {
 	t.Helper()
-	cfg := sim.Default(asic, 1)
-	cfg.LockDir = t.TempDir()
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := simtest.New(t, sim.Default(asic, 1))
 	f, err := s.Device(0).Open()
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,10 @@ func TestCloseRace(t *testing.T) {
 					if g%2 == 0 {
 						err = d.Info(hl.HL_INFO_DEVICE_STATUS, &args, out)
 					} else {
-						_, err = d.Mmap(0, 4096, unix.PROT_READ, unix.MAP_SHARED)
+						var b []byte
+						if b, err = d.Mmap(0, 4096, unix.PROT_READ, unix.MAP_SHARED); err == nil {
+							err = d.Munmap(b)
+						}
 					}
 					if err == nil {
 						runtime.Gosched() // let Close run, even with GOMAXPROCS=1

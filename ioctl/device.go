@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,6 +99,9 @@ func (d *Device) Mmap(offset int64, length int, prot, flags int) ([]byte, error)
 		b, err := d.f.Mmap(offset, length, prot, flags)
 		d.release()
 		if err == nil {
+			if leak.Recording() {
+				leak.Mapped(b, fmt.Sprintf("mmap of %s at offset %#x", d.f.Name(), offset))
+			}
 			return b, nil
 		}
 		if !isEINTR(err) {
@@ -113,6 +117,7 @@ func (d *Device) Munmap(b []byte) error {
 	if err := d.f.Munmap(b); err != nil {
 		return wrapErr("MUNMAP", "", 0, err)
 	}
+	leak.Unmapped(b)
 	return nil
 }
 
@@ -135,7 +140,11 @@ func (d *Device) release() { d.mu.RUnlock() }
 func (d *Device) request(nr int, code uint32) (uint, error) {
 	enc, err := d.encoding()
 	if err == nil {
-		return requests[enc][nr], nil
+		if req := requests[enc][nr]; req != 0 {
+			return req, nil
+		}
+		// No number in this encoding: the kernel could not understand it.
+		return 0, &Error{Op: opNames[nr], Sub: subName(nr, code), Errno: unix.ENOTTY}
 	}
 	var e *Error
 	if errors.As(err, &e) && e.closed {

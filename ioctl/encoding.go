@@ -43,6 +43,7 @@ var requests = [...][numNr]uint{
 		nrWaitCS: uint(hl.DRM_IOCTL_HL_WAIT_CS),
 		nrMemory: uint(hl.DRM_IOCTL_HL_MEMORY),
 		nrDebug:  uint(hl.DRM_IOCTL_HL_DEBUG),
+		nrNIC:    uint(hl.DRM_IOCTL_HL_NIC),
 	},
 	EncodingLegacy: {
 		nrInfo:   uint(hl.HL_LEGACY_IOCTL_INFO),
@@ -51,6 +52,8 @@ var requests = [...][numNr]uint{
 		nrWaitCS: uint(hl.HL_LEGACY_IOCTL_WAIT_CS),
 		nrMemory: uint(hl.HL_LEGACY_IOCTL_MEMORY),
 		nrDebug:  uint(hl.HL_LEGACY_IOCTL_DEBUG),
+		// nrNIC has no legacy number: the out-of-tree driver added it
+		// after the move to accel; request refuses it with ENOTTY.
 	},
 }
 

@@ -70,13 +70,15 @@ var (
 //
 //	errno       Op and Sub                              matches
 //	EBUSY       OPEN                                    ErrDeviceBusy
-//	EBUSY       INFO, CB, CS, WAIT_CS, MEMORY, DEBUG    ErrNotOperational
+//	EBUSY       INFO, CB, CS, WAIT_CS, MEMORY, DEBUG,   ErrNotOperational
+//	            NIC
 //	EPERM       OPEN                                    ErrNotOperational
 //	EPERM       CS STAGED_SUBMISSION,                   ErrNotSupported
 //	            CS ENGINE_CORE_COMMAND,
 //	            CS ENGINES_COMMAND,
 //	            WAIT_CS MULTI_CS, WAIT_CS INTERRUPT,
-//	            MEMORY MAP_BLOCK
+//	            MEMORY MAP_BLOCK,
+//	            MEMORY REG_DMABUF_FD
 //	EAGAIN      OPEN                                    ErrInReset
 //	ENOTTY      any                                     ErrNotSupported
 //	EOPNOTSUPP  any                                     ErrNotSupported
@@ -93,7 +95,7 @@ var (
 // answers an Error with Errno EBADF that also matches ErrClosed.
 type Error struct {
 	// Op is the operation: "INFO", "CB", "CS", "WAIT_CS", "MEMORY",
-	// "DEBUG" for ioctls, "MMAP" and "MUNMAP" for mappings and "OPEN" for
+	// "DEBUG" and the out-of-tree driver's "NIC" for ioctls, "MMAP" and "MUNMAP" for mappings and "OPEN" for
 	// opening the file.
 	Op string
 	// Sub names the sub-operation in the driver's spelling, such as
@@ -169,13 +171,16 @@ var (
 	subMultiCS     = hl.WaitCSFlagNames[hl.HL_WAIT_CS_FLAGS_MULTI_CS]
 	subInterrupt   = hl.WaitCSFlagNames[hl.HL_WAIT_CS_FLAGS_INTERRUPT]
 	subMapBlock    = hl.MemOpNames[hl.HL_MEM_OP_MAP_BLOCK]
+	subRegDMABuf   = hl.OutOfTreeMemOpNames[hl.HL_MEM_OP_REG_DMABUF_FD]
 )
 
 // unsupportedEPERM reports whether the driver answers EPERM to operation op
 // sub only when the ASIC lacks the feature: hl_cs_sanity_checks (staged
 // submission), cs_ioctl_engine_cores and cs_ioctl_engines (engine modes),
 // hl_multi_cs_wait_ioctl, hl_interrupt_wait_ioctl (no user interrupts) and
-// gaudi_get_hw_block_id (MAP_BLOCK on Gaudi), all in the Linux 6.12 driver.
+// gaudi_get_hw_block_id (MAP_BLOCK on Gaudi), all in the Linux 6.12 driver,
+// and the out-of-tree driver's map_device_va_from_dmabuf_fd (REG_DMABUF_FD
+// built for a kernel without peer-to-peer dma-buf attachments).
 func unsupportedEPERM(op, sub string) bool {
 	switch op {
 	case "CS":
@@ -183,7 +188,7 @@ func unsupportedEPERM(op, sub string) bool {
 	case "WAIT_CS":
 		return sub == subMultiCS || sub == subInterrupt
 	case "MEMORY":
-		return sub == subMapBlock
+		return sub == subMapBlock || sub == subRegDMABuf
 	}
 	return false
 }

@@ -16,6 +16,11 @@ import (
 // The returned File is safe for concurrent use. Its Close waits for calls in
 // flight and only then closes the descriptor, so no call is ever issued on a
 // descriptor number that was closed and possibly reused by another open.
+//
+// A node that tools/hlsim serves (a regular file that answers hlsim's
+// Hello, never a device node) is recognised: the File then reports itself
+// simulated (a method Simulated() bool, as device.Device.Simulated asks)
+// and receives the dma-bufs the server exports (served_unsafe.go).
 func OpenFile(path string) (File, error) {
 	var (
 		fd  int
@@ -34,7 +39,7 @@ func OpenFile(path string) (File, error) {
 		}
 		return nil, &Error{Op: "OPEN", Sub: path, Errno: errno}
 	}
-	return &kernelFile{fd: fd, name: path}, nil
+	return &kernelFile{fd: fd, name: path, srv: probeServed(fd)}, nil
 }
 
 // kernelFile is a File backed by a kernel file descriptor.
@@ -44,6 +49,7 @@ func OpenFile(path string) (File, error) {
 // be closed, and then reused by an unrelated open, while a call is using it.
 type kernelFile struct {
 	name string
+	srv  *served // a node tools/hlsim serves, or nil
 
 	mu sync.RWMutex
 	fd int // -1 once closed
@@ -56,7 +62,7 @@ func (f *kernelFile) Mmap(offset int64, length int, prot, flags int) ([]byte, er
 	if f.fd < 0 {
 		return nil, unix.EBADF
 	}
-	return unix.Mmap(f.fd, offset, length, prot, flags)
+	return unix.Mmap(f.fd, f.mmapOffset(offset), length, prot, flags)
 }
 
 // Munmap implements File. It does not need the descriptor.
@@ -73,6 +79,7 @@ func (f *kernelFile) Close() error {
 	}
 	fd := f.fd
 	f.fd = -1
+	f.srv.close()
 	// close(2) must not be retried on EINTR: the descriptor is gone either way.
 	return unix.Close(fd)
 }

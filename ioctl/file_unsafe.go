@@ -45,11 +45,15 @@ func (f *kernelFile) Ioctl(req uint, arg unsafe.Pointer) error {
 	if f.fd < 0 {
 		return unix.EBADF
 	}
+	export := f.srv != nil && isExport(req, arg)
 	// The conversion of arg to uintptr happens in the call expression, which
 	// keeps the object it points at alive until the system call returns.
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(f.fd), uintptr(req), uintptr(arg))
 	if errno != 0 {
 		return errno
+	}
+	if export {
+		return f.takeExport(arg)
 	}
 	return nil
 }

@@ -14,7 +14,8 @@ const (
 	nrWaitCS = hl.HL_IOCTL_WAIT_CS
 	nrMemory = hl.HL_IOCTL_MEMORY
 	nrDebug  = hl.HL_IOCTL_DEBUG
-	numNr    = nrDebug + 1
+	nrNIC    = hl.HL_IOCTL_NIC
+	numNr    = nrNIC + 1
 )
 
 // opNames gives Error.Op for each ioctl number.
@@ -25,6 +26,7 @@ var opNames = [numNr]string{
 	nrWaitCS: "WAIT_CS",
 	nrMemory: "MEMORY",
 	nrDebug:  "DEBUG",
+	nrNIC:    "NIC",
 }
 
 // csKinds are the flags that choose the kind of a submission, in the order
@@ -52,21 +54,24 @@ var waitKinds = [...]uint32{
 }
 
 // subName names sub-operation code of ioctl nr with the generated name
-// tables of package hl: code is the op field for INFO, CB, MEMORY and DEBUG,
+// tables of package hl, upstream's and then the out-of-tree driver's: code
+// is the op field for INFO, CB, MEMORY, DEBUG and NIC,
 // and the flags for CS and WAIT_CS, named by their kind (a plain staged
 // submission is named STAGED_SUBMISSION). It only runs to build an error, so it may
 // allocate for an unknown op.
 func subName(nr int, code uint32) string {
-	var table map[uint32]string
+	var table, outOfTree map[uint32]string
 	switch nr {
 	case nrInfo:
-		table = hl.InfoOpNames
+		table, outOfTree = hl.InfoOpNames, hl.OutOfTreeInfoOpNames
 	case nrCB:
 		table = hl.CBOpNames
 	case nrMemory:
-		table = hl.MemOpNames
+		table, outOfTree = hl.MemOpNames, hl.OutOfTreeMemOpNames
 	case nrDebug:
-		table = hl.DebugOpNames
+		table, outOfTree = hl.DebugOpNames, hl.OutOfTreeDebugOpNames
+	case nrNIC:
+		table = hl.NICOpNames
 	case nrCS:
 		if k := flagKind(code, csKinds[:], hl.CSFlagNames); k != "" {
 			return k
@@ -81,6 +86,9 @@ func subName(nr int, code uint32) string {
 		return ""
 	}
 	if name, ok := table[code]; ok {
+		return name
+	}
+	if name, ok := outOfTree[code]; ok {
 		return name
 	}
 	return "OP_" + strconv.FormatUint(uint64(code), 10)

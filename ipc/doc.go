@@ -31,6 +31,12 @@
 // revoked (CachedImport.Revoked is closed) and all entries of an exporter
 // when it goes away.
 //
+// Imported.MapInto maps an imported buffer into a device of this process
+// (memory.Manager.Import, Intel's out-of-tree driver): that device's DMA
+// engines then copy to and from the exporter's device memory, which is the
+// whole device-to-device path between two processes: A exports, B imports
+// into its own Gaudi and copies with its own engines.
+//
 // On the simulator an exported descriptor is a memfd that the CPU can mmap.
 // A Gaudi dma-buf cannot be mmapped: an importer on hardware registers it
 // with an RDMA NIC or imports it into another device.

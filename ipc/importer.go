@@ -140,7 +140,7 @@ func roundTrip(ctx context.Context, addr, what string, req []byte) (*net.UnixCon
 	}
 	buf := make([]byte, repHeaderLen+maxMessage+1)
 	oob := make([]byte, unix.CmsgSpace(4*4))
-	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	n, oobn, flags, err := recvMsg(c, buf, oob)
 	fds, perr := rights(oob[:oobn])
 	closeAll := func() {
 		for _, fd := range fds {

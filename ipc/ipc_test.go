@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
 	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +28,13 @@ const childEnv = "GAUDI_IPC_TEST_CHILD"
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "":
-		os.Exit(m.Run())
+		// The examples open the process's simulated server, which stays
+		// for the process; it is closed before the leak check.
+		os.Exit(leakcheck.Run(m, leakcheck.AfterRun(func() {
+			if s, err := simdevice.System(); err == nil {
+				s.Close()
+			}
+		})))
 	case "export":
 		os.Exit(childExport())
 	case "import":
@@ -37,6 +45,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childCache())
 	case "watch":
 		os.Exit(childWatch())
+	case "device-export":
+		os.Exit(childDeviceExport())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(2)
@@ -606,6 +616,7 @@ func TestFDsSteady(t *testing.T) {
 	before := countFDs(t)
 	e, h := newTestExporter(t)
 	withExport := countFDs(t)
+	early := earlyEOFs.Load()
 	ctx := context.Background()
 	for i := range imports {
 		im, err := Import(ctx, e.Addr(), h)
@@ -620,7 +631,7 @@ func TestFDsSteady(t *testing.T) {
 		im.Close()
 	}
 	waitFDs(t, withExport)
-	t.Logf("%d imports: %d descriptors before the exporter, %d with it, %d after the imports", imports, before, withExport, countFDs(t))
+	t.Logf("%d imports: %d descriptors before the exporter, %d with it, %d after the imports; %d replies read again after an early end of file (see recvMsg)", imports, before, withExport, countFDs(t), earlyEOFs.Load()-early)
 	e.Close()
 	waitFDs(t, before)
 }

@@ -63,7 +63,7 @@ func (w *Watcher) read() {
 	defer close(w.ended)
 	buf := make([]byte, noticeLen+1)
 	for {
-		n, err := w.c.Read(buf)
+		n, _, _, err := recvMsg(w.c, buf, nil)
 		if err == nil && n == 0 {
 			err = io.EOF
 		}

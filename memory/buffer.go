@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/internal/errclosed"
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
@@ -32,7 +34,10 @@ type AllocOptions struct {
 // transfer holds the buffer: the transfer's end finishes it, and the
 // dma.Engine's Close returns its error.
 //
-// A Buffer is safe for concurrent use; Close is idempotent.
+// A Buffer is safe for concurrent use; Close is idempotent. The Manager
+// keeps every open Buffer, so only a Manager dropped without Close leaves
+// one for the garbage collector, which then reports both (see
+// device.SetLeakReporter).
 type Buffer struct {
 	m      *Manager
 	handle uint64 // the driver's handle (Gaudi2); 0 on Gaudi
@@ -44,6 +49,8 @@ type Buffer struct {
 	holds   int  // transfers in flight
 	closing bool // Close was called while holds > 0
 	closed  bool
+
+	leak runtime.Cleanup // reports a Buffer dropped without Close
 }
 
 // Alloc allocates size bytes of device memory, rounded up to the device's
@@ -72,10 +79,12 @@ func (m *Manager) Alloc(size uint64, opts AllocOptions) (*Buffer, error) {
 	} else if err := b.allocPhysical(); err != nil {
 		return nil, err
 	}
+	b.leak = leak.Track(b, leak.Info{Type: "*memory.Buffer", Device: m.dev.Path(), VA: b.va, Size: b.size, FD: -1}, 0)
 	m.mu.Lock()
 	ok := !m.closed && m.devVA.insert(b.va, b.va+b.size, b)
 	m.mu.Unlock()
 	if !ok {
+		b.leak.Stop()
 		err := fmt.Errorf("allocate device memory: address %#x overlaps a live buffer or the manager closed", b.va)
 		return nil, errors.Join(err, b.release())
 	}
@@ -198,13 +207,14 @@ func (b *Buffer) Close() error {
 		n := b.exports
 		b.mu.Unlock()
 		return fmt.Errorf("close device buffer at %#x: %d dma-buf export(s) open: %w", b.va, n, ErrInUse)
-	case b.holds > 0:
-		b.closing = true
-		b.mu.Unlock()
-		return nil
 	}
 	b.closing = true
+	b.leak.Stop()
+	held := b.holds > 0
 	b.mu.Unlock()
+	if held {
+		return nil
+	}
 	return b.finishClose()
 }
 

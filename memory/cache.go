@@ -78,6 +78,13 @@ type CacheStats struct {
 // (ErrGoHeap) and must stay valid until it is invalidated (InvalidateHost)
 // or the Manager is closed. Mappings the call evicts are unmapped; errors
 // of those unmaps are returned by the Manager's Close.
+//
+// The cache knows memory by its address only. Memory unmapped without
+// InvalidateHost and mapped again at the same address is served the old
+// mapping, whose pages the driver pinned at MAP: the device then reads and
+// writes the old pages, not the new memory (the simulator's strict mode
+// reports such a transfer). AllocHost drops cached mappings of the
+// addresses it receives, which cannot be what they pinned.
 func (m *Manager) MapHostCached(mem []byte) (HostRef, error) {
 	if len(mem) == 0 {
 		return HostRef{}, fmt.Errorf("map host memory: empty: %w", ErrRange)
@@ -122,7 +129,7 @@ func (m *Manager) MapHostCached(mem []byte) (HostRef, error) {
 // mapCachedHost maps mem for the cache: indexed by device address only,
 // since the cache indexes host addresses itself.
 func (m *Manager) mapCachedHost(mem []byte) (*HostBuffer, error) {
-	h, err := m.mapHost(mem, false)
+	h, err := m.mapHost(mem, false, false)
 	if err != nil {
 		return nil, err
 	}

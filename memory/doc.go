@@ -11,6 +11,15 @@
 // MapHostCached; memory on the Go heap is refused, because the garbage
 // collector may move it while a DMA engine writes it.
 //
+// # Importing device memory of another Gaudi
+//
+// Import maps a dma-buf (another Gaudi's Buffer.Export, from this process
+// or, through package ipc, from another one) into the device's host
+// address range, so this device's DMA engines copy to and from the other
+// device's memory: typed copies take the import where host memory goes.
+// It needs Intel's out-of-tree habanalabs driver (REG_DMABUF_FD); on the
+// kernel's driver it fails with ErrNotSupported.
+//
 // # Lifetimes
 //
 // Every buffer and mapping has an idempotent Close. A device buffer is
@@ -33,6 +42,16 @@
 // address: a device address of a buffer or of a host mapping, or a host
 // pointer of mapped host memory. The dma package uses it to find the
 // direction of a copy.
+//
+// # Memory maps
+//
+// LayoutOf returns what the driver fixes about a chip's memory without
+// asking the device: the DRAM physical base and virtual range, the DRAM
+// page sizes its MMU supports and which of them may be active at once
+// (Layout.CheckPageSizes), the default allocation page size, the HBM the
+// driver reserves (Layout.ReservedDRAM), and the host-memory ranges and
+// their page sizes. Gaudi3 has such a table: its MMU, unlike Gaudi2's,
+// takes several DRAM page sizes at once.
 //
 // All types are safe for concurrent use.
 package memory

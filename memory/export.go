@@ -3,9 +3,11 @@ package memory
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/internal/errclosed"
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -15,6 +17,11 @@ import (
 // descriptor, for an RDMA NIC or another process. While it is open the
 // buffer cannot be closed (ErrInUse). A DMABuf is safe for concurrent use;
 // Close is idempotent.
+//
+// A DMABuf dropped without Close is reported when the garbage collector
+// finds it (see device.SetLeakReporter). Its buffer then stays
+// unclosable: the export is never counted as closed, although the
+// *os.File's own cleanup closes the descriptor.
 type DMABuf struct {
 	f      *os.File
 	buf    *Buffer
@@ -24,6 +31,8 @@ type DMABuf struct {
 	mu     sync.Mutex
 	closed bool
 	hooks  map[*closeHook]struct{} // AfterClose functions not yet run or stopped
+
+	leak runtime.Cleanup // reports a DMABuf dropped without Close
 }
 
 type closeHook struct{ f func() }
@@ -90,7 +99,9 @@ func (b *Buffer) Export(offset, size uint64, opts ExportOptions) (*DMABuf, error
 	}
 	// Naming is best effort: not every kernel or exporter allows it.
 	_ = ioctl.SetDMABufName(fd, name)
-	return &DMABuf{f: os.NewFile(uintptr(fd), name), buf: b, offset: offset, size: size}, nil
+	d := &DMABuf{f: os.NewFile(uintptr(fd), name), buf: b, offset: offset, size: size}
+	d.leak = leak.Track(d, leak.Info{Type: "*memory.DMABuf", Device: m.dev.Path(), VA: b.va + offset, Size: size, FD: fd}, 0)
+	return d, nil
 }
 
 func (b *Buffer) dropExport() {
@@ -128,6 +139,7 @@ func (d *DMABuf) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.leak.Stop()
 	hooks := d.hooks
 	d.hooks = nil
 	d.mu.Unlock()

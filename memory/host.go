@@ -3,9 +3,11 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/internal/errclosed"
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -21,10 +23,16 @@ type HostOptions struct {
 // HostBuffer is host memory mapped into the device's address space, so DMA
 // engines can read and write it. Memory from AllocHost lives outside the Go
 // heap and is unmapped by Close; memory given to MapHost stays the
-// caller's.
+// caller's. A dma-buf mapped by Import is a HostBuffer too: the device
+// reaches it through the same host address range, over PCIe, but it is
+// not this process's memory (Imported is true, Bytes nil).
 //
 // Close unmaps the memory from the device; it defers that while a transfer
-// holds the mapping, so memory is never unmapped under a running DMA. A HostBuffer is safe for concurrent use; Close is idempotent.
+// holds the mapping, so memory is never unmapped under a running DMA. A
+// HostBuffer is safe for concurrent use; Close is idempotent. The Manager
+// keeps every open HostBuffer, so only a Manager dropped without Close
+// leaves one for the garbage collector, which then reports both (see
+// device.SetLeakReporter) and unmaps nothing.
 type HostBuffer struct {
 	m    *Manager
 	mem  []byte
@@ -32,12 +40,16 @@ type HostBuffer struct {
 	huge string // "hugetlb", "thp" or ""
 	va   uint64 // device address of mem[0]
 	size uint64
+	// imported: a dma-buf mapped by Import, with no host memory (mem nil).
+	imported bool
 
 	mu      sync.Mutex
 	holds   int
 	closing bool
 	closed  bool
 	cached  bool // owned by the registration cache
+
+	leak runtime.Cleanup // reports a HostBuffer dropped without Close
 }
 
 const hugePageSize = 2 << 20
@@ -52,7 +64,7 @@ func (m *Manager) AllocHost(size uint64, opts HostOptions) (*HostBuffer, error) 
 	if err != nil {
 		return nil, fmt.Errorf("allocate host memory: %w", err)
 	}
-	h, err := m.mapHost(mem, true)
+	h, err := m.mapHost(mem, true, true)
 	if err != nil {
 		if uerr := munmapRange(mem); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("free host memory: %w", uerr))
@@ -113,16 +125,25 @@ func (m *Manager) MapHost(mem []byte) (*HostBuffer, error) {
 	if onGoHeap(mem) {
 		return nil, fmt.Errorf("map host memory at %#x: %w", addrOf(mem), ErrGoHeap)
 	}
-	return m.mapHost(mem, false)
+	return m.mapHost(mem, false, true)
 }
 
-// mapHost issues MAP with HL_MEM_USERPTR and indexes the mapping.
-func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
+// mapHost issues MAP with HL_MEM_USERPTR and indexes the mapping; track
+// attaches the safety net to a mapping the caller owns (not to the
+// registration cache's). For memory AllocHost just got from mmap (own),
+// cached mappings of the same addresses are stale: their memory was
+// unmapped (without InvalidateHost) and the device would use its pinned
+// pages, not this memory; they leave the cache first.
+func (m *Manager) mapHost(mem []byte, own, track bool) (*HostBuffer, error) {
 	m.mu.RLock()
 	closed := m.closed
 	m.mu.RUnlock()
 	if closed {
 		return nil, m.errClosed("map host memory")
+	}
+	if own {
+		start := addrOf(mem)
+		m.report(m.cache.invalidate(start, start+uint64(cap(mem)), true))
 	}
 	var a hl.MemMapHostArgs
 	a.Op = hl.HL_MEM_OP_MAP
@@ -133,6 +154,9 @@ func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
 	}
 	h := &HostBuffer{m: m, mem: mem, own: own, va: a.Out().DeviceVirtAddr(), size: uint64(len(mem))}
 	host := addrOf(mem)
+	if track {
+		h.leak = leak.Track(h, leak.Info{Type: "*memory.HostBuffer", Device: m.dev.Path(), VA: h.va, Host: uintptr(host), Size: h.size, FD: -1}, 1)
+	}
 	m.mu.Lock()
 	ok := !m.closed && m.hostVA.insert(h.va, h.va+h.size, h)
 	if ok && !m.hostPtr.insert(host, host+h.size, h) {
@@ -141,13 +165,15 @@ func (m *Manager) mapHost(mem []byte, own bool) (*HostBuffer, error) {
 	}
 	m.mu.Unlock()
 	if !ok {
+		h.leak.Stop()
 		err := fmt.Errorf("map host memory at %#x: the range is already mapped, or the manager closed", host)
 		return nil, errors.Join(err, h.unmap())
 	}
 	return h, nil
 }
 
-// Bytes returns the host memory.
+// Bytes returns the host memory; nil for an imported dma-buf, which the
+// CPU does not reach through the mapping.
 func (h *HostBuffer) Bytes() []byte { return h.mem }
 
 // VA returns the device address of the first byte.
@@ -209,6 +235,7 @@ func (h *HostBuffer) Close() error {
 		return nil
 	}
 	h.closing = true
+	h.leak.Stop()
 	busy := h.holds > 0
 	h.mu.Unlock()
 	if busy {
@@ -228,6 +255,7 @@ func (h *HostBuffer) shut() error {
 	}
 	h.closing = true
 	h.cached = false
+	h.leak.Stop()
 	busy := h.holds > 0
 	h.mu.Unlock()
 	if busy {
@@ -249,7 +277,9 @@ func (h *HostBuffer) release() error {
 	m := h.m
 	m.mu.Lock()
 	m.hostVA.remove(h.va)
-	m.hostPtr.remove(addrOf(h.mem))
+	if !h.imported {
+		m.hostPtr.remove(addrOf(h.mem))
+	}
 	m.mu.Unlock()
 	err := h.unmap()
 	if h.own {
@@ -264,6 +294,9 @@ func (h *HostBuffer) unmap() error {
 	in.Op = hl.HL_MEM_OP_UNMAP
 	in.Unmap().DeviceVirtAddr = h.va
 	if err := h.m.releaseCall(&a); err != nil {
+		if h.imported {
+			return fmt.Errorf("unmap imported dma-buf: %w", err)
+		}
 		return fmt.Errorf("unmap host memory: %w", err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package memory
 import (
 	"unsafe"
 
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,7 +24,9 @@ func mmapAnon(n uint64, prot, flags int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unsafe.Slice((*byte)(p), n), nil
+	mem := unsafe.Slice((*byte)(p), n)
+	leak.Mapped(mem, "host memory of AllocHost")
+	return mem, nil
 }
 
 // munmapRange unmaps the pages of b[:cap(b)].
@@ -32,5 +35,9 @@ func munmapRange(b []byte) error {
 		return nil
 	}
 	b = b[:cap(b)]
-	return unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
+	if err := unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b))); err != nil {
+		return err
+	}
+	leak.Unmapped(b)
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/simdevice"
@@ -18,12 +19,7 @@ import (
 // engine attached to it.
 func rig(t *testing.T, asic sim.ASIC, withEngine bool) (*memory.Manager, *dma.Engine) {
 	t.Helper()
-	cfg := sim.Default(asic, 1)
-	cfg.LockDir = t.TempDir()
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := simtest.New(t, sim.Default(asic, 1))
 	d, err := simdevice.OpenSim(s.Device(0))
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,14 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/internal/errclosed"
+	"github.com/gaudi-go/gaudi/internal/leak"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
@@ -42,6 +44,8 @@ type Manager struct {
 	moverMu sync.Mutex
 	mover   Mover         // the DMA engine ReadAt and WriteAt use (io.go)
 	stages  []*HostBuffer // pooled staging buffers of ReadAt and WriteAt
+
+	leak runtime.Cleanup // reports a Manager dropped without Close
 }
 
 // Options configure a Manager.
@@ -63,7 +67,7 @@ func New(d *device.Device, opts Options) (*Manager, error) {
 		dev:         d,
 		io:          devio.Of(d),
 		hw:          hw,
-		virtualDRAM: d.ASIC().IsGaudi2() || d.ASIC() == device.Gaudi3,
+		virtualDRAM: d.ASIC().IsGaudi2() || d.ASIC().IsGaudi3(),
 	}
 	if !m.virtualDRAM {
 		m.phys = newPhysAlloc(hw.DRAMBase, hw.DRAMSize)
@@ -75,6 +79,7 @@ func New(d *device.Device, opts Options) (*Manager, error) {
 		opts.CacheBytes = 64 << 30
 	}
 	m.cache = newRegCache(m, opts.CacheEntries, opts.CacheBytes)
+	m.leak = leak.Track(m, leak.Info{Type: "*memory.Manager", Device: d.Path(), FD: -1}, 0)
 	return m, nil
 }
 
@@ -89,6 +94,10 @@ func (m *Manager) Device() *device.Device { return m.dev }
 // of the releases it did, joined, and the errors of releases nobody could
 // return before (mappings the registration cache evicted). It is
 // idempotent.
+//
+// A Manager dropped without Close is reported when the garbage collector
+// finds it (see device.SetLeakReporter), with the buffers and mappings it
+// still held; nothing is released then.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -96,6 +105,7 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.leak.Stop()
 	var bufs []*Buffer
 	for _, s := range m.devVA.s {
 		bufs = append(bufs, s.val)

@@ -62,8 +62,9 @@ func (r DeviceRange) Slice(off, n uint64) DeviceRange {
 // String describes the range, as "device 0x1001001800000000+4096".
 func (r DeviceRange) String() string { return fmt.Sprintf("device %#x+%d", r.VA(), r.n) }
 
-// HostRange is a range of host memory mapped for the device: n bytes of a
-// HostBuffer from an offset. The zero HostRange is empty and names no
+// HostRange is a range of host memory mapped for the device, or of a
+// dma-buf imported into it (Manager.Import): n bytes of a HostBuffer from
+// an offset. The zero HostRange is empty and names no
 // mapping. Like a DeviceRange, it is checked when it is used.
 type HostRange struct {
 	buf    *HostBuffer
@@ -94,9 +95,10 @@ func (r HostRange) VA() uint64 {
 }
 
 // Bytes returns the host memory of the range; nil when the range does not
-// lie within its mapping.
+// lie within its mapping, or when the mapping is an imported dma-buf,
+// whose memory the CPU does not reach.
 func (r HostRange) Bytes() []byte {
-	if r.buf == nil || within(r.off, r.n, r.buf.size) != nil {
+	if r.buf == nil || r.buf.mem == nil || within(r.off, r.n, r.buf.size) != nil {
 		return nil
 	}
 	return r.buf.mem[r.off : r.off+r.n : r.off+r.n]

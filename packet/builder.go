@@ -84,6 +84,33 @@ func (b *Builder) CPDMA(p CPDMA) { add(b, p) }
 // CBList appends a Gaudi2 CB_LIST packet.
 func (b *Builder) CBList(p CBList) { add(b, p) }
 
+// Gaudi3Fence appends a FENCE packet of a Gaudi3 format.
+func (b *Builder) Gaudi3Fence(p Gaudi3Fence) { add(b, p) }
+
+// Gaudi3LinDMA appends a Gaudi3 LIN_DMA packet.
+func (b *Builder) Gaudi3LinDMA(p Gaudi3LinDMA) { add(b, p) }
+
+// LinPDMA appends a Gaudi3PQM LIN_PDMA packet.
+func (b *Builder) LinPDMA(p LinPDMA) { add(b, p) }
+
+// WReg64Short appends a WREG_64_SHORT packet of a Gaudi3 format.
+func (b *Builder) WReg64Short(p WReg64Short) { add(b, p) }
+
+// WReg64Long appends a WREG_64_LONG packet of a Gaudi3 format.
+func (b *Builder) WReg64Long(p WReg64Long) { add(b, p) }
+
+// ChWReg32 appends a Gaudi3PQM CH_WREG_32 packet.
+func (b *Builder) ChWReg32(p ChWReg32) { add(b, p) }
+
+// ChWRegBulk appends a Gaudi3PQM CH_WREG_BULK packet.
+func (b *Builder) ChWRegBulk(p ChWRegBulk) { add(b, p) }
+
+// ChWReg64Short appends a Gaudi3PQM CH_WREG_64_SHORT packet.
+func (b *Builder) ChWReg64Short(p ChWReg64Short) { add(b, p) }
+
+// ChWReg64Long appends a Gaudi3PQM CH_WREG_64_LONG packet.
+func (b *Builder) ChWReg64Long(p ChWReg64Long) { add(b, p) }
+
 // Signal appends f.Signal(sob, engineBarrier).
 func (b *Builder) Signal(sob uint16, engineBarrier bool) {
 	if b.err != nil {

@@ -12,7 +12,8 @@ var (
 )
 
 // Nop is a NOP packet (8 bytes). The Gaudi driver pads patched command
-// buffers with it.
+// buffers with it. In the Gaudi3PQM format MsgBarrier is bit 0 of the
+// payload word (S), the only barrier besides EngineBarrier there.
 type Nop struct {
 	Header
 }
@@ -26,6 +27,13 @@ func (Nop) Len() int { return 8 }
 // Append appends the packet to b; see LinDMA.Append for the contract.
 func (p Nop) Append(f Format, b []byte) ([]byte, error) {
 	c := newCheck(f, OpNop)
+	if f == Gaudi3PQM {
+		c.header(Header{RegBarrier: p.RegBarrier})
+		if c.err != nil {
+			return b, c.err
+		}
+		return put8(b, pqmNopMB.flag(p.MsgBarrier), Header{EngineBarrier: p.EngineBarrier}.ctl(OpNop)), nil
+	}
 	if c.err != nil {
 		return b, c.err
 	}
@@ -54,6 +62,7 @@ func (Stop) Len() int { return 8 }
 // Append appends the packet to b; see LinDMA.Append for the contract.
 func (p Stop) Append(f Format, b []byte) ([]byte, error) {
 	c := newCheck(f, OpStop)
+	c.header(p.Header)
 	if c.err != nil {
 		return b, c.err
 	}
@@ -67,10 +76,18 @@ func (p Stop) String() string {
 	return s.String()
 }
 
+// pqmNopMB is the Gaudi3PQM NOP's msg_barrier, in its payload word.
+var pqmNopMB = field{0, 1}
+
 // decodeBare decodes NOP and STOP: a reserved payload word and no ctl
-// fields.
-func decodeBare(w0, ctl uint32) (Header, string) {
-	return headerOf(ctl), either(reserved("reserved word", w0), reserved("ctl", ctl&^ctlHeader))
+// fields, but for the Gaudi3PQM NOP's msg_barrier.
+func decodeBare(f Format, op Opcode, w0, ctl uint32) (Header, string) {
+	h := f.header(ctl)
+	if f == Gaudi3PQM && op == OpNop {
+		h.MsgBarrier = pqmNopMB.on(w0)
+		w0 &^= pqmNopMB.mask()
+	}
+	return h, either(reserved("reserved word", w0), reserved("ctl", ctl&^f.headerBits()))
 }
 
 // Repeat is a REPEAT packet (8 bytes), which loops over part of a command

@@ -37,6 +37,14 @@ type ckind[P Packet] struct {
 	hdr    func(p *P) *Header
 	fields []cfield[P]
 	fixed  []string // C statements every packet of the kind has
+
+	// For the Gaudi3 formats (cproof_gaudi3_test.go): the C structures
+	// are bit-field structures written in the test, with members opcode,
+	// eb, rb and mb; noRB drops rb (the Gaudi3 WAIT), and init sets the Go
+	// fields that fixed sets on the C side.
+	bitfields bool
+	noRB      bool
+	init      func(p *P)
 }
 
 // macro returns a cfield whose position comes from the kernel's
@@ -92,6 +100,16 @@ type proofCase struct {
 
 // header adds the barrier bits to k's fields.
 func (k ckind[P]) all(f Format) []cfield[P] {
+	if k.bitfields {
+		h := []cfield[P]{whole("EngineBarrier", "eb", 1, func(p *P, v uint64) { k.hdr(p).EngineBarrier = v != 0 })}
+		if f == Gaudi3 {
+			if !k.noRB {
+				h = append(h, whole("RegBarrier", "rb", 1, func(p *P, v uint64) { k.hdr(p).RegBarrier = v != 0 }))
+			}
+			h = append(h, whole("MsgBarrier", "mb", 1, func(p *P, v uint64) { k.hdr(p).MsgBarrier = v != 0 }))
+		}
+		return append(h, k.fields...)
+	}
 	px := prefix(f)
 	h := []cfield[P]{
 		macro(px, "CTL_EB", "EngineBarrier", "ctl", 1, func(p *P, v uint64) { k.hdr(p).EngineBarrier = v != 0 }),
@@ -104,9 +122,16 @@ func (k ckind[P]) all(f Format) []cfield[P] {
 // build makes the Go value and the C snippet of one set of field values.
 func (k ckind[P]) build(f Format, name string, vals []uint64) proofCase {
 	var p P
+	if k.init != nil {
+		k.init(&p)
+	}
 	fields := k.all(f)
 	var code strings.Builder
-	fmt.Fprintf(&code, "p->ctl |= ((__u32)%s << %s_PKT_CTL_OPCODE_SHIFT) & %s_PKT_CTL_OPCODE_MASK;\n", k.op, prefix(f), prefix(f))
+	if k.bitfields {
+		fmt.Fprintf(&code, "p->opcode = %s;\n", k.op)
+	} else {
+		fmt.Fprintf(&code, "p->ctl |= ((__u32)%s << %s_PKT_CTL_OPCODE_SHIFT) & %s_PKT_CTL_OPCODE_MASK;\n", k.op, prefix(f), prefix(f))
+	}
 	for _, s := range k.fixed {
 		code.WriteString(s + "\n")
 	}
@@ -298,7 +323,7 @@ func wreg32Kind(f Format) ckind[WReg32] {
 	k := ckind[WReg32]{ctype: "struct packet_wreg32", op: "PACKET_WREG_32", hdr: func(p *WReg32) *Header { return &p.Header },
 		fields: []cfield[WReg32]{
 			whole("Value", "value", 32, func(p *WReg32, v uint64) { p.Value = uint32(v) }),
-			lit("Offset", "ctl", 8, 16, func(p *WReg32, v uint64) { p.Offset = uint16(v) }),
+			lit("Offset", "ctl", 8, 16, func(p *WReg32, v uint64) { p.Offset = uint32(v) }),
 			lit("Pred", "ctl", 0, 5, func(p *WReg32, v uint64) { p.Pred = uint8(v) }),
 		}}
 	if f == Gaudi2 {
@@ -353,7 +378,7 @@ func cbListKind(Format) ckind[CBList] {
 func bulkCases(f Format, rng *rand.Rand) []proofCase {
 	var out []proofCase
 	for i, n := range []int{0, 1, 2, 3, 7, 16, 64} {
-		p := WRegBulk{Offset: uint16(rng.Uint32()), Pred: uint8(rng.IntN(32)), Header: Header{EngineBarrier: i%2 == 0, RegBarrier: true, MsgBarrier: i%3 == 0}}
+		p := WRegBulk{Offset: uint32(uint16(rng.Uint32())), Pred: uint8(rng.IntN(32)), Header: Header{EngineBarrier: i%2 == 0, RegBarrier: true, MsgBarrier: i%3 == 0}}
 		var code strings.Builder
 		px := prefix(f)
 		fmt.Fprintf(&code, "p->ctl |= ((__u32)PACKET_WREG_BULK << %s_PKT_CTL_OPCODE_SHIFT) & %s_PKT_CTL_OPCODE_MASK;\n", px, px)

@@ -12,10 +12,15 @@ import "strconv"
 // then nil and the length 0.
 //
 // A packet with bits set that no field holds (or a Gaudi LIN_DMA with its
-// lin bit clear) is returned together with its length and an ErrReservedBits
-// error, because the driver does not reject such packets: callers that
-// accept what the driver accepts may continue after it. Without an error,
-// p.Append(f, nil) reproduces b[:n] exactly.
+// lin bit clear, or a Gaudi3 LIN_DMA or LIN_PDMA without en_desc_commit) is
+// returned together with its length and an ErrReservedBits error, because
+// the driver does not reject such packets: callers that accept what the
+// driver accepts may continue after it. Without an error, p.Append(f, nil)
+// reproduces b[:n] exactly.
+//
+// The packet types follow the format: in Gaudi3 and Gaudi3PQM a FENCE is a
+// Gaudi3Fence, a Gaudi3 LIN_DMA a Gaudi3LinDMA and a Gaudi3PQM LIN_PDMA a
+// LinPDMA; the rest share the Gaudi2 types.
 //
 // Decode never reads outside b and allocates the returned packet (and
 // WREG_BULK's values) only.
@@ -36,14 +41,9 @@ func (f Format) Decode(b []byte) (Packet, int, error) {
 	if !f.Has(op) {
 		return fail(ErrUnknownOpcode, "not a "+f.String()+" opcode")
 	}
-	var n int
-	switch {
-	case op == OpWRegBulk:
-		n = bulkLen(w0)
-	case op >= OpWriteArcStream:
-		return fail(ErrUnsupportedOpcode, "no layout in the kernel headers")
-	default:
-		n = int(fixedLen[op])
+	n, open := f.packetLen(op, w0, ctl)
+	if open != "" {
+		return fail(ErrUnsupportedOpcode, open)
 	}
 	if n > len(b) {
 		return fail(ErrTruncated, strconv.Itoa(n)+"-byte packet, "+strconv.Itoa(len(b))+" bytes left")
@@ -55,6 +55,27 @@ func (f Format) Decode(b []byte) (Packet, int, error) {
 	return p, n, nil
 }
 
+// packetLen returns the length of the packet of format f with opcode op
+// (one of f's), payload word w0 and control word ctl, or why this package
+// cannot tell.
+func (f Format) packetLen(op Opcode, w0, ctl uint32) (n int, open string) {
+	switch {
+	case op == OpWRegBulk, op == OpChWRegBulk:
+		return bulkLen(w0), ""
+	case f == Gaudi3PQM && op == OpLinPDMA:
+		return pdmaLen(ctl)
+	case f == Gaudi3 && op == OpLinDMA:
+		if why := g3LinOpen(ctl); why != "" {
+			return 0, why
+		}
+	case f == Gaudi3 && op == OpWriteArcStream:
+		return 0, "no decoder for WRITE_ARC_STREAM"
+	case f == Gaudi2 && op >= OpWriteArcStream:
+		return 0, "no layout in the kernel headers"
+	}
+	return int(fixedLen[op]), ""
+}
+
 // decodeBody decodes a packet whose opcode and length are checked; b is
 // exactly the packet.
 func decodeBody(f Format, op Opcode, w0, ctl uint32, b []byte) (Packet, string) {
@@ -63,11 +84,11 @@ func decodeBody(f Format, op Opcode, w0, ctl uint32, b []byte) (Packet, string) 
 	case OpWReg32:
 		return decodeWReg32(f, w0, ctl)
 	case OpWRegBulk:
-		return decodeWRegBulk(w0, ctl, b[8:])
+		return decodeWRegBulk(f, w0, ctl, b[8:])
 	case OpMsgLong:
-		return decodeLong(w0, ctl, q(0))
+		return decodeLong(f, w0, ctl, q(0))
 	case OpMsgProt:
-		p, why := decodeLong(w0, ctl, q(0))
+		p, why := decodeLong(f, w0, ctl, q(0))
 		return MsgProt(p), why
 	case OpMsgShort:
 		return decodeShort(f, w0, ctl)
@@ -76,23 +97,44 @@ func decodeBody(f Format, op Opcode, w0, ctl uint32, b []byte) (Packet, string) 
 	case OpRepeat:
 		return decodeRepeat(w0, ctl)
 	case OpFence:
+		if f.g3() {
+			return decodeGaudi3Fence(f, w0, ctl)
+		}
 		return decodeFence(w0, ctl)
 	case OpLinDMA:
+		switch f {
+		case Gaudi3:
+			return decodeGaudi3LinDMA(w0, ctl, q(0), q(1))
+		case Gaudi3PQM:
+			return decodeLinPDMA(w0, ctl, b)
+		}
 		return decodeLinDMA(f, w0, ctl, q(0), q(1))
 	case OpNop:
-		h, why := decodeBare(w0, ctl)
+		h, why := decodeBare(f, op, w0, ctl)
 		return Nop{h}, why
 	case OpStop:
-		h, why := decodeBare(w0, ctl)
+		h, why := decodeBare(f, op, w0, ctl)
 		return Stop{h}, why
 	case OpArbPoint:
 		return decodeArbPoint(f, w0, ctl)
 	case OpWait:
-		return decodeWait(w0, ctl)
+		return decodeWait(f, w0, ctl)
 	case OpCBList:
 		return decodeCBList(w0, ctl, q(0), q(1))
 	case OpLoadAndExe:
 		return decodeLoadAndExe(f, w0, ctl, q(0))
+	case OpWReg64Short:
+		return decodeWReg64Short(f, w0, ctl)
+	case OpWReg64Long:
+		return decodeWReg64Long(f, w0, ctl, q(0))
+	case OpChWReg32:
+		return decodeChWReg32(w0, ctl)
+	case OpChWRegBulk:
+		return decodeChWRegBulk(w0, ctl, b[8:])
+	case OpChWReg64Short:
+		return decodeChWReg64Short(w0, ctl)
+	case OpChWReg64Long:
+		return decodeChWReg64Long(w0, ctl, q(0))
 	}
 	panic("packet: decodeBody: unhandled opcode " + op.String())
 }

@@ -184,7 +184,7 @@ func TestFieldErrors(t *testing.T) {
 		{Gaudi, CBList{}, "Opcode", ErrNotInFormat},
 		{Gaudi2, CBList{Pred: 32}, "Pred", ErrFieldRange},
 		{0, Nop{}, "Format", ErrNotInFormat},
-		{3, Stop{}, "Format", ErrNotInFormat},
+		{5, Stop{}, "Format", ErrNotInFormat},
 	}
 	for _, tt := range tests {
 		prefix := []byte{0xaa}

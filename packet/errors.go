@@ -33,7 +33,11 @@ var (
 	// ErrUnsupportedOpcode reports a defined opcode whose layout this package
 	// does not decode: Gaudi2 WRITE_ARC_STREAM, LAST_READ_FROM_ARC,
 	// WREG_64_SHORT and WREG_64_LONG, which have no structure in the kernel
-	// headers.
+	// headers, and Gaudi3 WRITE_ARC_STREAM; and a Gaudi3 LIN_DMA or LIN_PDMA
+	// whose control bits ask for a variant whose length the specifications
+	// do not settle (more than one write completion, or addresses taken from
+	// registers), so that the decoder cannot know where the next packet
+	// starts.
 	ErrUnsupportedOpcode = errors.New("unsupported opcode")
 
 	// ErrReservedBits reports a packet with bits set that no field holds (or,
@@ -49,8 +53,11 @@ var (
 
 // FieldError is the error an encoder returns for a field it cannot encode.
 // It matches ErrFieldRange or ErrNotInFormat with errors.Is. Field is
-// "Opcode" for a packet the format lacks and "Format" for an invalid
-// Format.
+// "Opcode" for a packet the format lacks, "Type" for a packet type that
+// does not encode the format's layout of its opcode (Fence or LinDMA with
+// a Gaudi3 format, Gaudi3Fence with Gaudi2), and "Format" for an invalid
+// Format. A field that the packet carries only under a flag (LinPDMA's
+// completion and fence words) and is set without it has Bits 0.
 type FieldError struct {
 	Format Format
 	Opcode Opcode
@@ -61,15 +68,18 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
+	op := e.Format.opName(e.Opcode)
 	switch {
 	case e.Err == ErrNotInFormat && e.Field == "Format":
 		return fmt.Sprintf("packet: %v: invalid format", e.Format)
 	case e.Err == ErrNotInFormat && e.Field == "Opcode":
-		return fmt.Sprintf("packet: %v: %v is not a %v packet", e.Format, e.Opcode, e.Format)
+		return fmt.Sprintf("packet: %v: %s is not a %v packet", e.Format, op, e.Format)
+	case e.Err == ErrNotInFormat && e.Field == "Type":
+		return fmt.Sprintf("packet: %v %s: this packet type does not encode the %v layout", e.Format, op, e.Format)
 	case e.Err == ErrNotInFormat:
-		return fmt.Sprintf("packet: %v %v: field %s is not available in this format", e.Format, e.Opcode, e.Field)
+		return fmt.Sprintf("packet: %v %s: field %s is not available in this format", e.Format, op, e.Field)
 	}
-	return fmt.Sprintf("packet: %v %v: %s %#x does not fit in %d bits", e.Format, e.Opcode, e.Field, e.Value, e.Bits)
+	return fmt.Sprintf("packet: %v %s: %s %#x does not fit in %d bits", e.Format, op, e.Field, e.Value, e.Bits)
 }
 
 // Unwrap returns the sentinel.
@@ -95,7 +105,7 @@ func (e *DecodeError) Error() string {
 	if e.Opcode == 0 && e.Err == ErrTruncated {
 		return fmt.Sprintf("packet: %v: offset %d: %v: %s", e.Format, e.Offset, e.Err, e.Reason)
 	}
-	return fmt.Sprintf("packet: %v: offset %d: %v (%#02x): %v: %s", e.Format, e.Offset, e.Opcode, uint8(e.Opcode), e.Err, e.Reason)
+	return fmt.Sprintf("packet: %v: offset %d: %s (%#02x): %v: %s", e.Format, e.Offset, e.Format.opName(e.Opcode), uint8(e.Opcode), e.Err, e.Reason)
 }
 
 // Unwrap returns the sentinel.

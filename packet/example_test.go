@@ -37,7 +37,7 @@ func Example() {
 	// 32 bytes
 	//  0: LIN_DMA{Src:0x7f1234567000 Dst:0x100100000000 Size:4096 EB}
 	// 24: MSG_SHORT{Base:1 Offset:0xa8 Value:0x80000001 MB}
-	//     SOB 42 {Value:1 Add:true TE:false LongMode:false}
+	//     SOB 42 {Value:1 Add:true TE:false LongMode:false ZeroCounter:false}
 	// <nil>
 }
 

@@ -23,13 +23,14 @@ var (
 // from users when Dst is set (gaudi_validate_load_and_exe_pkt, -EPERM).
 //
 // Bits: Dst = cfg 0 (K on Gaudi, T on Gaudi2); PMap = cfg 1 (T, Gaudi2
-// only); Load = cfg 8, Exe = cfg 9, EType = cfg 10, Pred = ctl 4:0 (T);
-// Src = src_addr (K).
+// and Gaudi3); Load = cfg 8, Exe = cfg 9, EType = cfg 10, Pred = ctl 4:0
+// (T); Src = src_addr (K). Gaudi3 (S) keeps Gaudi2's layout; Gaudi3PQM has
+// no LOAD_AND_EXE.
 type LoadAndExe struct {
 	Header
 	Src   uint64
 	Dst   bool
-	PMap  bool // Gaudi2 only
+	PMap  bool // Gaudi2 and Gaudi3 only
 	Load  bool
 	Exe   bool
 	EType bool
@@ -45,7 +46,7 @@ func (LoadAndExe) Len() int { return 16 }
 // Append appends the packet to b; see LinDMA.Append for the contract.
 func (p LoadAndExe) Append(f Format, b []byte) ([]byte, error) {
 	c := newCheck(f, OpLoadAndExe)
-	c.only(Gaudi2, "PMap", b2u(p.PMap))
+	c.onlyIn(inGaudi2|inGaudi3, "PMap", b2u(p.PMap))
 	ctlPred.check(&c, "Pred", uint64(p.Pred))
 	if c.err != nil {
 		return b, c.err
@@ -65,7 +66,7 @@ func decodeLoadAndExe(f Format, cfg, ctl uint32, src uint64) (LoadAndExe, string
 		Pred:   uint8(ctlPred.get(ctl)),
 	}
 	known := g1LaeKnown
-	if f == Gaudi2 {
+	if f == Gaudi2 || f == Gaudi3 {
 		p.PMap = g2LaePMap.on(cfg)
 		known = g2LaeKnown
 	}

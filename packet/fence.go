@@ -26,6 +26,9 @@ var (
 //
 // Bits (K): Dec = cfg 3:0, Target = cfg 23:16, ID = cfg 31:30,
 // Pred = ctl 4:0.
+//
+// Fence encodes the Gaudi and Gaudi2 layout; the Gaudi3 formats' FENCE,
+// with a wider target and a channel id, is Gaudi3Fence.
 type Fence struct {
 	Header
 	ID     uint8 // fence counter, 2 bits
@@ -43,6 +46,7 @@ func (Fence) Len() int { return 8 }
 // Append appends the packet to b; see LinDMA.Append for the contract.
 func (p Fence) Append(f Format, b []byte) ([]byte, error) {
 	c := newCheck(f, OpFence)
+	c.types(inGaudi | inGaudi2)
 	fenceID.check(&c, "ID", uint64(p.ID))
 	fenceDec.check(&c, "Dec", uint64(p.Dec))
 	ctlPred.check(&c, "Pred", uint64(p.Pred))
@@ -77,7 +81,9 @@ func (p Fence) String() string {
 // Wait is a WAIT packet (8 bytes): the queue pauses for Cycles clock cycles,
 // then adds Inc to fence counter ID.
 //
-// Bits (T): Cycles = cfg 23:0, Inc = cfg 27:24, ID = cfg 29:28.
+// Bits (T): Cycles = cfg 23:0, Inc = cfg 27:24, ID = cfg 29:28. The Gaudi3
+// formats (S) keep the layout; their WAIT has no RegBarrier, and Gaudi3PQM
+// only EngineBarrier.
 type Wait struct {
 	Header
 	Cycles uint32 // 24 bits
@@ -94,6 +100,8 @@ func (Wait) Len() int { return 8 }
 // Append appends the packet to b; see LinDMA.Append for the contract.
 func (p Wait) Append(f Format, b []byte) ([]byte, error) {
 	c := newCheck(f, OpWait)
+	c.header(p.Header)
+	c.onlyIn(inGaudi|inGaudi2, "RegBarrier", b2u(p.RegBarrier))
 	waitCycles.check(&c, "Cycles", uint64(p.Cycles))
 	waitInc.check(&c, "Inc", uint64(p.Inc))
 	waitID.check(&c, "ID", uint64(p.ID))
@@ -104,13 +112,19 @@ func (p Wait) Append(f Format, b []byte) ([]byte, error) {
 	return put8(b, cfg, p.ctl(OpWait)), nil
 }
 
-func decodeWait(cfg, ctl uint32) (Wait, string) {
-	return Wait{
-		Header: headerOf(ctl),
+func decodeWait(f Format, cfg, ctl uint32) (Wait, string) {
+	known := f.headerBits()
+	if f == Gaudi3 {
+		known &^= ctlRB.mask()
+	}
+	p := Wait{
+		Header: f.header(ctl),
 		Cycles: uint32(waitCycles.get(cfg)),
 		Inc:    uint8(waitInc.get(cfg)),
 		ID:     uint8(waitID.get(cfg)),
-	}, either(reserved("cfg", cfg&^waitKnown), reserved("ctl", ctl&^ctlHeader))
+	}
+	p.RegBarrier = p.RegBarrier && f != Gaudi3
+	return p, either(reserved("cfg", cfg&^waitKnown), reserved("ctl", ctl&^known))
 }
 
 // String returns a one-line description of the packet.

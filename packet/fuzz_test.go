@@ -6,19 +6,42 @@ import (
 	"testing"
 )
 
-// FuzzDecode checks that decoding arbitrary bytes never panics or reads out
-// of bounds, that every error is a *DecodeError, and that a decoded packet
-// re-encodes to the same bytes (with reserved bits cleared when Decode
-// reported them).
+// fuzzFormats are the formats FuzzDecode's first argument selects.
+var fuzzFormats = [...]Format{Gaudi, Gaudi2, Gaudi3, Gaudi3PQM}
+
+// fuzzFormat returns the format of FuzzDecode's first argument, and
+// formatArg the argument for a format.
+func fuzzFormat(a uint8) Format { return fuzzFormats[int(a)%len(fuzzFormats)] }
+
+func formatArg(fm Format) uint8 { return uint8(fm - 1) }
+
+// FuzzDecode checks, for every format, that decoding arbitrary bytes never
+// panics or reads out of bounds, that every error is a *DecodeError, and
+// that a decoded packet re-encodes to the same bytes (with reserved bits
+// cleared when Decode reported them).
 func FuzzDecode(f *testing.F) {
+	for _, fm := range []Format{Gaudi3, Gaudi3PQM} {
+		var cb []byte
+		for _, p := range samples3(fm) {
+			cb, _ = p.Append(fm, cb)
+			one, _ := p.Append(fm, nil)
+			f.Add(formatArg(fm), one)
+		}
+		f.Add(formatArg(fm), cb)
+	}
+	f.Add(formatArg(Gaudi3PQM), raw(0, ctlOf(OpLinPDMA)|2, 0, 0, 0, 0))
+	f.Add(formatArg(Gaudi3PQM), raw(0, ctlOf(OpLinPDMA)|1<<5, 0, 0, 0, 0, 0xffffffff, 0xffffffff))
+	f.Add(formatArg(Gaudi3PQM), raw(0, ctlOf(OpLinPDMA)|1, 0, 0, 0, 0, 0, 0, 0, 0))
+	f.Add(formatArg(Gaudi3PQM), raw(0xffff, ctlOf(OpChWRegBulk)))
+	f.Add(formatArg(Gaudi3), raw(0, ctlOf(OpLinDMA)|0x7ff, 0, 0, 0, 0))
 	for _, fm := range []Format{Gaudi, Gaudi2} {
 		var cb []byte
 		for _, p := range samples(fm) {
 			cb, _ = p.Append(fm, cb)
 			one, _ := p.Append(fm, nil)
-			f.Add(fm == Gaudi2, one)
+			f.Add(formatArg(fm), one)
 		}
-		f.Add(fm == Gaudi2, cb)
+		f.Add(formatArg(fm), cb)
 		s, _ := fm.Signal(5, true)
 		arm, _ := fm.ArmMonitor(0x800, 8, 0x3, 2)
 		b := NewBuilder(fm, nil)
@@ -28,21 +51,18 @@ func FuzzDecode(f *testing.F) {
 		b.MsgShort(arm)
 		b.Fence(fm.FenceWait())
 		b.MsgShort(s)
-		f.Add(fm == Gaudi2, b.Bytes())
+		f.Add(formatArg(fm), b.Bytes())
 	}
-	f.Add(false, raw(0, ctlOf(OpLinDMA), 0, 0, 0, 0))
-	f.Add(true, raw(0xffff, ctlOf(OpWRegBulk)))
-	f.Add(true, raw(2, ctlOf(OpWRegBulk), 1, 2, 3))
-	f.Add(true, raw(0, ctlOf(OpWReg64Long), 0, 0))
-	f.Add(false, raw(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff))
-	f.Add(true, raw(0xffffffff, 0xe9ffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff))
-	f.Add(false, []byte{1, 2, 3})
+	f.Add(formatArg(Gaudi), raw(0, ctlOf(OpLinDMA), 0, 0, 0, 0))
+	f.Add(formatArg(Gaudi2), raw(0xffff, ctlOf(OpWRegBulk)))
+	f.Add(formatArg(Gaudi2), raw(2, ctlOf(OpWRegBulk), 1, 2, 3))
+	f.Add(formatArg(Gaudi2), raw(0, ctlOf(OpWReg64Long), 0, 0))
+	f.Add(formatArg(Gaudi), raw(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff))
+	f.Add(formatArg(Gaudi2), raw(0xffffffff, 0xe9ffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff))
+	f.Add(formatArg(Gaudi), []byte{1, 2, 3})
 
-	f.Fuzz(func(t *testing.T, g2 bool, data []byte) {
-		fm := Gaudi
-		if g2 {
-			fm = Gaudi2
-		}
+	f.Fuzz(func(t *testing.T, format uint8, data []byte) {
+		fm := fuzzFormat(format)
 		// Longer inputs add nothing a 512-byte one cannot reach (a
 		// WREG_BULK of 63 values), and they make minimization, which is
 		// quadratic in the input length, take the whole fuzzing time.
@@ -80,11 +100,15 @@ func FuzzDecode(f *testing.F) {
 			}
 			if err != nil {
 				// Only reserved bits differ: re-encoding sets no bit the
-				// input lacks (but the Gaudi LIN_DMA lin bit) and decodes
-				// cleanly to the same packet.
+				// input lacks (but the Gaudi LIN_DMA lin bit and the Gaudi3
+				// LIN_DMA and LIN_PDMA en_desc_commit, ctl bit 11) and
+				// decodes cleanly to the same packet.
 				for i := range enc {
 					extra := enc[i] &^ orig[i]
 					if fm == Gaudi && p.Opcode() == OpLinDMA && i == 4 {
+						extra &^= 0x08
+					}
+					if fm.g3() && p.Opcode() == OpLinDMA && i == 5 {
 						extra &^= 0x08
 					}
 					if extra != 0 {

@@ -18,6 +18,10 @@ import (
 // type embeds it. The names follow the kernel headers; the hardware meaning
 // is not documented there. The driver's own packets set RegBarrier on Gaudi
 // (never on Gaudi2) and MsgBarrier on all but the monitor payload writes.
+//
+// The Gaudi3PQM format has EngineBarrier only (ctl bits 31:30 are reserved,
+// or hold part of a register offset); its NOP carries MsgBarrier in bit 0
+// of its payload word instead. The Gaudi3 WAIT has no RegBarrier.
 type Header struct {
 	EngineBarrier bool // EB, ctl bit 29
 	RegBarrier    bool // RB, ctl bit 30 (hl-thunk's Gaudi2 header calls it swtc)
@@ -46,6 +50,25 @@ func (h Header) ctl(op Opcode) uint32 {
 // headerOf returns the barrier bits of a control word.
 func headerOf(ctl uint32) Header {
 	return Header{EngineBarrier: ctlEB.on(ctl), RegBarrier: ctlRB.on(ctl), MsgBarrier: ctlMB.on(ctl)}
+}
+
+// ctlHeaderPQM is every bit the header owns in the Gaudi3PQM format.
+var ctlHeaderPQM = ctlOpcode.mask() | ctlEB.mask()
+
+// header returns the barrier bits of a control word of format f.
+func (f Format) header(ctl uint32) Header {
+	if f == Gaudi3PQM {
+		return Header{EngineBarrier: ctlEB.on(ctl)}
+	}
+	return headerOf(ctl)
+}
+
+// headerBits returns the control-word bits the header owns in format f.
+func (f Format) headerBits() uint32 {
+	if f == Gaudi3PQM {
+		return ctlHeaderPQM
+	}
+	return ctlHeader
 }
 
 // barriers writes the header's flags for String methods.
@@ -116,6 +139,37 @@ func (c *check) fail(name string, v uint64, width int, err error) {
 func (c *check) only(f Format, name string, v uint64) {
 	if c.err == nil && v != 0 && c.f != f {
 		c.fail(name, v, 0, ErrNotInFormat)
+	}
+}
+
+// onlyIn rejects a field that is set (non-zero) outside the formats that
+// have it.
+func (c *check) onlyIn(s fset, name string, v uint64) {
+	if c.err == nil && v != 0 && !s.has(c.f) {
+		c.fail(name, v, 0, ErrNotInFormat)
+	}
+}
+
+// header rejects the barrier bits the format lacks: RegBarrier and
+// MsgBarrier in the Gaudi3PQM format.
+func (c *check) header(h Header) {
+	c.onlyIn(inAll&^inPQM, "RegBarrier", b2u(h.RegBarrier))
+	c.onlyIn(inAll&^inPQM, "MsgBarrier", b2u(h.MsgBarrier))
+}
+
+// types rejects a packet type used with a format whose layout of the
+// opcode it does not encode, such as Fence with Gaudi3 (whose FENCE is
+// Gaudi3Fence).
+func (c *check) types(s fset) {
+	if c.err == nil && !s.has(c.f) {
+		c.err = &FieldError{Format: c.f, Opcode: c.op, Field: "Type", Err: ErrNotInFormat}
+	}
+}
+
+// fits checks v against a field whose width depends on the format.
+func (c *check) fits(name string, v uint64, width uint8) {
+	if c.err == nil && v>>width != 0 {
+		c.fail(name, v, int(width), ErrFieldRange)
 	}
 }
 

@@ -55,6 +55,10 @@ const (
 // MMU is on (the normal case); only the debug no-MMU parser rewrites them
 // per scatter-gather entry, clearing EB and WriteCompletion on all but the
 // last piece (gaudi_patch_dma_packet).
+//
+// LinDMA encodes Gaudi and Gaudi2 only: Gaudi3's LIN_DMA, with its
+// addresses split into low and high words, is Gaudi3LinDMA, and opcode 9 of
+// the Gaudi3PQM format is LinPDMA.
 type LinDMA struct {
 	Header
 	Src  uint64 // source address, or the fill pattern with Memset
@@ -112,6 +116,7 @@ func (LinDMA) Len() int { return 24 }
 // not allocate when b has 24 bytes of spare capacity.
 func (p LinDMA) Append(f Format, b []byte) ([]byte, error) {
 	c := newCheck(f, OpLinDMA)
+	c.types(inGaudi | inGaudi2)
 	ctl := p.ctl(OpLinDMA) | linWrComp.flag(p.WriteCompletion) | linMemset.flag(p.Memset)
 	dst := p.Dst
 	switch f {

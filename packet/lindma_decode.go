@@ -4,14 +4,15 @@ package packet
 // allocating: the hot path of an executor that runs command buffers. It
 // returns the packet and its length (24), and ok false, with a zero packet
 // and length, when b does not start with a LIN_DMA packet of format f
-// (another opcode, fewer than 24 bytes, or an invalid format).
+// (another opcode, fewer than 24 bytes, or a format other than Gaudi and
+// Gaudi2, whose LIN_DMA packets have other types).
 //
 // Where Decode returns a LinDMA, with or without an ErrReservedBits error,
 // DecodeLinDMA returns the same packet with ok true: it does not check
 // reserved bits (nor, on Gaudi, the lin bit), for callers that accept what
 // the driver accepts. Use Decode to learn about them.
 func (f Format) DecodeLinDMA(b []byte) (p LinDMA, n int, ok bool) {
-	if !f.valid() || len(b) < 24 {
+	if f != Gaudi && f != Gaudi2 || len(b) < 24 {
 		return LinDMA{}, 0, false
 	}
 	ctl := le.Uint32(b[4:])

@@ -12,8 +12,12 @@ type CopyEncoder struct {
 }
 
 // NewCopyEncoder prepares an encoder for LIN_DMA packets with the given
-// header bits, memset and write-completion flags.
+// header bits, memset and write-completion flags. f must be Gaudi or
+// Gaudi2; it panics for any other format.
 func NewCopyEncoder(f Format, h Header, memset, writeCompletion bool) CopyEncoder {
+	if f != Gaudi && f != Gaudi2 {
+		panic("packet: NewCopyEncoder: no LIN_DMA copy encoder for " + f.String())
+	}
 	p := LinDMA{Header: h, Memset: memset, WriteCompletion: writeCompletion}
 	var b [24]byte
 	out, _ := p.Append(f, b[:0])

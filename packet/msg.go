@@ -26,19 +26,32 @@ var (
 	msgNoSnoop = field{17, 1}
 	g2ShortDW  = field{18, 1}
 
-	msgLongKnown = ctlHeader | ctlPred.mask() | msgWeak.mask() | msgNoSnoop.mask() | msgLongOp.mask()
+	msgLongKnown    = ctlHeader | ctlPred.mask() | msgWeak.mask() | msgNoSnoop.mask() | msgLongOp.mask()
+	pqmMsgLongKnown = ctlHeaderPQM | ctlPred.mask() | msgLongOp.mask()
 
 	shortAddr    = fieldOf(g1.GAUDI_PKT_SHORT_CTL_ADDR_SHIFT, g1.GAUDI_PKT_SHORT_CTL_ADDR_MASK)
 	shortBase    = fieldOf(g1.GAUDI_PKT_SHORT_CTL_BASE_SHIFT, g1.GAUDI_PKT_SHORT_CTL_BASE_MASK)
 	g1ShortKnown = ctlHeader | shortAddr.mask() | msgWeak.mask() | msgNoSnoop.mask() | msgShortOp.mask() | shortBase.mask()
 	g2ShortKnown = g1ShortKnown | g2ShortDW.mask()
+
+	// Gaudi3 MSG_SHORT (gaudi3_packets.h): a 3-bit base split into
+	// base_lsb (ctl 23:22, Gaudi2's base) and base_msb (ctl 19).
+	g3ShortBaseMSB = field{19, 1}
+	g3ShortKnown   = g2ShortKnown | g3ShortBaseMSB.mask()
+	// Gaudi3PQM MSG_SHORT (gaudi3_pqm_packets.h): base ctl 18:16, dw ctl
+	// 19, op ctl 21:20; no weakly_ordered or no_snoop.
+	pqmShortBase  = field{16, 3}
+	pqmShortDW    = field{19, 1}
+	pqmShortKnown = ctlHeaderPQM | shortAddr.mask() | pqmShortBase.mask() | pqmShortDW.mask() | msgShortOp.mask()
 )
 
 // MsgLong is a MSG_LONG packet (16 bytes): a 32-bit write of Value (or a
 // timestamp) to the 64-bit address Addr.
 //
 // Bits: Value = value (K); Addr = addr (K); Op = ctl 21:20 (K on Gaudi, T on
-// Gaudi2); Pred = ctl 4:0, WeaklyOrdered = ctl 16, NoSnoop = ctl 17 (T).
+// Gaudi2); Pred = ctl 4:0, WeaklyOrdered = ctl 16, NoSnoop = ctl 17 (T). The
+// Gaudi3 formats keep these positions; Gaudi3PQM has no WeaklyOrdered and
+// NoSnoop (and no MSG_PROT).
 type MsgLong struct {
 	Header
 	Addr          uint64
@@ -83,6 +96,9 @@ func (p MsgProt) String() string { return longString(OpMsgProt, MsgLong(p)) }
 
 func appendLong(f Format, op Opcode, p MsgLong, b []byte) ([]byte, error) {
 	c := newCheck(f, op)
+	c.header(p.Header)
+	c.onlyIn(inAll&^inPQM, "WeaklyOrdered", b2u(p.WeaklyOrdered))
+	c.onlyIn(inAll&^inPQM, "NoSnoop", b2u(p.NoSnoop))
 	msgLongOp.check(&c, "Op", uint64(p.Op))
 	ctlPred.check(&c, "Pred", uint64(p.Pred))
 	if c.err != nil {
@@ -93,16 +109,20 @@ func appendLong(f Format, op Opcode, p MsgLong, b []byte) ([]byte, error) {
 	return put16(b, p.Value, ctl, p.Addr), nil
 }
 
-func decodeLong(w0, ctl uint32, addr uint64) (MsgLong, string) {
-	return MsgLong{
-		Header:        headerOf(ctl),
-		Addr:          addr,
-		Value:         w0,
-		Op:            MsgOp(msgLongOp.get(ctl)),
-		Pred:          uint8(ctlPred.get(ctl)),
-		WeaklyOrdered: msgWeak.on(ctl),
-		NoSnoop:       msgNoSnoop.on(ctl),
-	}, reserved("ctl", ctl&^msgLongKnown)
+func decodeLong(f Format, w0, ctl uint32, addr uint64) (MsgLong, string) {
+	p := MsgLong{
+		Header: f.header(ctl),
+		Addr:   addr,
+		Value:  w0,
+		Op:     MsgOp(msgLongOp.get(ctl)),
+		Pred:   uint8(ctlPred.get(ctl)),
+	}
+	if f == Gaudi3PQM {
+		return p, reserved("ctl", ctl&^pqmMsgLongKnown)
+	}
+	p.WeaklyOrdered = msgWeak.on(ctl)
+	p.NoSnoop = msgNoSnoop.on(ctl)
+	return p, reserved("ctl", ctl&^msgLongKnown)
 }
 
 func longString(op Opcode, p MsgLong) string {
@@ -125,16 +145,19 @@ func longString(op Opcode, p MsgLong) string {
 //
 // Bits: Value = value (K); Offset = ctl 15:0 (K); Base = ctl 23:22 (K);
 // Op = ctl 21:20 (K on Gaudi, T on Gaudi2); WeaklyOrdered = ctl 16,
-// NoSnoop = ctl 17, DW = ctl 18 (T).
+// NoSnoop = ctl 17, DW = ctl 18 (T). Gaudi3 (S, Habana's specification)
+// widens Base to 3 bits, bit 2 in ctl 19. Gaudi3PQM (S): Offset = ctl 15:0,
+// Base = ctl 18:16, DW = ctl 19, Op = ctl 21:20, and no WeaklyOrdered or
+// NoSnoop.
 type MsgShort struct {
 	Header
 	Value         uint32
 	Offset        uint16 // msg_addr_offset, bytes from the base address
-	Base          uint8  // which base address register, 2 bits
+	Base          uint8  // which base address register: 2 bits, 3 in the Gaudi3 formats
 	Op            MsgOp  // 2 bits
-	WeaklyOrdered bool
-	NoSnoop       bool
-	DW            bool // Gaudi2 only (hl-thunk "dw")
+	WeaklyOrdered bool   // not in Gaudi3PQM
+	NoSnoop       bool   // not in Gaudi3PQM
+	DW            bool   // Gaudi2 and the Gaudi3 formats (hl-thunk "dw")
 }
 
 // Opcode returns OpMsgShort.
@@ -146,31 +169,52 @@ func (MsgShort) Len() int { return 8 }
 // Append appends the packet to b; see LinDMA.Append for the contract.
 func (p MsgShort) Append(f Format, b []byte) ([]byte, error) {
 	c := newCheck(f, OpMsgShort)
-	shortBase.check(&c, "Base", uint64(p.Base))
+	c.header(p.Header)
+	if f.g3() {
+		c.fits("Base", uint64(p.Base), 3)
+	} else {
+		shortBase.check(&c, "Base", uint64(p.Base))
+	}
 	msgShortOp.check(&c, "Op", uint64(p.Op))
-	c.only(Gaudi2, "DW", b2u(p.DW))
+	c.onlyIn(inGaudi2|inG3, "DW", b2u(p.DW))
+	c.onlyIn(inAll&^inPQM, "WeaklyOrdered", b2u(p.WeaklyOrdered))
+	c.onlyIn(inAll&^inPQM, "NoSnoop", b2u(p.NoSnoop))
 	if c.err != nil {
 		return b, c.err
 	}
-	ctl := p.ctl(OpMsgShort) | shortAddr.put(uint64(p.Offset)) | msgWeak.flag(p.WeaklyOrdered) |
-		msgNoSnoop.flag(p.NoSnoop) | g2ShortDW.flag(p.DW) | msgShortOp.put(uint64(p.Op)) |
-		shortBase.put(uint64(p.Base))
+	ctl := p.ctl(OpMsgShort) | shortAddr.put(uint64(p.Offset)) | msgShortOp.put(uint64(p.Op))
+	if f == Gaudi3PQM {
+		ctl |= pqmShortBase.put(uint64(p.Base)) | pqmShortDW.flag(p.DW)
+	} else {
+		ctl |= msgWeak.flag(p.WeaklyOrdered) | msgNoSnoop.flag(p.NoSnoop) | g2ShortDW.flag(p.DW) |
+			shortBase.put(uint64(p.Base&3)) | g3ShortBaseMSB.put(uint64(p.Base>>2))
+	}
 	return put8(b, p.Value, ctl), nil
 }
 
 func decodeShort(f Format, w0, ctl uint32) (MsgShort, string) {
 	p := MsgShort{
-		Header:        headerOf(ctl),
-		Value:         w0,
-		Offset:        uint16(shortAddr.get(ctl)),
-		Base:          uint8(shortBase.get(ctl)),
-		Op:            MsgOp(msgShortOp.get(ctl)),
-		WeaklyOrdered: msgWeak.on(ctl),
-		NoSnoop:       msgNoSnoop.on(ctl),
+		Header: f.header(ctl),
+		Value:  w0,
+		Offset: uint16(shortAddr.get(ctl)),
+		Op:     MsgOp(msgShortOp.get(ctl)),
 	}
-	if f == Gaudi2 {
+	if f == Gaudi3PQM {
+		p.Base = uint8(pqmShortBase.get(ctl))
+		p.DW = pqmShortDW.on(ctl)
+		return p, reserved("ctl", ctl&^pqmShortKnown)
+	}
+	p.Base = uint8(shortBase.get(ctl))
+	p.WeaklyOrdered = msgWeak.on(ctl)
+	p.NoSnoop = msgNoSnoop.on(ctl)
+	switch f {
+	case Gaudi2:
 		p.DW = g2ShortDW.on(ctl)
 		return p, reserved("ctl", ctl&^g2ShortKnown)
+	case Gaudi3:
+		p.DW = g2ShortDW.on(ctl)
+		p.Base |= uint8(g3ShortBaseMSB.get(ctl)) << 2
+		return p, reserved("ctl", ctl&^g3ShortKnown)
 	}
 	return p, reserved("ctl", ctl&^g1ShortKnown)
 }

@@ -3,13 +3,16 @@ package packet
 import (
 	g1 "github.com/gaudi-go/gaudi/uapi/gaudi"
 	g2 "github.com/gaudi-go/gaudi/uapi/gaudi2"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 )
 
 // Opcode is a packet's opcode (packet id): bits 28:24 of its control word.
 type Opcode uint8
 
 // The opcodes of enum packet_id. CB_LIST and the opcodes from 0x10 exist on
-// Gaudi2 only.
+// Gaudi2 and the Gaudi3 formats only (see Format.Has); the CH_WREG opcodes
+// from 0x14 in the Gaudi3PQM format only (enum pqm_packet_id of Habana's
+// gaudi3_pqm_packets.h).
 const (
 	OpWReg32          = Opcode(g1.PACKET_WREG_32)
 	OpWRegBulk        = Opcode(g1.PACKET_WREG_BULK)
@@ -30,6 +33,16 @@ const (
 	OpLastReadFromArc = Opcode(g2.PACKET_LAST_READ_FROM_ARC)
 	OpWReg64Short     = Opcode(g2.PACKET_WREG_64_SHORT)
 	OpWReg64Long      = Opcode(g2.PACKET_WREG_64_LONG)
+
+	OpChWReg32      = Opcode(g3.PQM_PACKET_CH_WREG_32)
+	OpChWRegBulk    = Opcode(g3.PQM_PACKET_CH_WREG_BULK)
+	OpChWReg64Short = Opcode(g3.PQM_PACKET_CH_WREG_64_SHORT)
+	OpChWReg64Long  = Opcode(g3.PQM_PACKET_CH_WREG_64_LONG)
+
+	// OpLinPDMA is LIN_PDMA, opcode 9 of the Gaudi3PQM format: the value
+	// of OpLinDMA under the PQM's name. Opcode.String, which knows no
+	// format, calls it LIN_DMA.
+	OpLinPDMA = Opcode(g3.PQM_PACKET_LIN_PDMA)
 )
 
 var opNames = [...]string{
@@ -52,6 +65,10 @@ var opNames = [...]string{
 	OpLastReadFromArc: "LAST_READ_FROM_ARC",
 	OpWReg64Short:     "WREG_64_SHORT",
 	OpWReg64Long:      "WREG_64_LONG",
+	OpChWReg32:        "CH_WREG_32",
+	OpChWRegBulk:      "CH_WREG_BULK",
+	OpChWReg64Short:   "CH_WREG_64_SHORT",
+	OpChWReg64Long:    "CH_WREG_64_LONG",
 }
 
 // String returns the driver's name of the opcode without the PACKET_
@@ -65,7 +82,11 @@ func (op Opcode) String() string {
 }
 
 // fixedLen is the size in bytes of each packet with a fixed size, from the
-// driver's packet structures (gaudi_packet_sizes); 0 for the rest.
+// driver's packet structures (gaudi_packet_sizes) and, for the Gaudi3
+// formats, from Habana's specifications; 0 for the rest. The Gaudi3 FENCE,
+// NOP, STOP, WAIT, MSG_* and WREG_* packets have the sizes of their Gaudi2
+// namesakes; Gaudi3 LIN_DMA is 24 bytes, its src and dst split into low
+// and high words.
 var fixedLen = [...]uint8{
 	OpWReg32:      8,
 	OpMsgLong:     16,
@@ -83,4 +104,8 @@ var fixedLen = [...]uint8{
 	OpLoadAndExe:  16,
 	OpWReg64Long:  16,
 	OpWReg64Short: 8,
+
+	OpChWReg32:      8,
+	OpChWReg64Short: 8,
+	OpChWReg64Long:  16,
 }

@@ -3,8 +3,10 @@ package packet
 // Packet is one packet of a command buffer. The implementations are the
 // value types of this package: LinDMA, MsgLong, MsgProt, MsgShort, Fence,
 // Wait, Nop, Stop, Repeat, ArbPoint, WReg32, WRegBulk, LoadAndExe, CPDMA and
-// CBList. Decode returns them as values, so a type switch uses the plain
-// type names.
+// CBList, and for the Gaudi3 formats Gaudi3Fence, Gaudi3LinDMA, LinPDMA,
+// WReg64Short, WReg64Long, ChWReg32, ChWRegBulk, ChWReg64Short and
+// ChWReg64Long. Decode returns them as values, so a type switch uses the
+// plain type names.
 //
 // Packet values are plain data: safe to copy, not safe for concurrent
 // mutation.
@@ -39,4 +41,13 @@ var (
 	_ Packet = LoadAndExe{}
 	_ Packet = CPDMA{}
 	_ Packet = CBList{}
+	_ Packet = Gaudi3Fence{}
+	_ Packet = Gaudi3LinDMA{}
+	_ Packet = LinPDMA{}
+	_ Packet = WReg64Short{}
+	_ Packet = WReg64Long{}
+	_ Packet = ChWReg32{}
+	_ Packet = ChWRegBulk{}
+	_ Packet = ChWReg64Short{}
+	_ Packet = ChWReg64Long{}
 )

@@ -8,9 +8,12 @@ type str struct {
 	sep bool
 }
 
-func newStr(op Opcode) *str {
+func newStr(op Opcode) *str { return newStrName(op.String()) }
+
+// newStrName starts the String form of a packet called name.
+func newStrName(name string) *str {
 	s := &str{b: make([]byte, 0, 96)}
-	s.b = append(s.b, op.String()...)
+	s.b = append(s.b, name...)
 	s.b = append(s.b, '{')
 	return s
 }

@@ -35,30 +35,35 @@ var (
 // Value, or add Value to it.
 //
 // Bits: Value = 14:0 and Add = 31 (K); TE = 30 (T); LongMode = 24 (T,
-// Gaudi2 only).
+// Gaudi2 and the Gaudi3 formats); ZeroCounter = 28 (S, the Gaudi3 formats'
+// zero_sob_cntr).
 type SOBUpdate struct {
-	Value    uint16 // 15 bits
-	Add      bool   // mode: add Value instead of setting the object to it
-	TE       bool   // hl-thunk "te"
-	LongMode bool   // Gaudi2 only: long (60-bit) sync object mode
+	Value       uint16 // 15 bits
+	Add         bool   // mode: add Value instead of setting the object to it
+	TE          bool   // hl-thunk "te"
+	LongMode    bool   // Gaudi2 and Gaudi3: long (60-bit) sync object mode
+	ZeroCounter bool   // Gaudi3 formats only: zero_sob_cntr
 }
 
 // Word returns the 32-bit MSG_SHORT value for format f.
 func (u SOBUpdate) Word(f Format) (uint32, error) {
 	c := newCheck(f, OpMsgShort)
 	sobValue.check(&c, "SOBUpdate.Value", uint64(u.Value))
-	c.only(Gaudi2, "SOBUpdate.LongMode", b2u(u.LongMode))
+	c.onlyIn(inGaudi2|inG3, "SOBUpdate.LongMode", b2u(u.LongMode))
+	c.onlyIn(inG3, "SOBUpdate.ZeroCounter", b2u(u.ZeroCounter))
 	if c.err != nil {
 		return 0, c.err
 	}
-	return sobValue.put(uint64(u.Value)) | sobMode.flag(u.Add) | sobTE.flag(u.TE) | g2SOBLong.flag(u.LongMode), nil
+	return sobValue.put(uint64(u.Value)) | sobMode.flag(u.Add) | sobTE.flag(u.TE) | g2SOBLong.flag(u.LongMode) |
+		g3SOBZero.flag(u.ZeroCounter), nil
 }
 
 // SOBUpdate reads p.Value as a sync object update. Bits outside the layout
 // are ignored.
 func (p MsgShort) SOBUpdate() SOBUpdate {
 	v := p.Value
-	return SOBUpdate{Value: uint16(sobValue.get(v)), Add: sobMode.on(v), TE: sobTE.on(v), LongMode: g2SOBLong.on(v)}
+	return SOBUpdate{Value: uint16(sobValue.get(v)), Add: sobMode.on(v), TE: sobTE.on(v), LongMode: g2SOBLong.on(v),
+		ZeroCounter: g3SOBZero.on(v)}
 }
 
 // MonArm is the Value of a MSG_SHORT that arms a monitor: it fires when the
@@ -105,7 +110,10 @@ type MonConfig struct {
 	LongHighGroup bool
 }
 
-// Word returns the 32-bit MSG_SHORT value. Only Gaudi2 has it.
+// Word returns the 32-bit MSG_SHORT value. Only Gaudi2 has it: the Gaudi3
+// specifications lay the monitor configuration out differently (wr_num in
+// bits 27:24, with sm_data_config and auto_zero), which this type does not
+// encode.
 func (m MonConfig) Word(f Format) (uint32, error) {
 	c := newCheck(f, OpMsgShort)
 	if c.err == nil && f != Gaudi2 {
@@ -162,8 +170,13 @@ const (
 // with MsgBarrier set, RegBarrier on Gaudi, and EngineBarrier as given. The
 // object's register is sob*4 bytes from the SOB base, so sob must be below
 // 16384.
+//
+// The Gaudi3 driver builds no signal command buffers (its signal and wait
+// CB sizes are 0), so Signal returns an error matching ErrNotInFormat for
+// the Gaudi3 formats.
 func (f Format) Signal(sob uint16, engineBarrier bool) (MsgShort, error) {
 	c := newCheck(f, OpMsgShort)
+	c.onlyIn(inGaudi|inGaudi2, "Signal", 1)
 	shortAddr.check(&c, "sob*4", uint64(sob)*4)
 	if c.err != nil {
 		return MsgShort{}, c.err
@@ -186,7 +199,8 @@ func (f Format) Signal(sob uint16, engineBarrier bool) (MsgShort, error) {
 // does to set a monitor's payload address and data
 // (gaudi_add_mon_msg_short, gaudi2_add_mon_msg_short): no barriers, except
 // RegBarrier on Gaudi. The offset of a register of monitor m is its block
-// offset minus MON_PAY_ADDRL_0, plus 4*m.
+// offset minus MON_PAY_ADDRL_0, plus 4*m. Any format but Gaudi gets the
+// Gaudi2 packet; the Gaudi3 driver builds no such buffers.
 func (f Format) MonitorWrite(offset uint16, value uint32) MsgShort {
 	p := MsgShort{Value: value, Offset: offset, Base: Gaudi2BaseMonitor}
 	if f == Gaudi {
@@ -200,13 +214,14 @@ func (f Format) MonitorWrite(offset uint16, value uint32) MsgShort {
 // is offset bytes from the monitor base, to fire when the objects selected
 // by sobBase and mask (see SOBMask) are at least value
 // (gaudi_add_arm_monitor_pkt, gaudi2_add_arm_monitor_pkt): MsgBarrier set,
-// and RegBarrier on Gaudi.
+// and RegBarrier on Gaudi. Like Signal, it refuses the Gaudi3 formats.
 func (f Format) ArmMonitor(offset, sobBase uint16, mask uint8, value uint16) (MsgShort, error) {
 	m, err := SOBMask(sobBase, mask)
 	if err != nil {
 		return MsgShort{}, err
 	}
 	c := newCheck(f, OpMsgShort)
+	c.onlyIn(inGaudi|inGaudi2, "ArmMonitor", 1)
 	monGroup.check(&c, "sobBase/8", uint64(sobBase/8))
 	if c.err != nil {
 		return MsgShort{}, c.err

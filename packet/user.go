@@ -26,7 +26,10 @@ func driverLen(op Opcode) int {
 //
 // Gaudi2 has no command buffer parser (gaudi2_cs_parser checks only the
 // buffer's address), so ValidateUser returns nil for any Gaudi2 buffer; the
-// hardware raises an event for what it cannot run.
+// hardware raises an event for what it cannot run. The same holds for the
+// Gaudi3 formats: the Gaudi3 driver takes no user command buffer through
+// command submission at all, and never sees what a user writes into a PDMA
+// channel's queue.
 func (f Format) ValidateUser(cb []byte) error {
 	if f != Gaudi {
 		if f.valid() {

@@ -3,12 +3,21 @@
 # machine lacks: the kernel sources the bindings are generated from and
 # proven against (linux-source-6.12), gcc for the ABI proof and -race, and
 # the archive tools to read the tarball, and clang with llvm (llvm-strip)
-# to build tools/hltrace's BPF object. It does nothing when all are there.
+# to build tools/hltrace's BPF object, and prometheus (the server and
+# promtool) for tools/hlexporter's tests, which have promtool check the
+# exposition and a real Prometheus scrape the exporter. It does nothing when
+# all are there.
 set -eu
+
+# tools/hlsim's tests serve simulated devices over FUSE (the kernel's own;
+# no fusermount or fuse3 package is needed): load the module where FUSE is
+# one and not loaded yet. Without root this does nothing, and those tests
+# skip.
+[ -e /dev/fuse ] || modprobe fuse 2>/dev/null || true
 
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in linux-source-6.12 gcc libc6-dev linux-libc-dev make tar xz-utils clang llvm; do
+for p in linux-source-6.12 gcc libc6-dev linux-libc-dev make tar xz-utils clang llvm prometheus; do
 	have "$p" || need="$need $p"
 done
 [ -z "$need" ] && exit 0

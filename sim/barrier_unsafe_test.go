@@ -67,6 +67,11 @@ func TestEngineBarrier(t *testing.T) {
 					if got != want {
 						t.Fatalf("%d hazards, want %d", got, want)
 					}
+					var kinds []ViolationKind
+					for range want {
+						kinds = append(kinds, ViolationBarrierHazard)
+					}
+					takeViolations(t, f.dev, kinds...)
 					if tt.name == "read after write" {
 						ok := bytes.Equal(dst[:n], src[:n])
 						if ok == (want == 1) {

@@ -98,13 +98,12 @@ func (c *csCtx) cbCreate(size uint32, mapCB bool) (uint64, error) {
 	sz := max(uint64(size), pageSize)
 	round := (sz + pageSize - 1) &^ (pageSize - 1)
 	cb := &cbObj{size: sz}
-	fd, err := unix.MemfdCreate("gaudi-sim-cb", unix.MFD_CLOEXEC)
+	handle := (uint64(id) | mmapTypeCB) << 12
+	fd, off, err := mm.bufMem("gaudi-sim-cb", handle, sz)
 	if err == nil {
-		if err = unix.Ftruncate(fd, int64(sz)); err == nil {
-			cb.mem, err = unix.Mmap(fd, 0, int(round), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-		}
+		cb.mem, err = unix.Mmap(fd, off, int(round), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
-			unix.Close(fd)
+			mm.freeBufMem(fd, off, sz)
 		}
 	}
 	if err != nil {
@@ -113,7 +112,7 @@ func (c *csCtx) cbCreate(size uint32, mapCB bool) (uint64, error) {
 	}
 	fail := func(err error) (uint64, error) {
 		unix.Munmap(cb.mem)
-		unix.Close(fd)
+		mm.freeBufMem(fd, off, sz)
 		mm.ids.remove(id)
 		return 0, err
 	}
@@ -139,8 +138,8 @@ func (c *csCtx) cbCreate(size uint32, mapCB bool) (uint64, error) {
 		c.cbVA.Unlock()
 	}
 	// refs: the handle's and the simulator's own.
-	b := &mmapBuf{id: id, memType: mmapTypeCB, size: sz, fd: fd, refs: 2}
-	b.handle = (uint64(id) | mmapTypeCB) << 12
+	b := &mmapBuf{id: id, memType: mmapTypeCB, size: sz, fd: fd, off: off, refs: 2}
+	b.handle = handle
 	cb.buf = b
 	mm.bufs[id] = b
 	c.cbs[id] = cb

@@ -21,6 +21,22 @@ type Config struct {
 	// kernels up to 6.5 (and refuse the DRM one with ENOTTY), as /dev/hlN
 	// did; by default they speak the DRM encoding of current kernels.
 	Legacy bool
+	// Driver is the habanalabs driver the devices behave as: the kernel's
+	// (linux 6.12) or Intel's out-of-tree one. The zero value takes
+	// GAUDI_SIM_DRIVER from the environment ("upstream" or "oot"), else
+	// DriverUpstream, so that a whole test suite can be run on either
+	// flavour (with Legacy, the zero value is DriverUpstream); System.Driver
+	// reports the one in force. The out-of-tree driver has no legacy
+	// encoding: New refuses it with Legacy.
+	Driver Driver
+	// NoPeerToPeer makes the out-of-tree driver behave as built for a
+	// kernel without dma-buf peer-to-peer support (_HAS_PEER2PEER unset):
+	// MEMORY REG_DMABUF_FD answers EPERM. It has no effect on the
+	// upstream flavour, which does not know the op.
+	NoPeerToPeer bool
+	// Strict turns strict mode on or off (strict.go); the zero value,
+	// StrictAuto, turns it on in test binaries unless GAUDI_SIM_STRICT=0.
+	Strict StrictMode
 }
 
 // DeviceConfig describes one simulated device. Zero fields take the ASIC's
@@ -75,7 +91,11 @@ func Default(asic ASIC, n int) Config {
 
 // FromEnv returns the configuration the tools use when they fall back to
 // the simulator: GAUDI_SIM="gaudi2:8" (ASIC and device count, the default),
-// "gaudi:2", and so on; GAUDI_SIM_LOCKDIR overrides DefaultLockDir.
+// "gaudi:2", and so on, with an optional third part naming the driver:
+// "gaudi2:8:oot" (Intel's out-of-tree driver) or "gaudi2:8:upstream";
+// "gaudi2::oot" keeps the default count. Without a driver part the
+// driver comes from GAUDI_SIM_DRIVER (see Config.Driver).
+// GAUDI_SIM_LOCKDIR overrides DefaultLockDir.
 func FromEnv() (Config, error) {
 	spec := os.Getenv("GAUDI_SIM")
 	lockDir := os.Getenv("GAUDI_SIM_LOCKDIR")
@@ -84,7 +104,8 @@ func FromEnv() (Config, error) {
 		c.LockDir = lockDir
 		return c, nil
 	}
-	name, count, _ := strings.Cut(spec, ":")
+	name, rest, _ := strings.Cut(spec, ":")
+	count, drv, _ := strings.Cut(rest, ":")
 	asic, err := ParseASIC(name)
 	if err != nil {
 		return Config{}, fmt.Errorf("GAUDI_SIM: %w", err)
@@ -98,6 +119,11 @@ func FromEnv() (Config, error) {
 	}
 	c := Default(asic, n)
 	c.LockDir = lockDir
+	if drv != "" {
+		if c.Driver, err = ParseDriver(drv); err != nil {
+			return Config{}, fmt.Errorf("GAUDI_SIM: %w", err)
+		}
+	}
 	return c, nil
 }
 

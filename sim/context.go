@@ -49,6 +49,12 @@ type context struct {
 	internalCB uint64
 
 	dramPhysMem atomic.Int64 // ctx->dram_phys_mem
+
+	rem *remoteMem // the served process whose memory host mappings reach, or nil (served.go)
+	// Strict mode (strict_dma.go): the compute file, and the ranges
+	// unmapped while CSs were in flight.
+	file *File
+	gone tombstones
 }
 
 // mapping is a hash node (struct hl_vm_hash_node) with what it maps.
@@ -67,7 +73,16 @@ type mapping struct {
 	// Device memory.
 	pack *physPack
 
+	// An imported dma-buf (REG_DMABUF_FD): a host mapping over the
+	// simulator's mapping of the buffer, released with the mapping.
+	imported *importMap
+
 	exportCnt int // live dma-buf exports of this mapping
+
+	// Strict mode: when the mapping was made (strictState.clock), and
+	// what host memory was mapped (strict_host_unsafe.go).
+	mappedAt uint64
+	ident    *hostIdent
 }
 
 // hostBase is the first host byte the mapping reaches: the page of
@@ -102,6 +117,9 @@ func (c *context) reserve(rangeType int, size uint64) uint64 {
 
 // insert adds a mapping to the hash and the index. c.mu must be held.
 func (c *context) insert(m *mapping) {
+	if c.dev.strict.on {
+		m.mappedAt = c.dev.strict.clock.Add(1)
+	}
 	c.maps[m.va] = m
 	i := sort.Search(len(c.index), func(i int) bool { return c.index[i].vaStart >= m.vaStart })
 	c.index = append(c.index, nil)
@@ -142,7 +160,9 @@ const (
 // extent is a contiguous run of what a device address range reaches.
 type extent struct {
 	kind extentKind
-	host []byte // extentHost: the memory itself
+	host []byte     // extentHost: the memory itself
+	rem  *remoteMem // extentHost of a served process: its memory at addr, instead of host
+	addr uint64
 	dram uint64 // extentDRAM: offset into Device.dram
 	n    uint64 // bytes
 }
@@ -166,8 +186,15 @@ func (c *context) resolve(va, n uint64) (extent, error) {
 }
 
 func (c *context) resolveLocked(va, n uint64) (extent, error) {
+	e, _, err := c.resolveMapLocked(va, n)
+	return e, err
+}
+
+// resolveMapLocked is resolveLocked that also returns the mapping that
+// holds va (nil for Gaudi's physical DRAM).
+func (c *context) resolveMapLocked(va, n uint64) (extent, *mapping, error) {
 	if n == 0 {
-		return extent{}, nil
+		return extent{}, nil, nil
 	}
 	p := &c.dev.prof
 	m := c.lookup(va)
@@ -175,14 +202,17 @@ func (c *context) resolveLocked(va, n uint64) (extent, error) {
 		if !p.dramVirtual && va >= p.dramBase && va-p.dramBase < p.dramSize {
 			// Gaudi: DRAM is addressed physically.
 			left := p.dramSize - (va - p.dramBase)
-			return extent{kind: extentDRAM, dram: va - p.dramBase, n: min(n, left)}, nil
+			return extent{kind: extentDRAM, dram: va - p.dramBase, n: min(n, left)}, nil, nil
 		}
-		return extent{}, &vaFault{va}
+		return extent{}, nil, &vaFault{va}
 	}
 	off := va - m.vaStart
 	n = min(n, m.size-off)
+	if m.host && c.rem != nil {
+		return extent{kind: extentHost, rem: c.rem, addr: m.hostBase() + off, n: n}, m, nil
+	}
 	if m.host {
-		return extent{kind: extentHost, host: hostBytes(m.hostBase()+off, n), n: n}, nil
+		return extent{kind: extentHost, host: hostBytes(m.hostBase()+off, n), n: n}, m, nil
 	}
 	// Device memory: stay inside one run of physically consecutive pages.
 	pk := m.pack
@@ -193,7 +223,7 @@ func (c *context) resolveLocked(va, n uint64) (extent, error) {
 		i++
 		run += pk.pageSize
 	}
-	return extent{kind: extentDRAM, dram: pa - p.dramBase, n: min(n, run)}, nil
+	return extent{kind: extentDRAM, dram: pa - p.dramBase, n: min(n, run)}, m, nil
 }
 
 // access calls fn for each extent of [va, va+n) in order, with the

@@ -231,6 +231,13 @@ type cs struct {
 	// Guarded by hw.mu.
 	submitted, completed, timedout, aborted bool
 	tdrActive                               bool // a TDR was armed for the CS
+
+	// Strict mode (strict_dma.go, strict_host_unsafe.go): when the CS was
+	// submitted (strictState.clock), and the host mappings its jobs
+	// checked.
+	submitAt    uint64
+	hostMu      sync.Mutex
+	hostChecked []hostSpan
 }
 
 // jobDone is a tracked job's completion (hl_complete_job).
@@ -530,7 +537,7 @@ func (c *csCtx) copyChunks(ptr uint64, n uint32) (*chunkBuf, error) {
 		buf.b = make([]hl.CSChunk, n)
 	}
 	buf.b = buf.b[:n]
-	if err := copyIn(ptr, sliceBytes(buf.b)); err != nil {
+	if err := c.f.copyIn(ptr, sliceBytes(buf.b)); err != nil {
 		c.putChunks(buf)
 		c.drop(dropValidation)
 		return nil, unix.EFAULT
@@ -577,6 +584,9 @@ func (c *csCtx) allocate(flags uint32, timeout time.Duration) (*cs, error) {
 	fc.typ = s.typ
 	s.doneTS.Store(0)
 	s.submitted, s.completed, s.timedout, s.aborted, s.tdrActive = false, false, false, false, false
+	s.submitAt = 0
+	clear(s.hostChecked)
+	s.hostChecked = s.hostChecked[:0]
 	s.refs.Store(1)
 	c.seq++
 	return s, nil
@@ -606,6 +616,9 @@ func (c *csCtx) submit(chunksPtr uint64, n uint32, seq *uint64, flags uint32, ti
 		s.put()
 		*seq = math.MaxUint64
 		return err
+	}
+	if c.dev.strict.on {
+		c.strictHashCBs(s)
 	}
 	if err := c.hw.schedule(s); err != nil {
 		s.rollback()
@@ -677,6 +690,7 @@ func (s *cs) newJob() *job {
 		j.patched = nil // a large kernel CB copy is not kept for reuse
 	}
 	j.addr, j.size, j.tracked = 0, 0, false
+	j.cbHash, j.cbHashed = 0, false
 	j.done.Store(false)
 	j.slot.Store(false)
 	return j
@@ -814,6 +828,9 @@ func (hw *hwState) schedule(s *cs) error {
 	}
 	if err := hw.joinStagedLocked(s); err != nil {
 		return err
+	}
+	if hw.d.strict.on {
+		s.submitAt = hw.d.strict.clock.Add(1)
 	}
 	hw.mirror = append(hw.mirror, s)
 	if len(hw.mirror) == 1 && s.needsTimeout() {

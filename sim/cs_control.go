@@ -76,7 +76,7 @@ func (c *csCtx) engineCores(ptr uint64, n, cmd uint32) error {
 		return unix.EINVAL
 	}
 	ids := make([]uint32, n)
-	if err := copyIn(ptr, sliceBytes(ids)); err != nil {
+	if err := c.f.copyIn(ptr, sliceBytes(ids)); err != nil {
 		return unix.EFAULT
 	}
 	c.dev.setCores(ids, cmd == uint32(hl.HL_ENGINE_CORE_HALT))
@@ -117,7 +117,7 @@ func (c *csCtx) engines(ptr uint64, n, cmd uint32) error {
 		return unix.EINVAL
 	}
 	ids := make([]uint32, n)
-	if err := copyIn(ptr, sliceBytes(ids)); err != nil {
+	if err := c.f.copyIn(ptr, sliceBytes(ids)); err != nil {
 		return unix.EFAULT
 	}
 	switch cmd {

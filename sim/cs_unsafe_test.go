@@ -146,7 +146,13 @@ var (
 // unmaps the file's host buffers.
 func openSim(t *testing.T, asic ASIC) (*System, *Device, *File) {
 	t.Helper()
-	s, d, f := openCompute(t, asic)
+	return openSimMode(t, asic, StrictAuto)
+}
+
+// openSimMode is openSim with strict mode set.
+func openSimMode(t *testing.T, asic ASIC, mode StrictMode) (*System, *Device, *File) {
+	t.Helper()
+	s, d, f := openComputeMode(t, asic, mode)
 	t.Cleanup(func() { closeSim(f) })
 	return s, d, f
 }

@@ -129,7 +129,7 @@ func (d *Device) coresight(f *File, a *hl.DebugArgs) error {
 	var input []byte
 	if !a.InputPtr.IsNil() && size != 0 {
 		input = make([]byte, debugStructSize[a.Op]) // zero-filled past size
-		if err := copyIn(a.InputPtr.Addr(), input[:size]); err != nil {
+		if err := f.copyIn(a.InputPtr.Addr(), input[:size]); err != nil {
 			return unix.EFAULT
 		}
 	}
@@ -151,7 +151,7 @@ func (d *Device) coresight(f *File, a *hl.DebugArgs) error {
 		d.debug.ops = append(d.debug.ops, DebugOp{Op: a.Op, RegIdx: a.RegIdx, Enable: enable, Input: input})
 	}
 	if output != nil {
-		if err := copyOut(a.OutputPtr.Addr(), output); err != nil {
+		if err := f.copyOut(a.OutputPtr.Addr(), output); err != nil {
 			return unix.EFAULT
 		}
 	}

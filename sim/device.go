@@ -19,6 +19,8 @@ type Device struct {
 	cfg      DeviceConfig
 	prof     profile
 	legacy   bool
+	driver   Driver
+	noP2P    bool // out-of-tree driver built without _HAS_PEER2PEER
 	lockPath string
 	dram     *sparseMem
 	vm       *devVM
@@ -47,11 +49,21 @@ type Device struct {
 	hostFaults     HostFaults // DMA that found host memory unmapped (hostfault.go)
 	hw             hwHolder   // command submission hardware (engine.go)
 
+	// The out-of-tree driver's soft reset stall (oot.go): until when soft
+	// resets wait (CLOCK_MONOTONIC ns, 0 for none), how many DEVICE_STATUS
+	// calls asked for one, how many resets waited; and the last memory
+	// consumption report.
+	stallUntil    int64
+	stallRequests uint64
+	stalledResets uint64
+	memReport     MemoryConsumption
+	strict        strictState // strict mode and its violations (strict.go)
+
 	debug   debugState  // DEBUG ioctl: debug mode and CoreSight (debug.go)
 	engines engineModes // engine cores halted and engines stalled (cs_control.go)
 }
 
-func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
+func newDevice(i int, dc DeviceConfig, cfg Config, strict bool) (*Device, error) {
 	prof, err := newProfile(dc.ASIC, dc.DRAMSize)
 	if err != nil {
 		return nil, err
@@ -63,11 +75,13 @@ func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
 	if dc.ASIC == Gaudi2 && dc.Revision == 0 {
 		dc.Revision = 1
 	}
-	return &Device{
+	d := &Device{
 		index:       i,
 		cfg:         dc,
 		prof:        prof,
 		legacy:      cfg.Legacy,
+		driver:      cfg.Driver,
+		noP2P:       cfg.NoPeerToPeer,
 		lockPath:    lockPath(cfg.LockDir, dc.PCIAddress),
 		dram:        newSparseMem(dc.DRAMSize),
 		vm:          newDevVM(&prof),
@@ -75,11 +89,20 @@ func newDevice(i int, dc DeviceConfig, cfg Config) (*Device, error) {
 		hwEvents:    make([]uint32, prof.numEvents),
 		hwEventsAgg: make([]uint32, prof.numEvents),
 		created:     time.Now(),
-	}, nil
+	}
+	d.strict.on = strict
+	d.strict.proc = newProcFiles()
+	return d, nil
 }
 
 // Index returns the device's position in its System.
 func (d *Device) Index() int { return d.index }
+
+// LockPath returns the lock file whose exclusive flock marks the device's
+// compute owner: the process that holds the compute context keeps it open
+// while the context lives, so a scan of /proc/*/fd for this path finds the
+// owner from any process that shares the lock directory (Config.LockDir).
+func (d *Device) LockPath() string { return d.lockPath }
 
 // Config returns the device's configuration with defaults filled in.
 func (d *Device) Config() DeviceConfig { return d.cfg }
@@ -132,10 +155,12 @@ func (d *Device) Open() (*File, error) {
 	f := newFile(d, false)
 	f.lock = lock
 	f.ctx = newContext(d)
+	f.ctx.file = f
 	f.mm = newMemMgr()
 	d.compute = f
 	d.files[f] = struct{}{}
 	d.openCounter++
+	f.serial = d.openCounter
 	d.lastOpen = time.Now()
 	d.lastOpenMono = monotonicNow()
 	d.errs.enableCapture()
@@ -202,6 +227,11 @@ func (d *Device) finish(f *File) {
 		}
 	}()
 	f.final.Do(func() {
+		if d.prof.dramVirtual && d.oot() {
+			// The release's compute reset (see below) is a soft reset,
+			// which a DEVICE_STATUS poll may have asked to stall.
+			d.softResetStall()
+		}
 		d.closeSubmissions(f)
 		f.mm.fini()
 		f.ctx.fini()
@@ -231,6 +261,7 @@ func (d *Device) finish(f *File) {
 			d.releaseResets++
 		}
 		d.mu.Unlock()
+		d.strict.proc.close()
 		f.lock.release()
 	})
 }

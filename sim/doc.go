@@ -66,6 +66,27 @@
 // registrations, raised through the sync managers' completion queues and
 // the MSI-X doorbell (interrupt.go, syncmgr.go).
 //
+// # Driver flavours
+//
+// Config.Driver chooses the driver the devices behave as: the kernel's
+// (linux 6.12, DriverUpstream, the default) or Intel's out-of-tree one
+// (DriverOutOfTree, built with CONFIG_DRM_ACCEL, NIC ports not enabled);
+// GAUDI_SIM="gaudi2:8:oot" or GAUDI_SIM_DRIVER=oot choose it from the
+// environment. The out-of-tree flavour adds what that driver adds
+// (oot.go, import_unsafe.go): INFO MODULE_PARAMS and
+// CONFIG_DRM_ACCEL_ENABLED in every state, TIME_SYNC_PER_DIE,
+// MEMORY_CONSUMPTION and the link queries (EFAULT: no NIC) on an
+// operational device, the named bytes of HW_IP_INFO, DEVICE_STATUS reading
+// soft_reset_stall from the caller's buffer (a non-zero value delays the
+// next soft reset by 30 ms; Device.SoftResetStallRequests counts them),
+// the NIC ioctl (EBUSY, EINVAL for ops it does not serve, EFAULT for the
+// rest), MAP with HL_MEM_ODP refused with EOPNOTSUPP, and MEMORY
+// REG_DMABUF_FD, which maps a dma-buf (a simulated device's export, from
+// this process or another one) into the device's host address range so
+// its engines copy to and from the exporter's memory. The upstream flavour
+// answers all of these as 6.12 does: EINVAL for the unknown INFO and
+// MEMORY ops, EINVAL from drm_ioctl for the NIC number.
+//
 // # Rules it keeps
 //
 //   - One compute context per device, across goroutines and processes: the
@@ -90,7 +111,7 @@
 //     device memory (VM_IO, VM_PFNMAP) included (hostpin.go). DMA into
 //     host memory the caller unmapped after MAP, which the device would
 //     do into the pinned orphaned pages, is survived and counted
-//     (Device.HostFaults, hostfault.go).
+//     (Device.HostFaults, hostfault.go), and in strict mode reported.
 //   - Every INFO op of the 6.12 driver, with its validation, its errno
 //     values and the split between ops served in any state and ops that
 //     need an operational device (EBUSY otherwise). HW_IP_INFO and
@@ -101,10 +122,48 @@
 //     kind until the next compute open, raise the notifier bit that
 //     GET_EVENTS reads and signal registered eventfds.
 //
+// # Serving other processes
+//
+// Device.OpenFor and OpenControlFor open a file on behalf of another
+// process, for a server that hands the device out as a node programs open
+// (tools/hlsim serves it over FUSE): user pointers in ioctl arguments and
+// host memory given to MEMORY MAP are that process's addresses, read and
+// written with process_vm_readv and process_vm_writev by the ioctls and
+// the engines alike, and host mappings are checked against its
+// /proc/PID/maps. Command and timestamp buffers then live in one sparse
+// memory file at their mmap offsets (File.MmapFile, MmapFileOffset),
+// which the server lets the process map (served.go, engine_remote.go).
+// # Strict mode
+//
+// Some misuse goes unnoticed on a Gaudi until data is wrong elsewhere; in
+// strict mode (Config.Strict: on by default in test binaries, and wherever
+// GAUDI_SIM_STRICT=1) the simulator detects it and records a Violation on
+// the Device (strict.go, and strict_*.go for each detector and its
+// limits):
+//
+//   - an address in an ioctl argument that points into the calling
+//     goroutine's stack (the call fails), or whose memory no longer holds
+//     the bytes of the start of the call, at its end or after the
+//     simulator moved the caller's stack (sampled);
+//   - DMA that reaches host memory unmapped, mapped again or replaced since
+//     MAP pinned it (on the device, the data goes to the pinned pages);
+//   - DMA that reaches memory unmapped (and possibly mapped again) while
+//     the CS was queued or running, and any other MMU page fault;
+//   - a user command buffer changed between the submission of its CS and
+//     the execution or completion of its job;
+//   - engine barrier hazards (barrier.go).
+//
+// Device.Violations, TakeViolations and ExpectViolations let tests assert
+// on them; CheckStrict, System.Close and the Close of a compute file
+// report the ones nobody expected, which fails the tests of this module
+// (internal/simtest). The checks read /proc and hash command buffers, so
+// a CS costs some microseconds more; benchmarks run without them.
+//
 // # Differences from the kernel
 //
 // The simulator runs inside the calling process; ioctls are method calls, not
-// system calls, so tracers that watch syscalls (hltrace) do not see them.
+// system calls, so tracers that watch syscalls (hltrace) do not see them
+// unless the device is served (tools/hlsim).
 //
 // EXPORT_DMABUF_FD hands out a file of exactly the exported bytes, whose
 // pages are the device memory of the range (the simulator maps them over

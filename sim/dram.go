@@ -121,6 +121,7 @@ func (m *sparseMem) ensure() error {
 		unix.Close(fd)
 		return fmt.Errorf("map device memory: %w", err)
 	}
+	adviseDRAM(p, m.size) // dram_huge_unsafe.go
 	m.fd, m.base = fd, p
 	return nil
 }

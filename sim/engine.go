@@ -241,6 +241,10 @@ type job struct {
 	tracked  bool        // the CS completes when every tracked job has
 	done     atomic.Bool // a tracked job completed or was rolled back
 	slot     atomic.Bool // holds one of the queue's entries
+
+	// Strict mode: the hash of a user CB at submission (strict_dma.go).
+	cbHash   uint64
+	cbHashed bool
 }
 
 // releaseSlot gives the job's queue entry back, once.
@@ -425,6 +429,12 @@ type execEnv struct {
 
 	flight inflight   // LIN_DMAs since the last engine barrier (barrier.go)
 	scope  faultScope // the caller's memory the access under way touches (hostfault.go)
+
+	// Strict mode (strict_dma.go): the job's CS, nil when strict mode is
+	// off or the access is the simulator's own; whether the job reported
+	// host memory that is gone.
+	cs       *cs
+	goneSeen bool
 }
 
 // exec runs one job.
@@ -432,11 +442,22 @@ func (q *hwQueue) exec(j *job) error {
 	x := &q.x
 	x.c, x.ctx = j.cs.c, j.cs.c.f.ctx
 	x.flight.reset()
+	strict := q.hw.d.strict.on
+	if strict {
+		x.cs, x.goneSeen = j.cs, false
+		x.strictCheckCB(j, "execution")
+	}
 	var err error
 	if j.kernelCB {
 		err = x.run(cbSource{mem: j.patched, size: uint64(len(j.patched))}, 0)
 	} else {
 		err = x.run(cbSource{x: x, addr: j.addr, size: j.size}, 0)
+	}
+	if strict {
+		if err == nil {
+			x.strictCheckCB(j, "completion")
+		}
+		x.cs = nil
 	}
 	x.c, x.ctx = nil, nil
 	return err
@@ -584,6 +605,7 @@ func packetOpcode(b []byte) packet.Opcode {
 func (x *execEnv) linDMA(p packet.LinDMA) error {
 	if x.flight.admit(p) {
 		x.hw.d.hazards.Add(1)
+		x.strictHazard(p.Dst)
 		return x.fill(p.Dst, hazardFill*0x0101010101010101, uint64(p.Size), 0)
 	}
 	if p.Memset {
@@ -700,6 +722,9 @@ type seg struct {
 	host   bool // crosses PCIe
 	user   bool // the caller's memory (a host mapping), which it may unmap
 	n      uint64
+
+	rem  *remoteMem // a host mapping of a served process: its memory at addr (engine_remote.go)
+	addr uint64
 }
 
 // locked runs fn with the mappings held: the context's (so UNMAP waits)
@@ -737,9 +762,23 @@ func (x *execEnv) resolveLocked(addr, n uint64) (seg, error) {
 		k := min(n, uint64(len(cb.mem))-off)
 		return seg{b: cb.mem[off : off+k], host: true, n: k}, nil
 	}
-	e, err := x.ctx.resolveLocked(addr, n)
+	e, m, err := x.ctx.resolveMapLocked(addr, n)
 	if err != nil {
+		if x.cs != nil {
+			x.strictFault(addr)
+		}
 		return seg{}, &pageFault{addr}
+	}
+	if x.cs != nil && m != nil {
+		if m.mappedAt > x.cs.submitAt {
+			x.strictNewer(addr)
+		}
+		if m.host {
+			x.strictHost(m, addr, e.n)
+		}
+	}
+	if e.kind == extentHost && e.rem != nil {
+		return seg{rem: e.rem, addr: e.addr, host: true, n: e.n}, nil
 	}
 	if e.kind == extentHost {
 		return seg{b: e.host, host: true, user: true, n: e.n}, nil
@@ -797,6 +836,9 @@ func (x *execEnv) copyOnce(dst, src, n, width uint64, k *uint64, host *[2]bool) 
 		}
 		*k, *host = n, [2]bool{s.host, d.host}
 		x.scope.set(s, d, n)
+		if s.rem != nil || d.rem != nil {
+			return x.remoteCopy(d, s, n, width)
+		}
 		if width != 0 {
 			return x.swapCopy(d, s, n, width)
 		}
@@ -898,6 +940,9 @@ func (x *execEnv) fillOnce(dst, n uint64, pat [8]byte, phase uint64, k *uint64, 
 		n := d.n
 		*k, *host = n, d.host
 		x.scope.set(seg{}, d, n)
+		if d.rem != nil {
+			return x.remoteFill(d, n, pat, phase)
+		}
 		switch {
 		case !d.isDRAM:
 			fillPattern(d.b[:n], pat, phase)
@@ -955,6 +1000,9 @@ func (x *execEnv) storeOnce(dst uint64, b []byte, k *uint64) error {
 		n := d.n
 		*k = n
 		x.scope.set(seg{}, d, n)
+		if d.rem != nil {
+			return remoteStore(d, b[:n])
+		}
 		if d.isDRAM {
 			return x.hw.d.dram.WriteAt(b[:n], d.dram)
 		}
@@ -991,6 +1039,9 @@ func (x *execEnv) loadOnce(src uint64, b []byte, k *uint64) error {
 		n := s.n
 		*k = n
 		x.scope.set(s, seg{}, n)
+		if s.rem != nil {
+			return remoteLoad(s, b[:n])
+		}
 		if s.isDRAM {
 			return x.hw.d.dram.ReadAt(b[:n], s.dram)
 		}

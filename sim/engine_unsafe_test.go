@@ -574,6 +574,9 @@ func TestPageFault(t *testing.T) {
 	if pf.Addr != bad {
 		t.Fatalf("page fault at %#x, want %#x", pf.Addr, bad)
 	}
+	if v := takeViolations(t, d, ViolationPageFault); len(v) == 1 && (v[0].Addr != bad || v[0].Seq != seq) {
+		t.Errorf("violation %+v, want the page fault at %#x of CS %d", v[0], bad, seq)
+	}
 	var maps [8]hl.UserMapping
 	var ia hl.InfoArgs
 	ia.Op = hl.HL_INFO_USER_MAPPINGS
@@ -738,9 +741,16 @@ func TestWaitBusyTimeout(t *testing.T) {
 	d.SetState(Operational)
 }
 
-// BenchmarkSubmitWaitNOP submits a prepared one-NOP CS and waits for it.
-func BenchmarkSubmitWaitNOP(b *testing.B) {
-	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir()})
+// BenchmarkSubmitWaitNOP submits a prepared one-NOP CS and waits for it,
+// as programs run it (strict mode off).
+func BenchmarkSubmitWaitNOP(b *testing.B) { benchSubmitWaitNOP(b, StrictOff) }
+
+// BenchmarkSubmitWaitNOPStrict is BenchmarkSubmitWaitNOP in strict mode, as
+// tests run it: the cost of its checks.
+func BenchmarkSubmitWaitNOPStrict(b *testing.B) { benchSubmitWaitNOP(b, StrictOn) }
+
+func benchSubmitWaitNOP(b *testing.B, mode StrictMode) {
+	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir(), Strict: mode})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -823,7 +833,7 @@ func BenchmarkDMAHostToDRAM(b *testing.B) { benchDMA(b, true) }
 func BenchmarkDMAHostToHost(b *testing.B) { benchDMA(b, false) }
 
 func benchDMA(b *testing.B, toDRAM bool) {
-	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir()})
+	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir(), Strict: StrictOff})
 	if err != nil {
 		b.Fatal(err)
 	}

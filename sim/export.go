@@ -292,7 +292,7 @@ func (m *sparseMem) live(s *segment) bool {
 	}
 	lo := uint64(uintptr(m.base))
 	hi := lo + m.size
-	vmas, err := readMaps()
+	vmas, err := readMaps(procMaps)
 	if err != nil {
 		return false
 	}
@@ -322,7 +322,7 @@ func openFiles(ids []fileID) []fileID {
 			seen[fileID{st.Dev, st.Ino}] = true
 		}
 	}
-	vmas, err := readMaps()
+	vmas, err := readMaps(procMaps)
 	if err != nil {
 		return ids
 	}

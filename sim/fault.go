@@ -6,7 +6,8 @@ import "golang.org/x/sys/unix"
 // the next one) returns Errno instead of running.
 type Fault struct {
 	// Ioctl is the kind of call: "INFO", "CB", "CS", "WAIT_CS", "MEMORY",
-	// "DEBUG", or "OPEN" and "OPEN_CONTROL" for opens.
+	// "DEBUG", "NIC" (the out-of-tree flavour), or "OPEN" and
+	// "OPEN_CONTROL" for opens.
 	Ioctl string
 	// MatchOp narrows an ioctl to the sub-operation Op (the op field of
 	// its arguments); without it any call of the kind counts.

@@ -39,6 +39,13 @@ type File struct {
 	final     sync.Once
 
 	killed atomic.Bool // a hard reset killed the holder (watchdog.go)
+
+	rem *remoteMem // the served process whose memory user pointers reach, or nil (served.go)
+	// Strict mode (strict.go): the compute context's serial number
+	// (Device.openCounter at its open, 0 for a control file) and the
+	// calls per ioctl, which pick the ones that get the stack-move check.
+	serial      uint64
+	strictCalls [len(ioctlTable)]atomic.Uint32
 }
 
 func newFile(d *Device, control bool) *File {
@@ -79,6 +86,10 @@ func (f *File) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 // (see Dup), the file is released: for a compute file, the device's compute
 // context and its lock. Later calls on this handle return EBADF; Close
 // itself is idempotent.
+//
+// In strict mode, closing a compute file returns a *ViolationError when
+// violations that were not expected were recorded while it was open (see
+// Device.CheckStrict); the file is closed all the same.
 func (f *File) Close() error {
 	f.mu.Lock()
 	if f.closed {
@@ -88,6 +99,9 @@ func (f *File) Close() error {
 	f.closed = true
 	f.mu.Unlock()
 	f.put()
+	if f.serial != 0 {
+		return f.dev.checkStrict(f.serial)
+	}
 	return nil
 }
 

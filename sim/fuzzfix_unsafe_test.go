@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -294,6 +295,12 @@ func TestDMAToUnmappedHost(t *testing.T) {
 			}
 			if st := d.State(); st != Operational {
 				t.Errorf("device %v", st)
+			}
+			// Strict mode reports each CS once.
+			for i, v := range takeViolations(t, d, ViolationHostReplaced, ViolationHostReplaced) {
+				if v.Seq != uint64(i+1) || !strings.Contains(v.Detail, "unmapped") {
+					t.Errorf("violation %d: %v (CS %d)", i, v, v.Seq)
+				}
 			}
 		})
 	}

@@ -52,6 +52,13 @@ func (d *Device) hostFault(va, n uint64) {
 	d.mu.Unlock()
 }
 
+// hostFault counts an access of the job's that found host memory gone,
+// and reports it in strict mode.
+func (x *execEnv) hostFault(va, n uint64) {
+	x.hw.d.hostFault(va, n)
+	x.strictHostGone(va, n)
+}
+
 // faultScope is the caller's memory an access under way touches: the
 // host mapping parts of its source and destination.
 type faultScope struct {
@@ -136,17 +143,17 @@ func (x *execEnv) copyAround(dst, src, n, width uint64) error {
 		if gone, ok := err.(*hostGone); ok {
 			err = nil
 			if gone.src {
-				x.hw.d.hostFault(src+off, k)
+				x.hostFault(src+off, k)
 				var m uint64
 				var h bool
 				e := x.guard(func() error { return x.fillOnce(dst+off, k, [8]byte{}, 0, &m, &h) })
 				if _, ok := e.(*hostGone); ok {
-					x.hw.d.hostFault(dst+off, k)
+					x.hostFault(dst+off, k)
 				} else {
 					err = e
 				}
 			} else {
-				x.hw.d.hostFault(dst+off, k)
+				x.hostFault(dst+off, k)
 			}
 		}
 		if err != nil {
@@ -165,7 +172,7 @@ func (x *execEnv) fillAround(dst, n uint64, pat [8]byte, phase uint64) error {
 		k, host := p, false
 		err := x.guard(func() error { return x.fillOnce(dst+off, p, pat, (phase+off)%8, &k, &host) })
 		if _, ok := err.(*hostGone); ok {
-			x.hw.d.hostFault(dst+off, k)
+			x.hostFault(dst+off, k)
 			err = nil
 		}
 		if err != nil {
@@ -184,7 +191,7 @@ func (x *execEnv) storeAround(dst uint64, b []byte) error {
 		k := p
 		err := x.guard(func() error { return x.storeOnce(dst+off, b[off:off+p], &k) })
 		if _, ok := err.(*hostGone); ok {
-			x.hw.d.hostFault(dst+off, k)
+			x.hostFault(dst+off, k)
 			err = nil
 		}
 		if err != nil {
@@ -203,7 +210,7 @@ func (x *execEnv) loadAround(src uint64, b []byte) error {
 		k := p
 		err := x.guard(func() error { return x.loadOnce(src+off, b[off:off+p], &k) })
 		if _, ok := err.(*hostGone); ok {
-			x.hw.d.hostFault(src+off, k)
+			x.hostFault(src+off, k)
 			clear(b[off : off+k])
 			err = nil
 		}

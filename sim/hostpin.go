@@ -47,6 +47,7 @@ var userAddrLimit = func() uint64 {
 type vma struct {
 	start, end    uint64
 	write, shared bool
+	offset        uint64 // file offset of start (0 for anonymous memory)
 	dev, inode    uint64
 	device        bool // VM_IO or VM_PFNMAP, known after deviceFlags
 }
@@ -57,13 +58,13 @@ var (
 	procSmaps = "/proc/self/smaps"
 )
 
-// readMaps parses /proc/self/maps.
-func readMaps() ([]vma, error) {
-	b, err := os.ReadFile(procMaps)
+// readMaps parses a process's maps file (/proc/self/maps).
+func readMaps(path string) ([]vma, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []vma
+	out := make([]vma, 0, bytes.Count(b, []byte{'\n'})+1)
 	for len(b) > 0 {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -71,40 +72,83 @@ func readMaps() ([]vma, error) {
 		} else {
 			b = nil
 		}
-		f := bytes.Fields(line)
-		if len(f) < 5 {
-			continue
+		if v, ok := parseMapsLine(line); ok {
+			out = append(out, v)
 		}
-		addr := bytes.SplitN(f[0], []byte("-"), 2)
-		dev := bytes.SplitN(f[3], []byte(":"), 2)
-		if len(addr) != 2 || len(dev) != 2 || len(f[1]) < 4 {
-			continue
-		}
-		start, err1 := strconv.ParseUint(string(addr[0]), 16, 64)
-		end, err2 := strconv.ParseUint(string(addr[1]), 16, 64)
-		major, err3 := strconv.ParseUint(string(dev[0]), 16, 32)
-		minor, err4 := strconv.ParseUint(string(dev[1]), 16, 32)
-		inode, err5 := strconv.ParseUint(string(f[4]), 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || err5 != nil {
-			continue
-		}
-		out = append(out, vma{
-			start:  start,
-			end:    end,
-			write:  f[1][1] == 'w',
-			shared: f[1][3] == 's',
-			dev:    unix.Mkdev(uint32(major), uint32(minor)),
-			inode:  inode,
-		})
 	}
 	return out, nil
 }
 
+// parseMapsLine reads "start-end perms offset major:minor inode [path]".
+func parseMapsLine(line []byte) (vma, bool) {
+	next := func() []byte {
+		line = bytes.TrimLeft(line, " ")
+		i := bytes.IndexByte(line, ' ')
+		if i < 0 {
+			i = len(line)
+		}
+		f := line[:i]
+		line = line[i:]
+		return f
+	}
+	addr, perms, offset, dev, inode := next(), next(), next(), next(), next()
+	lo, hi, ok1 := bytes.Cut(addr, []byte("-"))
+	major, minor, ok2 := bytes.Cut(dev, []byte(":"))
+	if !ok1 || !ok2 || len(perms) < 4 {
+		return vma{}, false
+	}
+	start, ok3 := parseUint(lo, 16)
+	end, ok4 := parseUint(hi, 16)
+	maj, ok5 := parseUint(major, 16)
+	mnr, ok6 := parseUint(minor, 16)
+	ino, ok7 := parseUint(inode, 10)
+	off, ok8 := parseUint(offset, 16)
+	if !ok3 || !ok4 || !ok5 || !ok6 || !ok7 || !ok8 || maj > 1<<32-1 || mnr > 1<<32-1 {
+		return vma{}, false
+	}
+	return vma{
+		start:  start,
+		end:    end,
+		write:  perms[1] == 'w',
+		shared: perms[3] == 's',
+		offset: off,
+		dev:    unix.Mkdev(uint32(maj), uint32(mnr)),
+		inode:  ino,
+	}, true
+}
+
+// parseUint parses a non-empty unsigned number in base 10 or 16 without
+// allocating; ok is false for anything else, overflow included.
+func parseUint(b []byte, base uint64) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		var d uint64
+		switch {
+		case c >= '0' && c <= '9':
+			d = uint64(c - '0')
+		case base == 16 && c >= 'a' && c <= 'f':
+			d = uint64(c-'a') + 10
+		case base == 16 && c >= 'A' && c <= 'F':
+			d = uint64(c-'A') + 10
+		default:
+			return 0, false
+		}
+		if n > (1<<64-1-d)/base {
+			return 0, false
+		}
+		n = n*base + d
+	}
+	return n, true
+}
+
 // deviceFlags sets the device field of the vmas from the VmFlags lines
-// of /proc/self/smaps (VM_IO is "io", VM_PFNMAP "pf"). Without smaps
-// nothing is known.
-func deviceFlags(vmas []vma) {
-	b, err := os.ReadFile(procSmaps)
+// of the process's smaps file (/proc/self/smaps; VM_IO is "io", VM_PFNMAP
+// "pf"). Without smaps nothing is known.
+func deviceFlags(path string, vmas []vma) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
@@ -151,16 +195,18 @@ func (v *vma) pinnable() bool {
 	return true
 }
 
-// pinCheck answers what pinning [addr, addr+size) would; the caller has
-// rejected a zero size and overflow (EINVAL) as hl_pin_host_memory does.
-func pinCheck(addr, size uint64) error {
+// pinCheck answers what pinning [addr, addr+size) of the process whose
+// maps and smaps files are named would; the caller has rejected a zero
+// size and overflow (EINVAL) as hl_pin_host_memory does. It also returns
+// the process's mappings it read (nil without /proc).
+func pinCheck(maps, smaps string, addr, size uint64) ([]vma, error) {
 	if addr+size > userAddrLimit {
-		return unix.EFAULT
+		return nil, unix.EFAULT
 	}
-	vmas, err := readMaps()
+	vmas, err := readMaps(maps)
 	if err != nil {
 		// Without /proc nothing can be checked; the copies will fault.
-		return nil
+		return nil, nil
 	}
 	start := addr &^ (hostPageSize - 1)
 	end := (addr + size + hostPageSize - 1) &^ (hostPageSize - 1)
@@ -168,7 +214,7 @@ func pinCheck(addr, size uint64) error {
 	// process's mappings when the range reaches one.
 	for _, v := range vmas {
 		if v.start < end && v.end > start && v.inode != 0 {
-			deviceFlags(vmas)
+			deviceFlags(smaps, vmas)
 			break
 		}
 	}
@@ -180,11 +226,11 @@ func pinCheck(addr, size uint64) error {
 		}
 		if i == len(vmas) || vmas[i].start > pos || !vmas[i].pinnable() {
 			if pos == start {
-				return unix.EFAULT
+				return nil, unix.EFAULT
 			}
-			return unix.ENOMEM
+			return nil, unix.ENOMEM
 		}
 		pos = vmas[i].end
 	}
-	return nil
+	return vmas, nil
 }

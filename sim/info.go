@@ -76,7 +76,7 @@ func (f *File) info(a *hl.InfoArgs) error {
 	if a.Pad != 0 {
 		return unix.EINVAL
 	}
-	op, known := infoOps[a.Op]
+	op, known := f.dev.infoOpOf(a.Op)
 	if known && op.anyState {
 		return op.serve(f, a)
 	}
@@ -99,17 +99,17 @@ func checkOut(a *hl.InfoArgs) error {
 
 // copyResult copies min(return_size, len(b)) bytes of b to return_pointer,
 // after checkOut.
-func copyResult(a *hl.InfoArgs, b []byte) error {
+func (f *File) copyResult(a *hl.InfoArgs, b []byte) error {
 	if err := checkOut(a); err != nil {
 		return err
 	}
-	return copyOut(a.ReturnPointer.Addr(), b[:min(int(a.ReturnSize), len(b))])
+	return f.copyOut(a.ReturnPointer.Addr(), b[:min(int(a.ReturnSize), len(b))])
 }
 
 // hw_ip_info
 func (f *File) infoHWIPInfo(a *hl.InfoArgs) error {
 	r := f.dev.hwIPInfo()
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // hwIPInfo computes HW_IP_INFO as hw_ip_info does.
@@ -152,6 +152,9 @@ func (d *Device) hwIPInfo() hl.InfoHWIPInfo {
 	r.RotatorEnabledMask = p.rotatorMask
 	r.EngineCoreInterruptRegAddr = p.engineCoreIRQAddr
 	r.ReservedDRAMSize = dramKMD
+	if d.oot() {
+		d.ootHWIPInfo(&r)
+	}
 	return r
 }
 
@@ -163,7 +166,7 @@ const pageSize = 4096
 func (f *File) infoDeviceStatus(a *hl.InfoArgs) error {
 	var r hl.InfoDeviceStatus
 	r.Status = uint32(f.dev.State())
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // get_reset_count
@@ -172,7 +175,7 @@ func (f *File) infoResetCount(a *hl.InfoArgs) error {
 	d.mu.Lock()
 	r := hl.InfoResetCount{HardResetCnt: d.hardResets, SoftResetCnt: d.computeResets}
 	d.mu.Unlock()
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // hw_events_info: one u32 counter per event id; HW_EVENTS counts since the
@@ -192,7 +195,7 @@ func (f *File) hwEvents(a *hl.InfoArgs, aggregate bool) error {
 	}
 	b := append([]byte(nil), sliceBytes(src)...)
 	d.mu.Unlock()
-	return copyResult(a, b)
+	return f.copyResult(a, b)
 }
 
 // dram_usage_info: the free memory is the device's; the context's memory is
@@ -206,7 +209,7 @@ func (f *File) infoDRAMUsage(a *hl.InfoArgs) error {
 	if f.ctx != nil {
 		r.CtxDRAMMem = uint64(f.ctx.dramPhysMem.Load())
 	}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // open_stats_info. The simulator releases a context at once, so
@@ -222,7 +225,7 @@ func (f *File) infoOpenStats(a *hl.InfoArgs) error {
 		r.IsComputeCtxActive = 1
 	}
 	d.mu.Unlock()
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // events_info: the notifier bits of this file, read and cleared; the buffer
@@ -235,7 +238,7 @@ func (f *File) infoGetEvents(a *hl.InfoArgs) error {
 	ev := f.events
 	f.events = 0
 	f.mu.Unlock()
-	return copyOut(a.ReturnPointer.Addr(), structBytes(&ev))
+	return f.copyOut(a.ReturnPointer.Addr(), structBytes(&ev))
 }
 
 // cs_counters_info: device totals, and the context's own counters for the
@@ -265,7 +268,7 @@ func (f *File) infoCSCounters(a *hl.InfoArgs) error {
 		TotalValidationDropCnt:    total[5],
 		CtxValidationDropCnt:      ctx[5],
 	}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // clk_throttle_info: the current reasons and, for every reason seen since
@@ -292,7 +295,7 @@ func (f *File) infoClkThrottle(a *hl.InfoArgs) error {
 		r.ClkThrottlingTimestampUs[i] = uint64(t.start[i] / 1000)
 		r.ClkThrottlingDurationNs[i] = uint64(end - t.start[i])
 	}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // sync_manager_info: dcore_id must be below HL_MAX_DCORES.
@@ -310,7 +313,7 @@ func (f *File) infoSyncManager(a *hl.InfoArgs) error {
 		FirstAvailableMonitor:    p.firstMon[dc],
 		FirstAvailableCQ:         p.firstCQ[dc],
 	}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // last_err_open_dev_info: CLOCK_MONOTONIC of the last successful compute
@@ -320,12 +323,12 @@ func (f *File) infoLastErrOpenDevTime(a *hl.InfoArgs) error {
 	d.mu.Lock()
 	r := hl.InfoLastErrOpenDevTime{Timestamp: d.lastOpenMono}
 	d.mu.Unlock()
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // dev_mem_alloc_page_sizes_info: neither ASIC sets
 // dmmu.supported_pages_mask, so the bitmask is 0 (one page size only).
 func (f *File) infoDevMemAllocPageSizes(a *hl.InfoArgs) error {
 	r := hl.InfoDevMemallocPageSizes{PageOrderBitmask: f.dev.prof.pageOrderBitmask}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }

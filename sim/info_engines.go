@@ -26,7 +26,7 @@ const (
 // hw_idle: whether every engine is idle and, if not, which are busy.
 func (f *File) infoHWIdle(a *hl.InfoArgs) error {
 	r := hl.InfoHWIdle{IsIdle: 1}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // engine_status_info: return_size must be 1 KB..HL_ENGINES_DATA_MAX_SIZE
@@ -44,7 +44,7 @@ func (f *File) infoEngineStatus(a *hl.InfoArgs) error {
 		return unix.ENOMEM
 	}
 	a.SetUserBufferActualSize(uint32(e.actual))
-	return copyOut(a.ReturnPointer.Addr(), e.buf[:e.actual])
+	return f.copyOut(a.ReturnPointer.Addr(), e.buf[:e.actual])
 }
 
 // engineData is the driver's struct engines_data: each string goes into

@@ -27,38 +27,38 @@ func recorded[T any](d *Device, rec func(e *errorInfo) (T, bool)) ([]byte, bool)
 // cs_timeout_info
 func (f *File) infoCSTimeoutEvent(a *hl.InfoArgs) error {
 	b, _ := recorded(f.dev, func(e *errorInfo) (hl.InfoCSTimeoutEvent, bool) { return e.csTimeout, true })
-	return copyResult(a, b)
+	return f.copyResult(a, b)
 }
 
 // undefined_opcode_info
 func (f *File) infoUndefinedOpcodeEvent(a *hl.InfoArgs) error {
 	b, _ := recorded(f.dev, func(e *errorInfo) (hl.InfoUndefinedOpcodeEvent, bool) { return e.undefOpcode, true })
-	return copyResult(a, b)
+	return f.copyResult(a, b)
 }
 
 // razwi_info
 func (f *File) infoRazwiEvent(a *hl.InfoArgs) error {
 	b, ok := recorded(f.dev, func(e *errorInfo) (hl.InfoRazwiEvent, bool) { return e.razwi, e.razwiAvailable })
-	return copyIfRecorded(a, b, ok)
+	return f.copyIfRecorded(a, b, ok)
 }
 
 // page_fault_info
 func (f *File) infoPageFaultEvent(a *hl.InfoArgs) error {
 	b, ok := recorded(f.dev, func(e *errorInfo) (hl.PageFaultInfo, bool) { return e.pageFault, e.pageFaultAvailable })
-	return copyIfRecorded(a, b, ok)
+	return f.copyIfRecorded(a, b, ok)
 }
 
 // copyIfRecorded is the rule of RAZWI_EVENT and PAGE_FAULT_EVENT: a
 // pointer and a size are needed, nothing is copied when nothing was
 // captured, else min(return_size, struct) bytes.
-func copyIfRecorded(a *hl.InfoArgs, b []byte, available bool) error {
+func (f *File) copyIfRecorded(a *hl.InfoArgs, b []byte, available bool) error {
 	if err := checkOut(a); err != nil {
 		return err
 	}
 	if !available {
 		return nil
 	}
-	return copyResult(a, b)
+	return f.copyResult(a, b)
 }
 
 // user_mappings_info: only the pointer is checked. Once a page fault was
@@ -81,31 +81,31 @@ func (f *File) infoUserMappings(a *hl.InfoArgs) error {
 	if uint64(a.ReturnSize) < uint64(len(b)) {
 		return unix.ENOMEM
 	}
-	return copyOut(a.ReturnPointer.Addr(), b)
+	return f.copyOut(a.ReturnPointer.Addr(), b)
 }
 
 // hw_err_info
 func (f *File) infoHWErrEvent(a *hl.InfoArgs) error {
 	b, ok := recorded(f.dev, func(e *errorInfo) (hl.InfoHWErrEvent, bool) { return e.hwErr, e.hwErrAvailable })
-	return copyWhole(a, b, ok)
+	return f.copyWhole(a, b, ok)
 }
 
 // fw_err_info
 func (f *File) infoFWErrEvent(a *hl.InfoArgs) error {
 	b, ok := recorded(f.dev, func(e *errorInfo) (hl.InfoFWErrEvent, bool) { return e.fwErr, e.fwErrAvailable })
-	return copyWhole(a, b, ok)
+	return f.copyWhole(a, b, ok)
 }
 
 // engine_err_info
 func (f *File) infoEngineErrEvent(a *hl.InfoArgs) error {
 	b, ok := recorded(f.dev, func(e *errorInfo) (hl.InfoEngineErrEvent, bool) { return e.engineErr, e.engineErrAvailable })
-	return copyWhole(a, b, ok)
+	return f.copyWhole(a, b, ok)
 }
 
 // copyWhole is the rule of the three *_ERR ops: EINVAL without a pointer,
 // nothing when nothing was captured (available false), ENOMEM when the
 // buffer cannot hold all of b, else all of b.
-func copyWhole(a *hl.InfoArgs, b []byte, available bool) error {
+func (f *File) copyWhole(a *hl.InfoArgs, b []byte, available bool) error {
 	if a.ReturnPointer.IsNil() {
 		return unix.EINVAL
 	}
@@ -115,5 +115,5 @@ func copyWhole(a *hl.InfoArgs, b []byte, available bool) error {
 	if int(a.ReturnSize) < len(b) {
 		return unix.ENOMEM
 	}
-	return copyOut(a.ReturnPointer.Addr(), b)
+	return f.copyOut(a.ReturnPointer.Addr(), b)
 }

@@ -26,7 +26,7 @@ func (f *File) infoDeviceUtilization(a *hl.InfoArgs) error {
 	}
 	power := min(max(p.idlePowerMW, p.dcPowerMW), p.maxPowerMW)
 	r := hl.InfoDeviceUtilization{Utilization: uint32((power - p.dcPowerMW) * 100 / (p.maxPowerMW - p.dcPowerMW))}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // get_clk_rate: the current and maximum frequency of the clock PLL
@@ -40,7 +40,7 @@ func (f *File) infoClkRate(a *hl.InfoArgs) error {
 	p := &f.dev.prof
 	mhz := uint32(p.pllOutputs[p.clkPLL][0])
 	r := hl.InfoClkRate{CurClkRateMhz: mhz, MaxClkRateMhz: mhz}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // time_sync_info: device_time is the PSOC timestamp counter, which the
@@ -61,14 +61,14 @@ func (f *File) infoTimeSync(a *hl.InfoArgs) error {
 		HostTime:   uint64(clockNs(unix.CLOCK_MONOTONIC_RAW)),
 		TscTime:    readTSC(),
 	}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // pci_counters_info: firmware counters; the simulated link is idle (0 KB/s
 // each way) and has never replayed a packet.
 func (f *File) infoPCICounters(a *hl.InfoArgs) error {
 	var r hl.InfoPCICounters
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // total_energy_consumption_info: a firmware counter the driver passes
@@ -81,7 +81,7 @@ func (f *File) infoTotalEnergy(a *hl.InfoArgs) error {
 	d := f.dev
 	ms := uint64(time.Since(d.created).Milliseconds())
 	r := hl.InfoEnergy{TotalEnergyConsumption: d.prof.idlePowerMW * ms / 1000}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // pll_frequency_info: pll_index is the ASIC's hl_*_pll_index. Current
@@ -99,13 +99,13 @@ func (f *File) infoPLLFrequency(a *hl.InfoArgs) error {
 		return unix.EINVAL
 	}
 	r := hl.PLLFrequencyInfo{Output: p.pllOutputs[idx]}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // power_info: the input power in mW, from the firmware.
 func (f *File) infoPower(a *hl.InfoArgs) error {
 	r := hl.PowerInfo{Power: f.dev.prof.idlePowerMW}
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // hbmRowInfo mirrors the firmware's struct cpucp_hbm_row_info (8 bytes),
@@ -120,13 +120,13 @@ type hbmRowInfo struct {
 // firmware's row record is all zeros.
 func (f *File) infoDRAMReplacedRows(a *hl.InfoArgs) error {
 	var r hbmRowInfo
-	return copyResult(a, structBytes(&r))
+	return f.copyResult(a, structBytes(&r))
 }
 
 // dram_pending_rows_info: a u32 count of rows waiting for replacement; 0.
 func (f *File) infoDRAMPendingRows(a *hl.InfoArgs) error {
 	var n uint32
-	return copyResult(a, structBytes(&n))
+	return f.copyResult(a, structBytes(&n))
 }
 
 // errFWUnsupported is what the driver returns when the firmware refuses a

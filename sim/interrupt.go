@@ -318,7 +318,7 @@ func (c *csCtx) waitUserAddr(in *hl.WaitCSIn, id uint32) (uint32, int64, error) 
 	}()
 	read := func() (uint64, error) {
 		var b [8]byte
-		if err := copyIn(in.Addr(), b[:]); err != nil {
+		if err := c.f.copyIn(in.Addr(), b[:]); err != nil {
 			return 0, unix.EFAULT
 		}
 		return binary.LittleEndian.Uint64(b[:]), nil
@@ -411,7 +411,7 @@ func (r *tsReg) counter() uint64 { return binary.LittleEndian.Uint64(r.cb.mem[r.
 // write stores t into the registration's element, through a mapping of
 // the buffer's memory.
 func (r *tsReg) write(t int64) {
-	m, err := unix.Mmap(r.buf.fd, 0, int(r.buf.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	m, err := unix.Mmap(r.buf.fd, r.buf.off, int(r.buf.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return
 	}

@@ -8,7 +8,9 @@ import (
 )
 
 // The habanalabs ioctls by number (HL_IOCTL_*), their names for fault
-// injection, and the size of the driver's argument struct.
+// injection, and the size of the driver's argument struct. The upstream
+// driver's table ends before HL_IOCTL_NIC, which only the out-of-tree
+// driver has (ioctlCount).
 var ioctlTable = [...]struct {
 	name string
 	size uintptr
@@ -19,6 +21,17 @@ var ioctlTable = [...]struct {
 	hl.HL_IOCTL_WAIT_CS: {"WAIT_CS", unsafe.Sizeof(hl.WaitCSArgs{})},
 	hl.HL_IOCTL_MEMORY:  {"MEMORY", unsafe.Sizeof(hl.MemArgs{})},
 	hl.HL_IOCTL_DEBUG:   {"DEBUG", unsafe.Sizeof(hl.DebugArgs{})},
+	hl.HL_IOCTL_NIC:     {"NIC", unsafe.Sizeof(hl.NICArgs{})},
+}
+
+// ioctlCount returns how many ioctls the device's driver has: the
+// upstream driver's six (HL_COMMAND_END 0x46), or seven with the
+// out-of-tree driver's NIC (HL_COMMAND_END 0x47).
+func (d *Device) ioctlCount() int {
+	if d.oot() {
+		return hl.HL_IOCTL_NIC + 1
+	}
+	return hl.HL_IOCTL_NIC
 }
 
 // The direction bits of an ioctl request (_IOC_WRITE, _IOC_READ shifted
@@ -45,7 +58,8 @@ type argPlan struct {
 // bytes are written back; a longer one is copied in and out whole.
 //
 //   - The DRM compute node (drm_ioctl): the type must be DRM_IOCTL_BASE
-//     (else ENOTTY) and the number a driver ioctl (else EINVAL); the
+//     (else ENOTTY) and the number a driver ioctl (else EINVAL: the NIC
+//     number too on the upstream driver, whose table ends before it); the
 //     argument is copied in only when both the request and the driver's
 //     definition have IOC_IN, and out only when both have IOC_OUT (every
 //     habanalabs ioctl is DRM_IOWR).
@@ -71,10 +85,11 @@ func (f *File) decode(req uint) (plan argPlan, errno unix.Errno, ok bool) {
 		}
 		return argPlan{idx: idx, in: size, out: size}, 0, true
 	}
+	count := f.dev.ioctlCount()
 	if f.dev.legacy {
 		// The pre-DRM hl_ioctl dispatched on the number alone and refused
 		// anything outside its table with ENOTTY.
-		if idx < 0 || idx >= len(ioctlTable) {
+		if idx < 0 || idx >= count {
 			return argPlan{}, unix.ENOTTY, false
 		}
 		return argPlan{idx: idx, in: size, out: size}, 0, true
@@ -82,7 +97,7 @@ func (f *File) decode(req uint) (plan argPlan, errno unix.Errno, ok bool) {
 	if typ != hl.DRM_IOCTL_BASE {
 		return argPlan{}, unix.ENOTTY, false
 	}
-	if idx < 0 || idx >= len(ioctlTable) {
+	if idx < 0 || idx >= count {
 		// drm_ioctl refuses driver numbers past the driver's table.
 		return argPlan{}, unix.EINVAL, false
 	}
@@ -158,8 +173,19 @@ func (f *File) bounce(plan argPlan, arg unsafe.Pointer) error {
 	return err
 }
 
-// dispatch runs ioctl idx on its argument struct at arg.
+// dispatch runs ioctl idx on its argument struct at arg, with strict
+// mode's argument checks when they are on (strict_args_unsafe.go). The
+// checks read this process's memory and stack: a served process's calls
+// (served.go) go without them.
 func (f *File) dispatch(idx int, arg unsafe.Pointer) error {
+	if f.dev.strict.on && f.rem == nil {
+		return f.strictDispatch(idx, arg)
+	}
+	return f.serve(idx, arg)
+}
+
+// serve runs ioctl idx on its argument struct at arg.
+func (f *File) serve(idx int, arg unsafe.Pointer) error {
 	switch idx {
 	case hl.HL_IOCTL_INFO:
 		args := (*hl.InfoArgs)(arg)
@@ -179,6 +205,12 @@ func (f *File) dispatch(idx int, arg unsafe.Pointer) error {
 			return err
 		}
 		return f.cbIoctl(args)
+	case hl.HL_IOCTL_NIC:
+		args := (*hl.NICArgs)(arg)
+		if err := f.dev.fault("NIC", int(args.Op)); err != nil {
+			return err
+		}
+		return f.nicIoctl(args)
 	}
 	if err := f.dev.fault(ioctlTable[idx].name, -1); err != nil {
 		return err

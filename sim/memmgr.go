@@ -18,6 +18,12 @@ type memMgr struct {
 	ids  idAllocator
 	bufs map[uint32]*mmapBuf
 	done bool // hl_mem_mgr_fini ran: no new buffers
+
+	// A served file's buffers live in one memory file at their mmap
+	// offsets (served.go): its descriptor, or -1, and references to it
+	// (the manager's until fini, and each buffer's).
+	file     int
+	fileRefs int
 }
 
 // mmapBuf is a struct hl_mmap_mem_buf.
@@ -27,13 +33,14 @@ type mmapBuf struct {
 	memType  uint64 // HL_MMAP_TYPE_*
 	size     uint64 // mappable_size
 	fd       int
-	mapped   bool // the driver's buf->mmap: one mapping at a time
-	refs     int  // the handle's reference and the mapping's
-	released bool // fd closed
+	off      int64 // of the buffer's memory in fd
+	mapped   bool  // the driver's buf->mmap: one mapping at a time
+	refs     int   // the handle's reference and the mapping's
+	released bool  // fd closed
 }
 
 func newMemMgr() *memMgr {
-	return &memMgr{ids: idAllocator{next: 1}, bufs: map[uint32]*mmapBuf{}}
+	return &memMgr{ids: idAllocator{next: 1}, bufs: map[uint32]*mmapBuf{}, file: -1}
 }
 
 // allocTS is allocate_timestamps_buffers: a buffer of n u64 timestamps.
@@ -53,18 +60,14 @@ func (mm *memMgr) allocTS(n uint32) (uint64, error) {
 		return 0, unix.ENOMEM
 	}
 	size := uint64(n) * 8
-	fd, err := unix.MemfdCreate("gaudi-sim-ts", unix.MFD_CLOEXEC)
-	if err == nil {
-		if err = unix.Ftruncate(fd, int64(size)); err != nil {
-			unix.Close(fd)
-		}
-	}
+	handle := (uint64(id) | mmapTypeTS) << 12
+	fd, off, err := mm.bufMem("gaudi-sim-ts", handle, size)
 	if err != nil {
 		mm.ids.remove(id)
 		return 0, unix.ENOMEM
 	}
-	b := &mmapBuf{id: id, memType: mmapTypeTS, size: size, fd: fd, refs: 1}
-	b.handle = (uint64(id) | mmapTypeTS) << 12
+	b := &mmapBuf{id: id, memType: mmapTypeTS, size: size, fd: fd, off: off, refs: 1}
+	b.handle = handle
 	mm.bufs[id] = b
 	return b.handle, nil
 }
@@ -75,7 +78,7 @@ func (mm *memMgr) put(b *mmapBuf) {
 	b.refs--
 	if b.refs == 0 && !b.released {
 		b.released = true
-		unix.Close(b.fd)
+		mm.freeBufMem(b.fd, b.off, b.size)
 	}
 }
 
@@ -93,7 +96,7 @@ func (mm *memMgr) mmap(handle uint64, length int, prot, flags int) ([]byte, *mma
 	if b.mapped {
 		return nil, nil, unix.EINVAL
 	}
-	mem, err := unix.Mmap(b.fd, 0, length, prot, flags)
+	mem, err := unix.Mmap(b.fd, b.off, length, prot, flags)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,11 +118,15 @@ func (mm *memMgr) unmapped(b *mmapBuf) {
 func (mm *memMgr) fini() {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
+	if mm.done {
+		return
+	}
 	mm.done = true
 	for id, b := range mm.bufs {
 		delete(mm.bufs, id)
 		mm.put(b)
 	}
+	mm.dropFileLocked()
 }
 
 // userMapping is a mapping File.Mmap made, for Munmap.

@@ -40,6 +40,11 @@ func (f *File) memory(a *hl.MemArgs) error {
 		*a = hl.MemArgs{}
 		a.Out().SetFD(int32(fd))
 		return err
+	case hl.HL_MEM_OP_REG_DMABUF_FD:
+		if !f.dev.oot() {
+			break // not an upstream op: EINVAL below
+		}
+		return f.memRegDMABuf(a)
 	case hl.HL_MEM_OP_TS_ALLOC:
 		h, err := f.mm.allocTS(in.NumOfElements)
 		if err != nil {
@@ -93,6 +98,12 @@ func (f *File) memMap(a *hl.MemArgs) error {
 	flags := in.Flags
 	var va uint64
 	var err error
+	if flags&hl.HL_MEM_ODP != 0 && f.dev.oot() {
+		// The out-of-tree map_device_va: ODP asked of a device that
+		// does not support it (no simulated ASIC sets supports_odp).
+		*a = hl.MemArgs{}
+		return unix.EOPNOTSUPP
+	}
 	if flags&hl.HL_MEM_USERPTR != 0 {
 		h := *in.MapHost()
 		va, err = f.ctx.mapHost(h.HostVirtAddr, h.HintAddr, h.MemSize, flags)
@@ -237,7 +248,8 @@ func (c *context) mapHost(addr, hint, size uint64, flags uint32) (uint64, error)
 	if end < addr || (end+hostPageSize-1)&^(hostPageSize-1) < end {
 		return 0, unix.EINVAL
 	}
-	if err := pinCheck(addr, size); err != nil {
+	vmas, err := c.pinCheck(addr, size)
+	if err != nil {
 		return 0, err
 	}
 	// init_phys_pg_pack_from_userptr.
@@ -254,6 +266,10 @@ func (c *context) mapHost(addr, hint, size uint64, flags uint32) (uint64, error)
 	force := flags&hl.HL_MEM_FORCE_HINT != 0
 	if hint != 0 && offset != 0 && force {
 		return 0, unix.EINVAL
+	}
+	var ident *hostIdent
+	if c.dev.strict.on {
+		ident = newHostIdent(&c.dev.strict.proc, vmas, first, first+total) // strict_host_unsafe.go
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -278,12 +294,17 @@ func (c *context) mapHost(addr, hint, size uint64, flags uint32) (uint64, error)
 		hostAddr:  addr,
 		hostSize:  size,
 	}
+	m.ident = ident
 	c.insert(m)
 	return m.va, nil
 }
 
 // unmap is unmap_device_va: the exact address MAP returned, not exported.
 func (c *context) unmap(va uint64) error {
+	var oldest uint64
+	if c.dev.strict.on {
+		oldest = c.file.oldestInFlight() // before c.mu: it takes the hardware's lock
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.maps[va]
@@ -297,9 +318,15 @@ func (c *context) unmap(va uint64) error {
 		}
 	}
 	c.remove(m)
+	if c.dev.strict.on {
+		c.strictUnmap(oldest, m)
+	}
 	c.ranges[m.rangeType].add(m.vaStart, m.vaStart+m.size-1)
 	if m.pack != nil {
 		m.pack.mappings.Add(-1)
+	}
+	if m.imported != nil {
+		m.imported.release()
 	}
 	return nil
 }
@@ -432,6 +459,9 @@ func (c *context) fini() {
 	for _, m := range c.index {
 		if m.pack != nil {
 			m.pack.mappings.Add(-1)
+		}
+		if m.imported != nil {
+			m.imported.release()
 		}
 	}
 	c.maps, c.index, c.exports = map[uint64]*mapping{}, nil, nil

@@ -90,7 +90,15 @@ func errIs(err, want error) bool {
 
 func openCompute(t *testing.T, asic ASIC) (*System, *Device, *File) {
 	t.Helper()
-	s := newTestSystem(t, Default(asic, 1))
+	return openComputeMode(t, asic, StrictAuto)
+}
+
+// openComputeMode is openCompute with strict mode set.
+func openComputeMode(t *testing.T, asic ASIC, mode StrictMode) (*System, *Device, *File) {
+	t.Helper()
+	cfg := Default(asic, 1)
+	cfg.Strict = mode
+	s := newTestSystem(t, cfg)
 	t.Cleanup(func() { s.Close() })
 	d := s.Device(0)
 	f, err := d.Open()

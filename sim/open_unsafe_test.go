@@ -11,17 +11,50 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// newTestSystem returns a System whose lock files live in a fresh directory.
+// newTestSystem returns a System whose lock files live in a fresh
+// directory. The test fails when, at its end, a device recorded strict
+// mode violations it did not expect (Device.ExpectViolations) or take
+// (Device.TakeViolations).
 func newTestSystem(t *testing.T, cfg Config) *System {
 	t.Helper()
 	if cfg.LockDir == "" {
 		cfg.LockDir = t.TempDir()
 	}
+	if cfg.Driver == 0 {
+		// The package's tests are of the upstream driver unless they
+		// ask, whatever GAUDI_SIM_DRIVER says.
+		cfg.Driver = DriverUpstream
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := s.CheckStrict(); err != nil {
+			t.Error(err)
+		}
+		s.Close()
+	})
 	return s
+}
+
+// takeViolations takes the device's strict mode violations and fails the
+// test unless their kinds are want, in order. With strict mode off
+// (GAUDI_SIM_STRICT=0) there is nothing to take.
+func takeViolations(t *testing.T, d *Device, want ...ViolationKind) []Violation {
+	t.Helper()
+	if !d.Strict() {
+		return nil
+	}
+	got := d.TakeViolations()
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(got); i++ {
+		ok = got[i].Kind == want[i]
+	}
+	if !ok {
+		t.Errorf("strict mode violations %v, want kinds %v", got, want)
+	}
+	return got
 }
 
 func info(f *File, op uint32, out []byte) error {

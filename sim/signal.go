@@ -218,7 +218,7 @@ func (c *csCtx) signalWait(typ uint32, chunksPtr uint64, n uint32, seq *uint64, 
 				return unix.EINVAL
 			}
 			var arr [1]uint64
-			if err := copyIn(ch.SignalSeqArr(), sliceBytes(arr[:])); err != nil {
+			if err := c.f.copyIn(ch.SignalSeqArr(), sliceBytes(arr[:])); err != nil {
 				c.drop(dropValidation)
 				return unix.EFAULT
 			}

@@ -16,7 +16,9 @@ type System struct {
 // mappings behind DRAM, and the SRAM. Files handed out by dma-buf exports
 // stay valid with their contents. Call it when the System is no longer
 // used: later DRAM and SRAM accesses fail, and dma-buf exports too
-// (ENODEV). Close is idempotent.
+// (ENODEV). Close is idempotent. In strict mode it returns the violations
+// recorded and not expected (CheckStrict); the System is closed all the
+// same.
 func (s *System) Close() error {
 	for _, d := range s.devices {
 		d.mu.Lock()
@@ -24,14 +26,28 @@ func (s *System) Close() error {
 		d.mu.Unlock()
 		d.closeSRAM()
 		d.dram.close()
+		d.strict.proc.close()
 	}
-	return nil
+	return s.CheckStrict()
 }
 
 // New builds a System from cfg. Devices start operational.
 func New(cfg Config) (*System, error) {
 	if len(cfg.Devices) == 0 {
-		cfg = Config{Devices: Default(Gaudi2, 1).Devices, LockDir: cfg.LockDir, Legacy: cfg.Legacy}
+		cfg.Devices = Default(Gaudi2, 1).Devices
+	}
+	if cfg.Driver == 0 && cfg.Legacy {
+		cfg.Driver = DriverUpstream // the legacy encoding is the old kernels' driver
+	}
+	drv, err := resolveDriver(cfg.Driver)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Driver = drv
+	if cfg.Legacy && drv == DriverOutOfTree {
+		// The out-of-tree driver serves /dev/accel nodes only (DRM or its
+		// own accel class); the 'H' encoding is the pre-accel driver's.
+		return nil, fmt.Errorf("the out-of-tree driver has no legacy ioctl encoding")
 	}
 	if cfg.LockDir == "" {
 		cfg.LockDir = DefaultLockDir()
@@ -39,10 +55,14 @@ func New(cfg Config) (*System, error) {
 	if err := os.MkdirAll(cfg.LockDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create simulator lock directory: %w", err)
 	}
+	strict, err := cfg.Strict.resolve()
+	if err != nil {
+		return nil, err
+	}
 	s := &System{cfg: cfg}
 	seen := map[string]bool{}
 	for i, dc := range cfg.Devices {
-		d, err := newDevice(i, dc, cfg)
+		d, err := newDevice(i, dc, cfg, strict)
 		if err != nil {
 			return nil, fmt.Errorf("simulated device %d: %w", i, err)
 		}

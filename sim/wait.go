@@ -315,7 +315,7 @@ func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
 		return unix.EINVAL
 	}
 	seqs := make([]uint64, n)
-	if err := copyIn(in.Seq(), sliceBytes(seqs)); err != nil {
+	if err := c.f.copyIn(in.Seq(), sliceBytes(seqs)); err != nil {
 		return unix.EFAULT
 	}
 	// hl_multi_cs_wait_ioctl converts timeout_us with

@@ -173,6 +173,9 @@ func openDefault(choice string) (*device.Device, string, error) {
 	}
 	if len(ns) > 0 {
 		d, err := device.Open("")
+		if err == nil && d.Simulated() {
+			return d, "a simulated node (tools/hlsim)", nil
+		}
 		return d, "hardware", err
 	}
 	d, err := openFirstFree()

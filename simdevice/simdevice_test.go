@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/google/go-cmp/cmp"
@@ -23,9 +24,17 @@ func TestMain(m *testing.M) {
 	os.Setenv("GAUDI_SIM", "gaudi2:2")
 	os.Setenv("GAUDI_SIM_LOCKDIR", dir)
 	os.Unsetenv("GAUDI_DEVICE")
-	code := m.Run()
+	code := leakcheck.Run(m, leakcheck.AfterRun(closeSystem))
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// closeSystem closes the process's simulated server, which the tests share
+// on purpose, before the leak check.
+func closeSystem() {
+	if s, err := System(); err == nil {
+		s.Close()
+	}
 }
 
 func TestParseSelector(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/internal/devio"
+	"github.com/gaudi-go/gaudi/internal/simtest"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
 	"github.com/gaudi-go/gaudi/sim"
@@ -32,13 +33,7 @@ func newRig(t *testing.T, asic sim.ASIC) *rig { return newRigB(t, asic) }
 // newRigB opens a rig for a test or a benchmark.
 func newRigB(t testing.TB, asic sim.ASIC) *rig {
 	t.Helper()
-	cfg := sim.Default(asic, 1)
-	cfg.LockDir = t.TempDir()
-	sys, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sys.Close() })
+	sys := simtest.New(t, sim.Default(asic, 1))
 	r := &rig{asic: asic, sys: sys, f: packet.Gaudi2}
 	if asic == sim.Gaudi {
 		r.f = packet.Gaudi

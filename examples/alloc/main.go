@@ -2,20 +2,28 @@
 // (or the simulator when none is present), maps both into the device's
 // address space, and shows how the library finds what covers an address.
 //
-//	go run ./examples/alloc
+//	go run ./examples/alloc [-device SEL]
 package main
 
 import (
 	"fmt"
 	"log"
+	"os"
 
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/memory"
-	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 func main() {
 	log.SetFlags(0)
-	d, err := simdevice.OpenDefault()
+	cmd := cli.New("alloc", "alloc [-device SEL]",
+		"alloc allocates device memory and pinned host memory, maps both into the device's address space\n"+
+			"and shows how the library finds what covers an address.")
+	cmd.ParseOrExit(os.Args[1:])
+	if cmd.Flags.NArg() > 0 {
+		cmd.Fatal(cmd.UsageError("unexpected argument %q", cmd.Flags.Arg(0)))
+	}
+	d, err := cmd.OpenDevice()
 	if err != nil {
 		log.Fatalf("alloc: %v", err)
 	}

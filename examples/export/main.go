@@ -2,7 +2,7 @@
 // dma-buf file descriptor (the form an RDMA NIC or another process takes),
 // and prints what the kernel says about the descriptor.
 //
-//	go run ./examples/export
+//	go run ./examples/export [-device SEL]
 package main
 
 import (
@@ -11,13 +11,20 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/memory"
-	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 func main() {
 	log.SetFlags(0)
-	d, err := simdevice.OpenDefault()
+	cmd := cli.New("export", "export [-device SEL]",
+		"export exports a range of device memory as a dma-buf file descriptor and prints what the kernel\n"+
+			"says about it.")
+	cmd.ParseOrExit(os.Args[1:])
+	if cmd.Flags.NArg() > 0 {
+		cmd.Fatal(cmd.UsageError("unexpected argument %q", cmd.Flags.Arg(0)))
+	}
+	d, err := cmd.OpenDevice()
 	if err != nil {
 		log.Fatalf("export: %v", err)
 	}

@@ -6,7 +6,10 @@
 // its uid) and checks the bytes. Last, the parent revokes the export and
 // shows that a further import is refused.
 //
-//	GAUDI_DEVICE=sim go run ./examples/ipc
+//	go run ./examples/ipc [-device SEL]
+//
+// The importer child opens a device of the same kind as the parent's: the
+// next free simulated device, or the next free Gaudi of the same chip.
 //
 // A Gaudi dma-buf cannot be mapped or read by the CPU, on hardware and on
 // the simulator alike: on hardware the importer would register the
@@ -29,10 +32,10 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/ipc"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
-	"github.com/gaudi-go/gaudi/simdevice"
 )
 
 const (
@@ -46,19 +49,36 @@ func pattern(i int) byte { return byte(i>>12) ^ byte(i*31) }
 
 func main() {
 	log.SetFlags(0)
+	cmd := cli.New("ipc", "ipc [-device SEL]",
+		"ipc shares device memory between two processes, each with its own device: the parent exports\n"+
+			"a dma-buf of its HBM, a child it starts imports it and checks the bytes, then the parent\n"+
+			"revokes the export.")
+	cmd.ParseOrExit(os.Args[1:])
+	if cmd.Flags.NArg() > 0 {
+		cmd.Fatal(cmd.UsageError("unexpected argument %q", cmd.Flags.Arg(0)))
+	}
 	if os.Getenv(envRole) == "importer" {
-		if err := importer(); err != nil {
+		if err := importer(cmd); err != nil {
 			log.Fatalf("ipc importer: %v", err)
 		}
 		return
 	}
-	if err := exporter(); err != nil {
+	if err := exporter(cmd); err != nil {
 		log.Fatalf("ipc exporter: %v", err)
 	}
 }
 
-func exporter() error {
-	d, err := simdevice.OpenDefault()
+// peerSelector is the device selector of the importer child: a device
+// of the same kind as d, the next free one.
+func peerSelector(d *device.Device) string {
+	if d.Simulated() {
+		return "sim"
+	}
+	return device.Selector{Kind: device.SelectASIC, ASIC: d.ASIC()}.String()
+}
+
+func exporter(cmd *cli.Command) error {
+	d, err := cmd.OpenDevice()
 	if err != nil {
 		return err
 	}
@@ -118,14 +138,15 @@ func exporter() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(os.Environ(), envRole+"=importer", envSocket+"="+srv.Addr(), envHandle+"="+h.String())
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	child := exec.CommandContext(ctx, self)
+	child.Env = append(os.Environ(), envRole+"=importer", envSocket+"="+srv.Addr(), envHandle+"="+h.String(),
+		"GAUDI_DEVICE="+peerSelector(d))
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := child.Start(); err != nil {
 		return fmt.Errorf("importer child: %w", err)
 	}
 	// Relay the importer's lines; once it has checked the bytes, close the
@@ -137,7 +158,7 @@ func exporter() error {
 		ready = lines.Text() == importerReady
 	}
 	if !ready {
-		cmd.Wait()
+		child.Wait()
 		return fmt.Errorf("importer child stopped before checking the bytes")
 	}
 	if err := x.Close(); err != nil {
@@ -147,7 +168,7 @@ func exporter() error {
 	for lines.Scan() {
 		fmt.Println(lines.Text())
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := child.Wait(); err != nil {
 		return fmt.Errorf("importer child: %w", err)
 	}
 	if _, err := ipc.Import(ctx, srv.Addr(), h); errors.Is(err, ipc.ErrRevoked) {
@@ -168,10 +189,11 @@ func exporter() error {
 // importerReady is the importer's line after it checked the bytes.
 const importerReady = "importer: bytes checked; waiting for the exporter to revoke"
 
-func importer() error {
+func importer(cmd *cli.Command) error {
 	// The child owns a device of its own, as a real peer process would:
-	// the parent holds the first free one, so this is the next.
-	d, err := simdevice.OpenDefault()
+	// the parent holds the first free one, so this is the next
+	// (GAUDI_DEVICE, from the parent: peerSelector).
+	d, err := cmd.OpenDevice()
 	if err != nil {
 		return err
 	}

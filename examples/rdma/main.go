@@ -4,7 +4,7 @@
 // NCCL do), exports a range of device memory as a dma-buf and registers
 // it at its device address, and registers host memory as the fallback.
 //
-//	go run ./examples/rdma
+//	go run ./examples/rdma [-device SEL]
 //
 // A machine without an RDMA NIC can make a software one (Soft-RoCE) with
 //
@@ -18,25 +18,33 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"os"
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/memory"
-	"github.com/gaudi-go/gaudi/simdevice"
 )
 
+// newCommand returns the example's command line.
+func newCommand() *cli.Command {
+	return cli.New("rdma", "rdma [-device SEL]",
+		"rdma registers device memory (as a dma-buf) and host memory with the RDMA NIC closest to the\n"+
+			"Gaudi.")
+}
+
 func main() {
-	log.SetFlags(0)
-	if err := run(os.Stdout); err != nil {
-		log.Fatalf("rdma: %v", err)
+	cmd := newCommand()
+	cmd.ParseOrExit(os.Args[1:])
+	if cmd.Flags.NArg() > 0 {
+		cmd.Fatal(cmd.UsageError("unexpected argument %q", cmd.Flags.Arg(0)))
 	}
+	cmd.Fatal(run(cmd, os.Stdout))
 }
 
 // run does the example's work, printing to w.
-func run(w io.Writer) error {
-	d, err := simdevice.OpenDefault()
+func run(cmd *cli.Command, w io.Writer) error {
+	d, err := cmd.OpenDevice()
 	if err != nil {
 		return err
 	}

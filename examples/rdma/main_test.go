@@ -22,7 +22,7 @@ func TestKernelExample(t *testing.T) {
 	t.Setenv("GAUDI_DEVICE", "sim")
 	t.Setenv("GAUDI_SIM_LOCKDIR", t.TempDir())
 	var out bytes.Buffer
-	if err := run(&out); err != nil {
+	if err := run(newCommand(), &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	t.Logf("output:\n%s", out.String())

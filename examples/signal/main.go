@@ -10,34 +10,42 @@
 // completion to be reported.) Then it verifies the bytes; on a real Gaudi
 // when one is present, on the simulator otherwise.
 //
-//	go run ./examples/signal [-size bytes]
+//	go run ./examples/signal [-device SEL] [-size 16M]
 package main
 
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"log"
+	"os"
 	"time"
 
 	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/memory"
-	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/stream"
 )
 
-func main() {
-	log.SetFlags(0)
-	size := flag.Uint64("size", 16<<20, "bytes to copy")
-	flag.Parse()
-	if err := run(*size); err != nil {
-		log.Fatalf("signal: %v", err)
-	}
+// newCommand returns the example's command line.
+func newCommand() *cli.Command {
+	return cli.New("signal", "signal [-device SEL] [-size SIZE]",
+		"signal orders two DMA streams with a signal/wait pair and verifies that the copy out saw the\n"+
+			"copy in.")
 }
 
-func run(size uint64) error {
-	d, err := simdevice.OpenDefault()
+func main() {
+	cmd := newCommand()
+	size := cli.Size(16 << 20)
+	cmd.Flags.Var(&size, "size", "bytes to copy, a `SIZE`: K, M, G for powers of 1024, KB, MB, GB for powers of 1000")
+	cmd.ParseOrExit(os.Args[1:])
+	if size == 0 || cmd.Flags.NArg() > 0 {
+		cmd.Fatal(cmd.UsageError("need -size of at least 1 byte, and no arguments"))
+	}
+	cmd.Fatal(run(cmd, uint64(size)))
+}
+
+func run(cmd *cli.Command, size uint64) error {
+	d, err := cmd.OpenDevice()
 	if err != nil {
 		return err
 	}

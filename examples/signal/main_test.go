@@ -9,7 +9,7 @@ func TestRun(t *testing.T) {
 	t.Setenv("GAUDI_DEVICE", "sim")
 	t.Setenv("GAUDI_SIM", "gaudi2:1")
 	t.Setenv("GAUDI_SIM_LOCKDIR", t.TempDir())
-	if err := run(1 << 20); err != nil {
+	if err := run(newCommand(), 1<<20); err != nil {
 		t.Fatal(err)
 	}
 }

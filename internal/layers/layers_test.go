@@ -68,3 +68,51 @@ func TestCheckSeesSimulator(t *testing.T) {
 		t.Fatal("simdevice's dependencies lack sim: the check is blind")
 	}
 }
+
+// toolOnly are the libraries only tools may link: the FUSE server of
+// tools/hlsim, Prometheus' client of tools/hlexporter, cilium/ebpf of
+// tools/hltrace.
+var toolOnly = []string{"github.com/hanwen/go-fuse", "github.com/prometheus/", "github.com/cilium/ebpf"}
+
+// toolImports returns the imports of tool-only libraries by pkg and the
+// module packages it reaches, as "importer: import".
+func toolImports(t *testing.T, pkg string) []string {
+	t.Helper()
+	ctx := build.Default
+	pkgs := []string{pkg}
+	for dep := range deps(t, &ctx, pkg) {
+		pkgs = append(pkgs, dep)
+	}
+	var found []string
+	for _, p := range pkgs {
+		bp, err := ctx.ImportDir(filepath.Join(moduleRoot, filepath.FromSlash(p)), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, imp := range bp.Imports {
+			for _, bad := range toolOnly {
+				if strings.HasPrefix(imp, bad) {
+					found = append(found, p+": "+imp)
+				}
+			}
+		}
+	}
+	return found
+}
+
+// TestLibraryImportsNoTools fails when a library package, or a module
+// package it reaches, imports a tool-only library.
+func TestLibraryImportsNoTools(t *testing.T) {
+	for _, pkg := range library {
+		for _, f := range toolImports(t, pkg) {
+			t.Errorf("%s reaches %s", pkg, f)
+		}
+	}
+}
+
+// TestCheckSeesTools proves the check can fail: tools/hlsim links go-fuse.
+func TestCheckSeesTools(t *testing.T) {
+	if len(toolImports(t, "tools/hlsim")) == 0 {
+		t.Fatal("tools/hlsim's imports lack go-fuse: the check is blind")
+	}
+}

@@ -5,5 +5,7 @@
 // memory the runtime freed, and checks on every later attempt that each
 // address in the arguments still holds the bytes it held at the first.
 //
-// The package has no code of its own; see stackmove_unsafe_test.go.
+// The package has no code of its own; see stackmove_unsafe_test.go. The
+// argument decoding, stack move and poisoning live in internal/strict,
+// which the simulator's strict mode uses too.
 package stackmove

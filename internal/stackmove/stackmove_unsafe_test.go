@@ -3,15 +3,18 @@ package stackmove
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/control"
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/internal/strict"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
@@ -20,85 +23,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// region is memory an ioctl argument names by address.
-type region struct {
-	what string
-	addr uint64
-	n    uint64
-}
-
 // regions returns what the argument of request nr names by address, as
-// the driver would read it (drivers/accel/habanalabs/common: _hl_info_ioctl,
-// hl_debug_ioctl, hl_cs_copy_chunk_array, cs_ioctl_extract_signal_seq,
-// cs_ioctl_engine_cores, cs_ioctl_engines, hl_multi_cs_wait_ioctl,
-// _hl_interrupt_wait_ioctl_user_addr). Offsets are read as integers so the
-// test does not depend on how the Go types spell them.
-func regions(nr uint, arg unsafe.Pointer) []region {
-	u64 := func(off uintptr) uint64 { return *(*uint64)(unsafe.Add(arg, off)) }
-	var rs []region
-	add := func(what string, addr, n uint64) {
-		if addr != 0 && n != 0 {
-			rs = append(rs, region{what, addr, n})
-		}
-	}
-	switch nr {
-	case hl.HL_IOCTL_INFO:
-		a := (*hl.InfoArgs)(arg)
-		add("INFO return_pointer", u64(0), uint64(a.ReturnSize))
-	case hl.HL_IOCTL_DEBUG:
-		a := (*hl.DebugArgs)(arg)
-		add("DEBUG input_ptr", u64(0), uint64(a.InputSize))
-		add("DEBUG output_ptr", u64(8), uint64(a.OutputSize))
-	case hl.HL_IOCTL_CS:
-		in := (*hl.CSArgs)(arg).In()
-		switch {
-		case in.CSFlags&hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND != 0:
-			add("CS engine_cores", in.EngineCores(), 4*uint64(in.NumEngineCores()))
-		case in.CSFlags&hl.HL_CS_FLAGS_ENGINES_COMMAND != 0:
-			add("CS engines", in.Engines(), 4*uint64(in.NumEngines()))
-		case in.CSFlags&(hl.HL_CS_FLAGS_RESERVE_SIGNALS_ONLY|hl.HL_CS_FLAGS_UNRESERVE_SIGNALS_ONLY|hl.HL_CS_FLAGS_FLUSH_PCI_HBW_WRITES) != 0:
-		default:
-			size := uint64(unsafe.Sizeof(hl.CSChunk{}))
-			add("CS chunks_restore", in.ChunksRestore(), size*uint64(in.NumChunksRestore))
-			add("CS chunks_execute", in.ChunksExecute(), size*uint64(in.NumChunksExecute))
-			wait := in.CSFlags&(hl.HL_CS_FLAGS_WAIT|hl.HL_CS_FLAGS_COLLECTIVE_WAIT) != 0
-			if wait && in.CSFlags&hl.HL_CS_FLAGS_ENCAP_SIGNALS == 0 && in.NumChunksExecute > 0 && in.ChunksExecute() != 0 {
-				var c hl.CSChunk
-				copy(unsafe.Slice((*byte)(unsafe.Pointer(&c)), unsafe.Sizeof(c)), read(region{addr: in.ChunksExecute(), n: uint64(unsafe.Sizeof(c))}))
-				add("CS chunk signal_seq_arr", c.SignalSeqArr(), 8*uint64(c.NumSignalSeqArr()))
-			}
-		}
-	case hl.HL_IOCTL_WAIT_CS:
-		in := (*hl.WaitCSArgs)(arg).In()
-		switch {
-		case in.Flags&hl.HL_WAIT_CS_FLAGS_MULTI_CS != 0:
-			add("WAIT_CS multi-CS seq array", in.Seq(), 8*uint64(in.SeqArrLen()))
-		case in.Flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0 && in.Flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT_KERNEL_CQ == 0:
-			add("WAIT_CS interrupt addr", u64(0), 8)
-		}
-	case hl.HL_IOCTL_MEMORY:
-		in := (*hl.MemArgs)(arg).In()
-		if in.Op == hl.HL_MEM_OP_MAP && in.Flags&hl.HL_MEM_USERPTR != 0 {
-			add("MEMORY map host_virt_addr", in.MapHost().HostVirtAddr, min(in.MapHost().MemSize, 4096))
-		}
-	}
-	return rs
+// the driver would read it (strict.Regions).
+func regions(nr uint, arg unsafe.Pointer) []strict.Region {
+	return strict.Regions(nr, arg, func(addr uint64, b []byte) bool {
+		got := read(strict.Region{Addr: addr, Len: uint64(len(b))})
+		return copy(b, got) == len(b)
+	})
 }
 
 // snapshot is the bytes of a region at the first attempt of a call.
 type snapshot struct {
-	region
+	strict.Region
 	b []byte
 }
 
 // read copies a region with process_vm_readv on our own process, as the
 // simulator reads user memory: the address is an integer here, which Go
 // may not turn back into a pointer, and a bad one is an error, not a crash.
-func read(r region) []byte {
-	b := make([]byte, r.n)
-	local := []unix.Iovec{{Base: &b[0], Len: r.n}}
-	remote := []unix.RemoteIovec{{Base: uintptr(r.addr), Len: int(r.n)}}
-	if n, err := unix.ProcessVMReadv(unix.Getpid(), local, remote, 0); err != nil || uint64(n) != r.n {
+func read(r strict.Region) []byte {
+	b := make([]byte, r.Len)
+	local := []unix.Iovec{{Base: &b[0], Len: r.Len}}
+	remote := []unix.RemoteIovec{{Base: uintptr(r.Addr), Len: int(r.Len)}}
+	if n, err := unix.ProcessVMReadv(unix.Getpid(), local, remote, 0); err != nil || uint64(n) != r.Len {
 		return nil
 	}
 	return b
@@ -157,14 +104,14 @@ func (f *movingFile) Ioctl(req uint, arg unsafe.Pointer) error {
 		return nil
 	}
 	for _, s := range f.snaps {
-		f.calls[s.what]++
+		f.calls[s.What]++
 	}
 	f.cur, f.attempt = 0, 0
 	return f.File.Ioctl(req, arg)
 }
 
 // check compares what the arguments name now with the first attempt.
-func (f *movingFile) check(rs []region) {
+func (f *movingFile) check(rs []strict.Region) {
 	f.t.Helper()
 	if len(rs) != len(f.snaps) {
 		f.t.Errorf("attempt %d names %d regions, the first named %d", f.attempt+1, len(rs), len(f.snaps))
@@ -175,7 +122,7 @@ func (f *movingFile) check(rs []region) {
 		s := f.snaps[i]
 		if got := read(r); !bytes.Equal(got, s.b) {
 			f.t.Errorf("%s: attempt %d: %d bytes at %#x differ from what the first attempt saw at %#x (stack moved under a stored address?):\nfirst % x\nnow   % x",
-				r.what, f.attempt+1, r.n, r.addr, s.addr, head(s.b), head(got))
+				r.What, f.attempt+1, r.Len, r.Addr, s.Addr, head(s.b), head(got))
 			f.failures++
 		}
 	}
@@ -183,76 +130,31 @@ func (f *movingFile) check(rs []region) {
 
 func head(b []byte) []byte { return b[:min(len(b), 32)] }
 
-// moveStack grows the calling goroutine's stack so that the runtime copies
-// it elsewhere, lets a collection shrink it again, and has other
-// goroutines take and fill the stack memory that was freed, so that a
-// stale address into the old stack no longer holds the old bytes.
+// moveStack has the runtime copy the calling goroutine's stack elsewhere,
+// lets a collection shrink it again, and has other goroutines take and
+// fill the stack memory that was freed, so that a stale address into the
+// old stack no longer holds the old bytes (package strict). The poisoning
+// goroutines stay parked until the test ends.
 func moveStack() {
-	var here byte
-	before := uintptr(unsafe.Pointer(&here))
-	// Deeper until the stack outgrows what it had: a goroutine that grew
-	// before keeps its stack until a collection finds it mostly unused.
-	for n := 600; uintptr(unsafe.Pointer(&here)) == before; n *= 2 {
-		if n > 1<<16 {
-			panic("stackmove: the stack did not move")
-		}
-		grow(n)
-		runtime.GC()
+	if moved, _ := strict.MoveStack(); !moved {
+		panic("stackmove: the stack did not move")
 	}
-	poison()
+	runtime.GC()
+	release := strict.Poison(8, 1<<20)
+	poisonMu.Lock()
+	poisoned = append(poisoned, release)
+	poisonMu.Unlock()
 }
 
-//go:noinline
-func grow(n int) byte {
-	var pad [512]byte
-	pad[n%512] = byte(n)
-	if n == 0 {
-		return pad[0]
-	}
-	return grow(n-1) + pad[n%512]
-}
-
-// poisoned holds the goroutines whose stacks cover freed stack memory; they
-// exit when the test ends.
+// poisoned releases the goroutines that hold freed stack memory.
 var (
-	poisonMu   sync.Mutex
-	poisonDone chan struct{}
+	poisonMu sync.Mutex
+	poisoned []func()
 )
 
-// poison starts goroutines that grow their stacks through every size up to
-// the largest the test goroutine had, writing 0xA5 over each frame, and
-// keeps them parked so that the memory stays theirs.
-func poison() {
-	poisonMu.Lock()
-	done := poisonDone
-	poisonMu.Unlock()
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			fill(2000, &wg, done)
-		}()
-	}
-	wg.Wait()
-}
-
-//go:noinline
-func fill(n int, wg *sync.WaitGroup, done chan struct{}) {
-	var pad [512]byte
-	for i := range pad {
-		pad[i] = 0xa5
-	}
-	if n > 0 {
-		fill(n-1, wg, done)
-		runtime.KeepAlive(&pad)
-		return
-	}
-	wg.Done()
-	<-done
-	runtime.KeepAlive(&pad)
-}
-
-// scenario is one library call that hands the driver addresses.
+// scenario is one library call that hands the driver addresses. Every
+// one of scenarios runs on both driver flavours of the simulator, the
+// kernel's and Intel's out-of-tree one; ootScenarios only on the latter.
 type scenario struct {
 	name string
 	asic sim.ASIC
@@ -327,6 +229,67 @@ var scenarios = []scenario{
 	}},
 }
 
+// ootScenarios use what only the out-of-tree driver has.
+var ootScenarios = []scenario{
+	{"out-of-tree INFO inputs", sim.Gaudi2, func(t *testing.T, r *rig) {
+		if _, err := r.d.TimeSyncDie(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.d.ReportMemoryConsumption(0, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.d.Status(); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"NIC query", sim.Gaudi2, func(t *testing.T, r *rig) {
+		if _, err := r.d.NICAppParams(0); !errors.Is(err, device.ErrNoNIC) {
+			t.Fatalf("NIC query on a device without NIC ports: %v, want ErrNoNIC", err)
+		}
+	}},
+	{"dma-buf import and copy", sim.Gaudi2, func(t *testing.T, r *rig) { importCopy(t, r) }},
+}
+
+// importCopy exports a buffer, imports the dma-buf into the same device
+// and copies from the import with the device's engines.
+func importCopy(t *testing.T, r *rig) {
+	const n = 64 << 10
+	src, err := r.m.Alloc(n, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	want := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, n/7+1)[:n]
+	if _, err := src.WriteAt(want, 0); err != nil {
+		t.Fatal(err)
+	}
+	x, err := src.Export(0, n, memory.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	imp, err := r.m.Import(x.Fd(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Close()
+	dst, err := r.m.Alloc(n, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if err := r.e.CopyToDevice(r.ctx, dst.Range(0, n), imp.Range(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n)
+	if _, err := dst.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("bytes copied from the import differ")
+	}
+}
+
 func queueOf(t *testing.T, r *rig) device.Queue {
 	if r.d.ASIC().IsGaudi() {
 		return device.GaudiQueue(hl.GAUDI_QUEUE_ID_DMA_0_0)
@@ -383,67 +346,83 @@ func signalWait(t *testing.T, r *rig) {
 // the first attempt's.
 func TestAddressesSurviveStackMoves(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	poisonMu.Lock()
-	poisonDone = make(chan struct{})
-	poisonMu.Unlock()
-	defer close(poisonDone)
+	defer func() {
+		poisonMu.Lock()
+		defer poisonMu.Unlock()
+		for _, release := range poisoned {
+			release()
+		}
+		poisoned = nil
+	}()
 
 	seen := map[string]int{}
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			cfg := sim.Default(sc.asic, 1)
-			cfg.LockDir = t.TempDir()
-			sys, err := sim.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sys.Close()
-			sf, err := sys.Device(0).Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := &movingFile{File: sf, t: t, calls: map[string]int{}}
-			d, err := device.FromFile(f, device.FileOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			m, err := memory.New(d, memory.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			e, err := dma.New(m, dma.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			s, err := stream.New(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background()) // sliced waits
-			defer cancel()
-			// Run on a fresh goroutine, whose stack starts small.
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				sc.run(t, &rig{d: d, m: m, e: e, s: s, ctx: ctx})
-			}()
-			<-done
-			if len(f.calls) == 0 {
-				t.Fatal("no call passed an address")
-			}
-			for k, v := range f.calls {
-				seen[k] += v
-			}
-		})
+	for _, drv := range []sim.Driver{sim.DriverUpstream, sim.DriverOutOfTree} {
+		for _, sc := range scenarios {
+			runScenario(t, drv, sc, seen)
+		}
+	}
+	for _, sc := range ootScenarios {
+		runScenario(t, sim.DriverOutOfTree, sc, seen)
 	}
 	// Every kind of address the library passes was exercised.
 	for _, want := range []string{"INFO return_pointer", "CS chunks_execute", "CS chunk signal_seq_arr",
-		"WAIT_CS multi-CS seq array", "WAIT_CS interrupt addr", "CS engines", "CS engine_cores", "MEMORY map host_virt_addr"} {
+		"WAIT_CS multi-CS seq array", "WAIT_CS interrupt addr", "CS engines", "CS engine_cores", "MEMORY map host_virt_addr",
+		"NIC input_ptr", "NIC output_ptr"} {
 		if seen[want] == 0 {
 			t.Errorf("no scenario passed %s; seen %v", want, fmt.Sprint(seen))
 		}
 	}
+}
+
+// runScenario runs one scenario on a fresh simulated device of driver
+// drv, through the moving File.
+func runScenario(t *testing.T, drv sim.Driver, sc scenario, seen map[string]int) {
+	t.Run(drv.String()+"/"+sc.name, func(t *testing.T) {
+		cfg := sim.Default(sc.asic, 1)
+		cfg.LockDir, cfg.Driver = t.TempDir(), drv
+		sys, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sys.Close()
+		sf, err := sys.Device(0).Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &movingFile{File: sf, t: t, calls: map[string]int{}}
+		d, err := device.FromFile(f, device.FileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		m, err := memory.New(d, memory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		e, err := dma.New(m, dma.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		s, err := stream.New(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background()) // sliced waits
+		defer cancel()
+		// Run on a fresh goroutine, whose stack starts small.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sc.run(t, &rig{d: d, m: m, e: e, s: s, ctx: ctx})
+		}()
+		<-done
+		if len(f.calls) == 0 {
+			t.Fatal("no call passed an address")
+		}
+		for k, v := range f.calls {
+			seen[k] += v
+		}
+	})
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 )
 
 // nicReport describes one RDMA device and its PCIe distance to each Gaudi.
@@ -17,10 +19,17 @@ type nicReport struct {
 	DriverIDSource string        `json:"driver_id_source"`
 	Uverbs         string        `json:"uverbs"`
 	PCIAddress     string        `json:"pci_address"`
-	NUMANode       int           `json:"numa_node"`
-	Ports          []string      `json:"ports"` // "1 ACTIVE Ethernet"
+	NUMANode       *int          `json:"numa_node"`
+	Ports          []portReport  `json:"ports"`
 	DMABuf         bool          `json:"dmabuf_capable_driver"`
 	Distances      []gaudiReport `json:"distances"`
+}
+
+// portReport is one port of a NIC.
+type portReport struct {
+	Number    int    `json:"number"`
+	State     string `json:"state"`      // "ACTIVE", ...
+	LinkLayer string `json:"link_layer"` // "Ethernet", "InfiniBand"
 }
 
 // gaudiReport is a NIC's distance to one Gaudi.
@@ -29,9 +38,14 @@ type gaudiReport struct {
 	Distance string `json:"distance"`
 }
 
-// collectNICs adds the RDMA devices of s (nics, already listed) and their
-// distance to each device of inv.
-func collectNICs(inv *inventory, s ib.SysFS, nics []ib.Device) {
+// collectNICs lists the RDMA devices and their distance to each device of
+// snap.
+func collectNICs(snap *devstat.Snapshot) ([]nicReport, error) {
+	s, nics, err := listNICs()
+	if err != nil {
+		return nil, fmt.Errorf("list rdma devices: %w", err)
+	}
+	out := []nicReport{}
 	pre := map[string]bool{}
 	if p, err := s.PeerPrereqs(); err == nil {
 		for _, n := range p.DMABufNICs {
@@ -41,13 +55,17 @@ func collectNICs(inv *inventory, s ib.SysFS, nics []ib.Device) {
 	for _, n := range nics {
 		r := nicReport{
 			Name: n.Name, Driver: n.DriverID.String(), DriverID: uint32(n.DriverID), DriverIDSource: n.DriverIDSource,
-			Uverbs: n.UverbsPath, PCIAddress: n.PCIAddress, NUMANode: n.NUMANode, DMABuf: pre[n.Name],
-			Ports: []string{}, Distances: []gaudiReport{},
+			Uverbs: n.UverbsPath, PCIAddress: n.PCIAddress, DMABuf: pre[n.Name],
+			Ports: []portReport{}, Distances: []gaudiReport{},
+		}
+		if n.NUMANode >= 0 {
+			numa := n.NUMANode
+			r.NUMANode = &numa
 		}
 		for _, p := range n.Ports {
-			r.Ports = append(r.Ports, fmt.Sprintf("%d %s %s", p.Number, p.State, p.LinkLayer))
+			r.Ports = append(r.Ports, portReport{Number: int(p.Number), State: p.State.String(), LinkLayer: p.LinkLayer})
 		}
-		for _, g := range inv.Devices {
+		for _, g := range snap.Devices {
 			d := ib.Other
 			if n.PCIAddress != "" && g.PCIAddress != "" {
 				if v, err := s.Distance(n.PCIAddress, g.PCIAddress); err == nil {
@@ -56,33 +74,50 @@ func collectNICs(inv *inventory, s ib.SysFS, nics []ib.Device) {
 			}
 			r.Distances = append(r.Distances, gaudiReport{Index: g.Index, Distance: d.String()})
 		}
-		inv.NICs = append(inv.NICs, r)
+		out = append(out, r)
 	}
+	return out, nil
+}
+
+// listNICs lists the RDMA devices and the sysfs they were read from;
+// tests replace it with a fixture.
+var listNICs = func() (ib.SysFS, []ib.Device, error) {
+	nics, err := ib.Devices()
+	return ib.SysFS{}, nics, err
 }
 
 // writeNICs prints the RDMA section of the table output.
-func writeNICs(w io.Writer, inv *inventory) error {
-	if len(inv.NICs) == 0 {
+func writeNICs(w io.Writer, nics []nicReport) error {
+	if len(nics) == 0 {
 		_, err := fmt.Fprintln(w, "\nno RDMA devices")
 		return err
 	}
-	fmt.Fprintf(w, "\n%d RDMA device(s)\n", len(inv.NICs))
+	fmt.Fprintf(w, "\n%d RDMA device(s)\n", len(nics))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDRIVER\tUVERBS\tPCI\tNUMA\tPORTS\tDMA-BUF\tDISTANCE")
-	for _, n := range inv.NICs {
+	fmt.Fprintln(tw, "NAME\tDRIVER\tUVERBS\tPCI\tNUMA\tPORTS\tDMA-BUF\tDISTANCE TO GAUDI")
+	for _, n := range nics {
 		var dist []string
 		for _, d := range n.Distances {
 			dist = append(dist, fmt.Sprintf("%d:%s", d.Index, d.Distance))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.Name, n.Driver, dash(n.Uverbs), dash(n.PCIAddress), n.NUMANode,
-			dash(strings.Join(n.Ports, ", ")), yesNo(n.DMABuf), dash(strings.Join(dist, " ")))
+		var ports []string
+		for _, p := range n.Ports {
+			ports = append(ports, fmt.Sprintf("%d:%s", p.Number, p.State))
+		}
+		numa := "-"
+		if n.NUMANode != nil {
+			numa = fmt.Sprint(*n.NUMANode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Driver, baseOrDash(n.Uverbs), dash(n.PCIAddress), numa,
+			dash(strings.Join(ports, ",")), yesNo(n.DMABuf), dash(strings.Join(dist, " ")))
 	}
 	return tw.Flush()
 }
 
-func dash(s string) string {
-	if s == "" {
+// baseOrDash prints a path's last element, or "-" for none.
+func baseOrDash(p string) string {
+	if p == "" {
 		return "-"
 	}
-	return s
+	return filepath.Base(p)
 }

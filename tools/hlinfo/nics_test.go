@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/cli"
+	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 )
 
 // nicTree builds a small sysfs: a Gaudi at 0000:1a:00.0 and mlx5_0 at
@@ -72,7 +74,15 @@ func TestNICSection(t *testing.T) {
 		return s, nics, err
 	}
 	defer func() { listNICs = old }()
-	inv, err := collect("sim", false)
+	sel, err := cli.ParseSelection("-device", "sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := devstat.Collect(devstat.Options{Selection: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nics, err := collectNICs(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +90,7 @@ func TestNICSection(t *testing.T) {
 	// second 0000:1a:00.0, which the tree places below mlx5_0's switch.
 	type row struct{ Name, Driver, PCI, Dist string }
 	var got []row
-	for _, n := range inv.NICs {
+	for _, n := range nics {
 		var d []string
 		for _, x := range n.Distances {
 			d = append(d, x.Distance)
@@ -96,20 +106,23 @@ func TestNICSection(t *testing.T) {
 		t.Errorf("NICs (-want +got):\n%s", d)
 	}
 	var text bytes.Buffer
-	if err := writeText(&text, inv, false); err != nil {
+	if err := writeText(&text, snap, nics, &config{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"3 RDMA device(s)", "mlx5_0  mlx5    /dev/infiniband/uverbs0  0000:1b:00.0  0     1 ACTIVE Ethernet  yes      0:other 1:same-switch"} {
+	for _, line := range []string{"3 RDMA device(s)", "mlx5_0  mlx5    uverbs0  0000:1b:00.0  0     1:ACTIVE  yes      0:other 1:same-switch"} {
 		if !strings.Contains(text.String(), line) {
 			t.Errorf("text output lacks %q:\n%s", line, text.String())
 		}
 	}
 	var js bytes.Buffer
-	if err := writeJSON(&js, inv); err != nil {
+	if err := writeJSON(&js, snap, nics, false); err != nil {
 		t.Fatal(err)
 	}
-	var back inventory
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.NICs) != 3 || back.NICs[1].DriverID != 1 {
+	var back struct {
+		NICs []nicReport `json:"rdma_devices"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.NICs) != 3 || back.NICs[1].DriverID != 1 ||
+		len(back.NICs[1].Ports) != 1 || back.NICs[1].Ports[0] != (portReport{Number: 1, State: "ACTIVE", LinkLayer: "Ethernet"}) {
 		t.Errorf("JSON round trip: %v, %+v", err, back.NICs)
 	}
 }

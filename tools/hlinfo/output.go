@@ -4,51 +4,339 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+
+	"github.com/gaudi-go/gaudi/internal/cli"
+	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 )
 
-func writeJSON(w io.Writer, inv *inventory) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(inv)
+// document is hlinfo's JSON output: the snapshot (its fields at the top
+// level), the tool, and the RDMA NICs.
+type document struct {
+	*devstat.Snapshot
+	Tool        string      `json:"tool"`
+	ToolVersion string      `json:"tool_version"`
+	NICs        []nicReport `json:"rdma_devices"`
 }
 
-func writeText(w io.Writer, inv *inventory, verbose bool) error {
-	fmt.Fprintf(w, "%d device(s), %s\n", len(inv.Devices), inv.Source)
+// writeJSON prints one JSON document: indented, or on one line for a
+// stream of reports (-l).
+func writeJSON(w io.Writer, s *devstat.Snapshot, nics []nicReport, oneLine bool) error {
+	enc := json.NewEncoder(w)
+	if !oneLine {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(document{Snapshot: s, Tool: "hlinfo", ToolVersion: cli.Version(), NICs: nics})
+}
+
+// tableStatus shortens the driver's states so that the table fits 80
+// columns; -v and -json print them whole.
+var tableStatus = map[string]string{
+	"in reset after device release": "releasing",
+	"in device creation":            "creating",
+}
+
+// writeText prints the table, the processes, the NICs and, with -v or
+// -engines, a section per device.
+func writeText(w io.Writer, s *devstat.Snapshot, nics []nicReport, c *config) error {
+	head := fmt.Sprintf("%d device(s), %s", len(s.Devices), s.Source)
+	switch {
+	case s.Driver != nil && s.DriverVersion != nil:
+		head += ", " + *s.Driver + " driver " + *s.DriverVersion
+	case s.Driver != nil:
+		head += ", " + *s.Driver + " driver"
+	case s.DriverVersion != nil:
+		head += ", driver " + *s.DriverVersion
+	}
+	fmt.Fprintln(w, head)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "IDX\tPCI\tASIC\tMODULE\tDRAM\tFREE\tSTATUS\tOWNED\tABI\tDMA-BUF\tNODE\tCONTROL")
-	for _, r := range inv.Devices {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", r.Index, r.PCIAddress, r.ASIC, r.ModuleID,
-			size(r.DRAMTotal), size(r.DRAMFree), r.Status, yesNo(r.Owned), r.Encoding, r.DMABuf, r.Node, r.ControlNode)
+	fmt.Fprintln(tw, "IDX\tBUS-ID\tASIC\tMOD\tTEMP\tPOWER\tUTIL\tMEMORY-USAGE\tSTATUS")
+	for _, d := range s.Devices {
+		status := d.Status
+		if short, ok := tableStatus[status]; ok {
+			status = short
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Index, dash(d.PCIAddress), dash(d.ASIC), intOr(d.ModuleID),
+			hottest(d.Temperatures), watts(d.PowerMW), percent(d.UtilizationPercent), memoryUsage(d), dash(status))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := writeNICs(w, inv); err != nil {
+	if err := writeProcesses(w, s); err != nil {
 		return err
 	}
-	if !verbose {
-		return nil
+	if err := writeNICs(w, nics); err != nil {
+		return err
 	}
-	for _, r := range inv.Devices {
-		fmt.Fprintf(w, "\ndevice %d (%s %s, rev %d, card %q, firmware %q):\n", r.Index, r.ASIC, r.DeviceID, r.Revision, r.CardName, r.Firmware)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, f := range r.Info {
-			fmt.Fprintf(tw, "  %s\t%s\n", f.Name, f.Value)
+	for _, d := range s.Devices {
+		if c.Details {
+			if err := writeDetails(w, d); err != nil {
+				return err
+			}
 		}
-		for _, f := range r.Errors {
-			fmt.Fprintf(tw, "  %s\t%s\n", f.Name, "error: "+f.Value)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
+		if c.Engines {
+			writeEngines(w, d)
 		}
 	}
 	return nil
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
+// writeProcesses lists the processes that hold each device.
+func writeProcesses(w io.Writer, s *devstat.Snapshot) error {
+	n := 0
+	for _, d := range s.Devices {
+		n += len(d.Processes)
 	}
-	return "no"
+	if n == 0 {
+		_, err := fmt.Fprintln(w, "\nno processes hold these devices")
+		return err
+	}
+	fmt.Fprintln(w, "\nPROCESSES")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "IDX\tPID\tNODE\tNAME")
+	for _, d := range s.Devices {
+		for _, p := range d.Processes {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", d.Index, p.PID, p.Node, dash(p.Name))
+		}
+	}
+	return tw.Flush()
+}
+
+// writeDetails prints every value of one device (-v), one per line.
+func writeDetails(w io.Writer, d devstat.Device) error {
+	fmt.Fprintf(w, "\ndevice %d: %s (control %s)\n", d.Index, d.Node, d.ControlNode)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	line := func(k, format string, a ...any) { fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, a...)...) }
+	line("asic", "%s, pci id %#04x rev %d, card %s, module %s", dash(d.ASIC), d.PCIDeviceID, d.PCIRevision, strOr(d.CardName), intOr(d.ModuleID))
+	line("serial", "%s", strOr(d.Serial))
+	line("uuid", "%s", strOr(d.UUID))
+	line("status", "%s, simulated %s", dash(d.Status), yesNo(d.Simulated))
+	line("abi", "%s, dma-buf export %s", dash(d.ABI), boolOr(d.DMABufExport))
+	line("driver", "%s", strOr(d.Driver))
+	line("numa node", "%s", intOr(d.NUMANode))
+	line("firmware", "%s", strOr(d.FirmwareVersion))
+	keys := make([]string, 0, len(d.Firmware))
+	for k := range d.Firmware {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		line("  "+k, "%s", d.Firmware[k])
+	}
+	line("memory", "%s used, %s free of %s, %s pages", bytesOr(d.MemoryUsedBytes), bytesOr(d.MemoryFreeBytes),
+		bytesOr(d.MemoryTotalBytes), bytesOr(d.MemoryPageSizeBytes))
+	line("power", "%s mW (limit %s mW), energy %s mJ", uintOr(d.PowerMW), uintOr(d.PowerMaxMW), uintOr(d.EnergyMJ))
+	line("utilization", "%s", percent(d.UtilizationPercent))
+	line("clock", "%s MHz (max %s MHz), throttled by %s", uint32Or(d.ClockMHz), uint32Or(d.ClockMaxMHz), listOr(d.ClockThrottleReasons, "nothing"))
+	var temps []string
+	for _, t := range d.Temperatures {
+		temps = append(temps, fmt.Sprintf("%s%s %s°C", t.Sensor, labelOf(t.Label), strconv.FormatFloat(t.Celsius, 'f', -1, 64)))
+	}
+	line("temperature", "%s", listOr(temps, "-"))
+	line("pcie link", "%s GT/s x%s (max %s GT/s x%s)", floatOr(d.PCIe.LinkSpeedGTs), intOr(d.PCIe.LinkWidth), floatOr(d.PCIe.MaxLinkSpeedGTs), intOr(d.PCIe.MaxLinkWidth))
+	line("pcie traffic", "rx %s KB/s, tx %s KB/s, replays %s", uintOr(d.PCIe.RXKBps), uintOr(d.PCIe.TXKBps), uintOr(d.PCIe.Replays))
+	if d.Resets != nil {
+		line("resets", "hard %d, soft %d", d.Resets.Hard, d.Resets.Soft)
+	} else {
+		line("resets", "-")
+	}
+	if c := d.CSDrops; c != nil {
+		line("dropped cs", "out of memory %d, parsing %d, queue full %d, in reset %d, max in flight %d, validation %d",
+			c.OutOfMemory, c.Parsing, c.QueueFull, c.DeviceInReset, c.MaxInFlight, c.Validation)
+	} else {
+		line("dropped cs", "-")
+	}
+	line("dram pending rows", "%s", uint32Or(d.DRAMPendingRows))
+	line("idle", "%s, busy engines %s", boolOr(d.Idle), masks(d.BusyEngineMask))
+	line("compute active", "%s", boolOr(d.ComputeActive))
+	if x := d.Details; x != nil {
+		h := x.HWIP
+		line("sram", "%#x, %s", h.SRAMBase, size(h.SRAMSizeBytes))
+		line("dram", "%#x, %s in %s pages, driver keeps %s, default alloc page %s", h.DRAMBase, size(h.DRAMSizeBytes),
+			size(h.DRAMPageSizeBytes), size(h.DRAMReservedBytes), size(h.DefaultAllocPageSizeBytes))
+		line("engines enabled", "tpc %#x, decoders %#x, edma %#x", h.TPCMask, h.DecoderMask, h.EDMAMask)
+		line("events, interrupts", "%d event ids, %d user interrupts from %d", h.NumEvents, h.UserInterrupts, h.FirstUserInterrupt)
+		line("security", "%s, cpld %#x, server type %d", yesNo(h.SecurityEnabled), h.CPLDVersion, h.ServerType)
+		if sm := x.SyncManager; sm != nil {
+			line("sync manager", "dcore 0: first sob %d, monitor %d, cq %d", sm.FirstSyncObject, sm.FirstMonitor, sm.FirstCQ)
+		}
+		if len(x.PLL0OutputsMHz) > 0 {
+			line("pll 0", "%v MHz", x.PLL0OutputsMHz)
+		}
+		if o := x.OpenStats; o != nil {
+			line("opens", "%d, last session %d ns, releasing %s", o.Opens, o.LastSessionNS, yesNo(o.ComputeInRelease))
+		}
+		if x.DevMemAllocPageSizesMask != nil {
+			line("alloc page sizes", "mask %#x", *x.DevMemAllocPageSizesMask)
+		}
+		var ev []string
+		for _, e := range x.HWEvents {
+			ev = append(ev, fmt.Sprintf("%d:%d", e.ID, e.Count))
+		}
+		line("hw events", "%s", listOr(ev, "none"))
+		if x.UserMappings != nil {
+			line("user mappings", "%d", *x.UserMappings)
+		}
+		for _, e := range x.Events {
+			b, _ := json.Marshal(e)
+			line("event "+e.Kind, "%s", b)
+		}
+		if o := x.OutOfTree; o != nil {
+			line("drm accel", "%s", boolOr(o.DRMAccel))
+			line("nic ports", "%#x, external %#x, initialized %s", o.NICPortsMask, o.NICPortsExternalMask, boolOr(o.NICInitialized))
+			line("engines (oot)", "mme %#x, scheduler arcs %#x, odp %s", o.MMEMask, o.SchedArcMask, yesNo(o.ODPSupported))
+			if p := o.ModuleParams; p != nil {
+				line("module params", "timeout %d s, reset on lockup %s, tpc %#x, nic ports %#x, firmware %#x",
+					p.TimeoutLockedS, yesNo(p.ResetOnLockup), p.TPCMask, p.NICPortsMask, p.FWLoadingMask)
+			}
+		}
+	}
+	for _, e := range d.Errors {
+		msg := e.Message
+		if e.Errno != nil {
+			msg = *e.Errno + ": " + msg
+		}
+		line("error "+e.Query, "%s", msg)
+	}
+	return tw.Flush()
+}
+
+// writeEngines prints the driver's engine status of one device.
+func writeEngines(w io.Writer, d devstat.Device) {
+	fmt.Fprintf(w, "\ndevice %d engines: idle %s, busy engine mask %s\n", d.Index, boolOr(d.Idle), masks(d.BusyEngineMask))
+	if d.EngineStatus == nil {
+		fmt.Fprintln(w, "  engine status not available")
+		return
+	}
+	fmt.Fprintln(w, strings.TrimRight(*d.EngineStatus, "\n \t"))
+}
+
+// hottest prints the highest hwmon temperature, "-" without sensors.
+func hottest(ts []devstat.Temperature) string {
+	if len(ts) == 0 {
+		return "-"
+	}
+	m := ts[0].Celsius
+	for _, t := range ts[1:] {
+		m = max(m, t.Celsius)
+	}
+	return fmt.Sprintf("%.0fC", m)
+}
+
+func watts(mw *uint64) string {
+	if mw == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d W", (*mw+500)/1000)
+}
+
+func percent(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", *p)
+}
+
+// memoryUsage prints used/total in GiB with one decimal.
+func memoryUsage(d devstat.Device) string {
+	if d.MemoryTotalBytes == nil {
+		return "-"
+	}
+	used := "-"
+	if d.MemoryUsedBytes != nil {
+		used = fmt.Sprintf("%.1f", float64(*d.MemoryUsedBytes)/(1<<30))
+	}
+	return fmt.Sprintf("%s/%.1f GiB", used, float64(*d.MemoryTotalBytes)/(1<<30))
+}
+
+// size prints a byte count in binary units.
+func size(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func bytesOr(n *uint64) string {
+	if n == nil {
+		return "-"
+	}
+	return size(*n)
+}
+
+func intOr(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(*p)
+}
+
+func uintOr(p *uint64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatUint(*p, 10)
+}
+
+func uint32Or(p *uint32) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatUint(uint64(*p), 10)
+}
+
+func floatOr(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', -1, 64)
+}
+
+func strOr(p *string) string {
+	if p == nil {
+		return "-"
+	}
+	return *p
+}
+
+func boolOr(p *bool) string {
+	if p == nil {
+		return "-"
+	}
+	return yesNo(*p)
+}
+
+func listOr(l []string, none string) string {
+	if len(l) == 0 {
+		return none
+	}
+	return strings.Join(l, ", ")
+}
+
+func labelOf(l *string) string {
+	if l == nil {
+		return ""
+	}
+	return " (" + *l + ")"
+}
+
+func masks(m []uint64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var s []string
+	for _, v := range m {
+		s = append(s, fmt.Sprintf("%#x", v))
+	}
+	return strings.Join(s, " ")
 }

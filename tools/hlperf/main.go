@@ -1,102 +1,110 @@
 // Command hlperf measures DMA bandwidth and latency on a Gaudi, or on the
-// simulator when none is present: host to device, device to host, device to
-// device and both directions at once, over a sweep of sizes.
+// simulator when none is present: host to device, device to host, device
+// to device and both directions at once, over a sweep of sizes, on one
+// device or on all of them (in turn or at once), and judges the host
+// link against the PCIe generation and width sysfs reports.
 //
 // Usage:
 //
-//	hlperf [-dir h2d,d2h,d2d,bidir] [-min 4K] [-max 64M] [-iters 20]
-//	       [-streams 2] [-warmup 2] [-json | -csv]
+//	hlperf [-device SEL] [-all [-parallel]] [-dir h2d,d2h,d2d,bidir]
+//	       [-min 4KiB] [-max 64MiB] [-iters 20 | -duration 10s] [-warmup 2]
+//	       [-streams 2] [-verify] [-pass-fraction 0.7] [-json | -csv]
 //
-// Each point copies the size once per iteration, waiting for each copy, and
-// reports the mean bandwidth (GB/s, 1e9 bytes per second) and the median and
-// 99th percentile latency of one copy. On a terminal it shows progress on
-// stderr.
+// Sizes take K, M, G, T (and KiB ... TiB) for powers of 1024 and KB, MB,
+// GB, TB for powers of 1000, in any case, with a fraction when the result
+// is whole bytes ("1.5M"). The sweep goes from -min to -max by factors of
+// four, and ends at -max.
+//
+// Each point (direction and size) runs -warmup untimed copies, then -iters
+// timed ones, or as many as fit in -duration; each copy is waited for, so
+// a sample is the latency of one copy (bidir: one copy each way, at once).
+// For each point hlperf reports the number of samples n, the latency
+// (minimum, median, mean, 99th percentile, maximum; percentiles by the
+// nearest-rank method, and P99 only from 100 samples up) and the
+// bandwidth computed from the same samples: bytes over the median latency
+// and bytes over the mean latency, in GB/s (1e9 bytes per second). With
+// -verify it checks after each point that the destination holds the bytes
+// of the source, which it fills with a new pattern for every point.
+//
+// Results from the simulator are labelled as such in every output: its
+// copies are memory copies in this process, not a Gaudi's DMA. -json and
+// -csv carry the run's metadata (time, tool version, device, ASIC, driver
+// version, configuration). The verdict compares the median bandwidth of
+// host to device and device to host at the largest size (16 MiB at least)
+// with -pass-fraction of what the PCIe link carries after line encoding
+// (generation and width from sysfs current_link_speed and
+// current_link_width); a link trained below its maximum fails. A
+// simulated device gets no verdict.
+//
+// Flags are checked before any work, and a run the device or the host
+// cannot hold (-max beyond free device memory or available host memory)
+// is refused with the sizes involved. Ctrl-C stops the run and prints
+// the results so far (exit status 130). On a terminal, progress with an
+// estimate of the time left goes to stderr.
 package main
 
 import (
-	"flag"
-	"fmt"
+	"context"
+	"io"
 	"os"
-	"strings"
+	"os/signal"
+	"syscall"
+
+	"github.com/gaudi-go/gaudi/internal/cli"
 )
 
 func main() {
-	var cfg config
-	dirs := flag.String("dir", "h2d,d2h,d2d,bidir", "directions to measure")
-	minS := flag.String("min", "4K", "smallest size")
-	maxS := flag.String("max", "64M", "largest size")
-	flag.IntVar(&cfg.iters, "iters", 20, "timed copies per size")
-	flag.IntVar(&cfg.warmup, "warmup", 2, "untimed copies per size")
-	flag.IntVar(&cfg.streams, "streams", 2, "queues per direction")
-	asJSON := flag.Bool("json", false, "print JSON")
-	asCSV := flag.Bool("csv", false, "print CSV")
-	flag.Parse()
-	var err error
-	if cfg.min, err = parseSize(*minS); err == nil {
-		cfg.max, err = parseSize(*maxS)
-	}
-	if err == nil {
-		cfg.dirs, err = parseDirs(*dirs)
-	}
-	if err == nil && (cfg.min == 0 || cfg.max < cfg.min || cfg.iters < 1) {
-		err = fmt.Errorf("need 0 < -min <= -max and -iters >= 1")
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hlperf:", err)
-		os.Exit(2)
-	}
-	cfg.progress = isTerminal(os.Stderr)
-	res, err := run(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hlperf:", err)
-		os.Exit(1)
-	}
-	switch {
-	case *asJSON:
-		err = writeJSON(os.Stdout, res)
-	case *asCSV:
-		err = writeCSV(os.Stdout, res)
-	default:
-		err = writeTable(os.Stdout, res)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hlperf:", err)
-		os.Exit(1)
-	}
+	os.Exit(hlperf(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// parseSize reads sizes such as 4096, 4K, 64M, 1G (binary units).
-func parseSize(s string) (uint64, error) {
-	mult := uint64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	case strings.HasSuffix(s, "G"):
-		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+// hlperf runs the command with args and returns its exit status: 0 when
+// every device ran (and passed its verification), 1 for a failure, 2 for
+// a bad command line, 130 when interrupted (after printing what was
+// measured).
+func hlperf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, cmd := newConfig()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Parse(args); err != nil {
+		return cli.ExitCode(err)
 	}
-	var n uint64
-	if _, err := fmt.Sscanf(s, "%d", &n); err != nil {
-		return 0, fmt.Errorf("bad size %q", s)
+	if err := cfg.check(cmd); err != nil {
+		return cli.ExitCode(err)
 	}
-	return n * mult, nil
-}
-
-func parseDirs(s string) ([]string, error) {
-	var out []string
-	for _, d := range strings.Split(s, ",") {
-		switch d {
-		case "h2d", "d2h", "d2d", "bidir":
-			out = append(out, d)
-		default:
-			return nil, fmt.Errorf("unknown direction %q (want h2d, d2h, d2d or bidir)", d)
+	cfg.progress = isTerminal(stderr)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// A second Ctrl-C ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	rep, err := run(ctx, cfg, cmd)
+	if rep != nil {
+		if werr := write(stdout, cfg, rep); werr != nil && err == nil {
+			err = werr
 		}
 	}
-	return out, nil
+	if err != nil {
+		code := cmd.Report(err)
+		if rep != nil && rep.Interrupted {
+			code = 130
+		}
+		return code
+	}
+	switch {
+	case rep.Interrupted:
+		return 130
+	case rep.failed():
+		return 1
+	}
+	return 0
 }
 
-func isTerminal(f *os.File) bool {
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,158 +1,239 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/gaudi-go/gaudi/dma"
-	"github.com/gaudi-go/gaudi/memory"
-	"github.com/gaudi-go/gaudi/simdevice"
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/cli"
 )
 
-type config struct {
-	dirs          []string
-	min, max      uint64
-	iters, warmup int
-	streams       int
-	progress      bool
-}
-
-// result is one measured point.
-type result struct {
-	Device    string  `json:"device"`
-	Direction string  `json:"direction"`
-	Size      uint64  `json:"size"`
-	Iters     int     `json:"iterations"`
-	GBps      float64 `json:"gb_per_s"`
-	P50us     float64 `json:"p50_us"`
-	P99us     float64 `json:"p99_us"`
-}
-
-func run(cfg config) (_ []result, err error) {
-	d, err := simdevice.OpenDefault()
+// run opens the devices the configuration selects, checks that the run
+// fits them and the host, and measures each device, in turn or at once.
+// It returns an error without a report when nothing was measured (a bad
+// selection, a device that cannot be opened, a run that does not fit);
+// failures of one device are in its report.
+func run(ctx context.Context, cfg *config, cmd *cli.Command) (*report, error) {
+	sel, err := cmd.Device.Selection()
 	if err != nil {
 		return nil, err
 	}
-	defer closeInto(&err, d)
-	m, err := memory.New(d, memory.Options{})
+	rep := newReport(cfg, sel)
+	devs, err := openDevices(cfg, sel)
 	if err != nil {
 		return nil, err
 	}
-	defer closeInto(&err, m)
-	e, err := dma.New(m, dma.Options{Streams: cfg.streams})
-	if err != nil {
+	defer func() {
+		for _, d := range devs {
+			d.Close()
+		}
+	}()
+	for _, d := range devs {
+		fmt.Fprintf(cmd.Stderr, "hlperf: using %s, %s\n", d, sel.Why(d))
+	}
+	if err := checkDevices(cfg, devs); err != nil {
 		return nil, err
 	}
-	defer closeInto(&err, e)
-	hostA, err := m.AllocHost(cfg.max, memory.HostOptions{HugePages: true})
-	if err != nil {
-		return nil, err
+	rep.Devices = make([]deviceReport, len(devs))
+	for i, d := range devs {
+		rep.Devices[i] = describe(d)
 	}
-	hostB, err := m.AllocHost(cfg.max, memory.HostOptions{HugePages: true})
-	if err != nil {
-		return nil, err
-	}
-	devA, err := m.Alloc(cfg.max, memory.AllocOptions{})
-	if err != nil {
-		return nil, err
-	}
-	devB, err := m.Alloc(cfg.max, memory.AllocOptions{})
-	if err != nil {
-		return nil, err
-	}
-	// Touch the host memory once so page faults stay out of the timings.
-	for _, h := range []*memory.HostBuffer{hostA, hostB} {
-		b := h.Bytes()
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = byte(i)
+	prog := newProgress(cmd.Stderr, cfg, len(devs))
+	results := make([][]result, len(devs))
+	measureOne := func(i int) {
+		res, err := measureDevice(ctx, cfg, devs[i], &rep.Devices[i], prog)
+		results[i] = res
+		if err != nil {
+			rep.Devices[i].Error = err.Error()
 		}
 	}
-	var sizes []uint64
-	for s := cfg.min; s <= cfg.max; s *= 4 {
-		sizes = append(sizes, s)
-		if s > cfg.max/4 && s != cfg.max {
-			sizes = append(sizes, cfg.max)
-			break
+	if cfg.parallel {
+		var wg sync.WaitGroup
+		for i := range devs {
+			wg.Go(func() { measureOne(i) })
+		}
+		wg.Wait()
+	} else {
+		for i := range devs {
+			if ctx.Err() != nil {
+				break
+			}
+			measureOne(i)
 		}
 	}
-	ctx := context.Background()
-	var out []result
-	total := len(sizes) * len(cfg.dirs)
-	for i, dir := range cfg.dirs {
-		for j, size := range sizes {
-			if cfg.progress {
-				fmt.Fprintf(os.Stderr, "\r[%3d/%d] %-5s %10d bytes", i*len(sizes)+j+1, total, dir, size)
+	prog.clear()
+	rep.Interrupted = ctx.Err() != nil
+	for i := range devs {
+		rep.Results = append(rep.Results, results[i]...)
+		dr := &rep.Devices[i]
+		if dr.Error != "" {
+			fmt.Fprintf(cmd.Stderr, "hlperf: %s: %s\n", dr.Path, dr.Error)
+		}
+		judgeDevice(dr, results[i], cfg.passFraction)
+	}
+	return rep, nil
+}
+
+// newReport starts the report of a run: its metadata.
+func newReport(cfg *config, sel cli.Selection) *report {
+	host, _ := os.Hostname()
+	from := sel.From
+	if from == "" {
+		from = "default"
+	}
+	r := &report{
+		SchemaVersion: schemaVersion,
+		Tool:          "hlperf",
+		ToolVersion:   cli.Version(),
+		Time:          time.Now().UTC().Format(time.RFC3339),
+		Hostname:      host,
+		Config: configReport{
+			DeviceSelector: sel.Text, SelectorSource: from,
+			Directions: cfg.dirs, MinBytes: uint64(cfg.min), MaxBytes: uint64(cfg.max),
+			Warmup: cfg.warmup, Streams: cfg.streams, Verify: cfg.verify, All: cfg.all, Parallel: cfg.parallel,
+			PassFraction: cfg.passFraction,
+		},
+		Devices: []deviceReport{},
+		Results: []result{},
+	}
+	if cfg.duration > 0 {
+		r.Config.DurationS = cfg.duration.Seconds()
+	} else {
+		r.Config.Iterations = cfg.iters
+	}
+	return r
+}
+
+// openDevices opens the compute node of every device the run uses: the
+// one sel opens, or with -all every one it names.
+func openDevices(cfg *config, sel cli.Selection) ([]*device.Device, error) {
+	if !cfg.all {
+		d, err := sel.Open()
+		if err != nil {
+			return nil, err
+		}
+		return []*device.Device{d}, nil
+	}
+	cands, err := sel.Devices()
+	if err != nil {
+		return nil, err
+	}
+	var devs []*device.Device
+	for _, c := range cands {
+		d, err := c.Open()
+		if err != nil {
+			for _, d := range devs {
+				d.Close()
 			}
-			var copies []func(*dma.Batch) error
-			h2d := func(b *dma.Batch) error { return b.CopyToDevice(devA.Range(0, size), hostA.Range(0, size)) }
-			switch dir {
-			case "h2d":
-				copies = append(copies, h2d)
-			case "d2h":
-				copies = append(copies, func(b *dma.Batch) error { return b.CopyToHost(hostA.Range(0, size), devA.Range(0, size)) })
-			case "d2d":
-				copies = append(copies, func(b *dma.Batch) error { return b.CopyOnDevice(devB.Range(0, size), devA.Range(0, size)) })
-			case "bidir":
-				copies = append(copies, h2d, func(b *dma.Batch) error { return b.CopyToHost(hostB.Range(0, size), devB.Range(0, size)) })
-			}
-			lat, err := measure(ctx, e, copies, cfg.warmup, cfg.iters)
+			return nil, fmt.Errorf("-all: open %s: %w", c.Name, err)
+		}
+		devs = append(devs, d)
+	}
+	return devs, nil
+}
+
+// describe reports what identifies d.
+func describe(d *device.Device) deviceReport {
+	addr, _ := d.PCIAddress()
+	return deviceReport{
+		Device:        d.String(),
+		Path:          d.Path(),
+		ASIC:          d.ASIC().String(),
+		PCIAddress:    addr,
+		ModuleID:      d.HWIPInfo().ModuleID,
+		DriverVersion: cli.DriverVersion(d),
+		Simulated:     d.Simulated(),
+	}
+}
+
+// asicStreams is how many streams per direction hlperf can use on an
+// ASIC: Gaudi's PCI DMA engines have four queues each (DMA_0_0 to
+// DMA_0_3); Gaudi2's driver enables two user PDMA streams host to device
+// (PDMA_0_0, PDMA_0_1; gaudi2_is_queue_enabled), which dma.New uses at
+// most.
+func asicStreams(a device.ASIC) int {
+	if a.IsGaudi2() {
+		return 2
+	}
+	return maxStreams
+}
+
+// memAvailable returns the host's MemAvailable; tests replace it.
+var memAvailable = func() (uint64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("%s %d bytes: %w", dir, size, err)
+				return 0, fmt.Errorf("/proc/meminfo: MemAvailable %q", rest)
 			}
-			var sum time.Duration
-			for _, l := range lat {
-				sum += l
-			}
-			bytes := float64(size) * float64(len(copies)) * float64(len(lat))
-			slices.Sort(lat)
-			out = append(out, result{
-				Device: d.String(), Direction: dir, Size: size, Iters: len(lat),
-				GBps:  bytes / sum.Seconds() / 1e9,
-				P50us: float64(lat[len(lat)/2]) / 1e3,
-				P99us: float64(lat[min(len(lat)-1, len(lat)*99/100)]) / 1e3,
-			})
+			return kb << 10, nil
 		}
 	}
-	if cfg.progress {
-		fmt.Fprint(os.Stderr, "\r\033[K")
-	}
-	return out, nil
+	return 0, errors.New("/proc/meminfo has no MemAvailable")
 }
 
-// measure runs the copies of one point (together, as one batch) and returns
-// the latency of each timed iteration.
-func measure(ctx context.Context, e *dma.Engine, copies []func(*dma.Batch) error, warmup, iters int) (_ []time.Duration, err error) {
-	b := e.NewBatch(dma.BatchOptions{})
-	for _, add := range copies {
-		if err := add(b); err != nil {
-			return nil, err
+// checkDevices refuses, before any work, what the opened devices cannot
+// do: more streams than the ASIC has, buffers beyond the free device
+// memory, or beyond the host memory available for the pinned host
+// buffers and, on the simulator, for the device memory it keeps in host
+// memory (for -parallel, the sum over the devices).
+func checkDevices(cfg *config, devs []*device.Device) error {
+	hosts, ndev := cfg.buffers()
+	size := uint64(cfg.max)
+	var hostNeed, simDev uint64
+	for _, d := range devs {
+		if n := asicStreams(d.ASIC()); cfg.streams > n {
+			return fmt.Errorf("-streams %d: %s has %d DMA streams per direction for users", cfg.streams, d.ASIC(), n)
+		}
+		page := max(d.HWIPInfo().DRAMPageSize, 1)
+		need := uint64(ndev) * ((size + page - 1) / page * page)
+		if u, err := d.DRAMUsage(); err == nil && need > u.Free {
+			return fmt.Errorf("-max %s: the run needs %s of device memory (%s of %s, in pages of %s); %s has %s free",
+				cli.FormatSize(size), cli.HumanSize(need), count(ndev, "device buffer"), cli.FormatSize(size), cli.HumanSize(page), d, cli.HumanSize(u.Free))
+		}
+		n := uint64(hosts) * size
+		if d.Simulated() {
+			n += uint64(ndev) * size
+			simDev = uint64(ndev)
+		}
+		if cfg.parallel {
+			hostNeed += n
+		} else {
+			hostNeed = max(hostNeed, n)
 		}
 	}
-	p, err := b.Prepare(ctx)
-	if err != nil {
-		return nil, err
+	avail, err := memAvailable()
+	if err != nil || hostNeed <= avail {
+		return nil // without MemAvailable, let the allocation tell
 	}
-	defer closeInto(&err, p)
-	var lat []time.Duration
-	for i := 0; i < warmup+iters; i++ {
-		start := time.Now()
-		if err := p.Run(ctx); err != nil {
-			return nil, err
-		}
-		if i >= warmup {
-			lat = append(lat, time.Since(start))
-		}
+	what := fmt.Sprintf("%s of %s", count(hosts, "host buffer"), cli.FormatSize(size))
+	if simDev > 0 {
+		what += fmt.Sprintf(" and %s of %s, which the simulator keeps in host memory", count(int(simDev), "simulated device buffer"), cli.FormatSize(size))
 	}
-	return lat, nil
+	if cfg.parallel && len(devs) > 1 {
+		what += fmt.Sprintf(", for each of %d devices at once", len(devs))
+	}
+	return fmt.Errorf("-max %s: the run needs %s of host memory (%s); this machine has %s available (MemAvailable)",
+		cli.FormatSize(size), cli.HumanSize(hostNeed), what, cli.HumanSize(avail))
 }
 
-// closeInto closes c, adding its error to *err: a release that fails is
-// reported with the run.
-func closeInto(err *error, c io.Closer) {
-	*err = errors.Join(*err, c.Close())
+// count writes n things: "1 host buffer", "2 host buffers".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }

@@ -50,18 +50,19 @@ type bpfChunk struct {
 	Queue    uint32
 	CbSize   uint32
 	Flags    uint32
-	Pad      uint32
+	Engine   uint32
 }
 
 type bpfConfig struct {
 	_           structs.HostLayout
 	Pid         uint32
-	Rdev        uint32
 	Flags       bpfConfigFlag
+	Nrdev       uint32
+	Rdev        [16]uint32
 	Nprefix     uint32
 	Comm        [16]uint8
-	PrefixLen   [6]uint32
-	Prefix      [6][32]uint8
+	PrefixLen   [16]uint32
+	Prefix      [16][32]uint8
 	NrIoctl     uint32
 	NrOpenat    uint32
 	NrMmap      uint32
@@ -78,6 +79,7 @@ type bpfConfigFlag uint32
 const (
 	bpfConfigFlagCFG_COMM   bpfConfigFlag = 1
 	bpfConfigFlagCFG_RAW_TP bpfConfigFlag = 2
+	bpfConfigFlagCFG_FOLLOW bpfConfigFlag = 4
 )
 
 type bpfCounter uint32
@@ -87,7 +89,8 @@ const (
 	bpfCounterCNT_INFLIGHT_FULL bpfCounter = 1
 	bpfCounterCNT_ENTER_FAULT   bpfCounter = 2
 	bpfCounterCNT_EVENTS        bpfCounter = 3
-	bpfCounterNR_COUNTERS       bpfCounter = 4
+	bpfCounterCNT_FOLLOW_FULL   bpfCounter = 4
+	bpfCounterNR_COUNTERS       bpfCounter = 5
 )
 
 type bpfCsBody struct {
@@ -104,7 +107,25 @@ type bpfCsBody struct {
 	Chunk         [4]bpfChunk
 	Seq           uint64
 	Status        uint32
-	Pad           uint32
+	Rdev          uint32
+}
+
+type bpfCsIdsBody struct {
+	_          structs.HostLayout
+	IdsAddr    uint64
+	NumIds     uint32
+	Command    uint32
+	InSeq      uint64
+	NumRestore uint32
+	NumExecute uint32
+	Timeout    uint32
+	Flags      uint32
+	CtxId      uint32
+	Nids       uint32
+	Id         [24]uint32
+	Seq        uint64
+	Status     uint32
+	Rdev       uint32
 }
 
 type bpfDebugBody struct {
@@ -268,6 +289,13 @@ type bpfHlWaitCsOut struct {
 	Pad             uint32
 }
 
+type bpfHwIpOffset uint32
+
+const (
+	bpfHwIpOffsetHW_IP_DEVICE_ID   bpfHwIpOffset = 32
+	bpfHwIpOffsetHW_IP_REVISION_ID bpfHwIpOffset = 277
+)
+
 type bpfIbUverbsAttr struct {
 	_        structs.HostLayout
 	AttrId   uint16
@@ -294,7 +322,11 @@ type bpfInfoBody struct {
 	ReturnSize    uint32
 	Op            uint32
 	CtxId         uint32
-	_             [4]byte
+	Rdev          uint32
+	DeviceId      uint32
+	Revision      uint8
+	Answered      uint8
+	Pad           uint16
 }
 
 type bpfMemBody struct {
@@ -364,6 +396,7 @@ const (
 	bpfMapEvents           = "events"
 	bpfMapFcalls           = "fcalls"
 	bpfMapFds              = "fds"
+	bpfMapFollowed         = "followed"
 	bpfMapInflight         = "inflight"
 	bpfMapLastWakeup       = "last_wakeup"
 	bpfMapRequests         = "requests"
@@ -374,6 +407,8 @@ const (
 	bpfProgExitSyscall     = "exit_syscall"
 	bpfProgFentryIoctl     = "fentry_ioctl"
 	bpfProgFexitIoctl      = "fexit_ioctl"
+	bpfProgFollowExit      = "follow_exit"
+	bpfProgFollowFork      = "follow_fork"
 	bpfProgFuncEnter       = "func_enter"
 	bpfProgFuncExit        = "func_exit"
 	bpfProgKprobeIoctl     = "kprobe_ioctl"
@@ -432,6 +467,8 @@ type bpfProgramSpecs struct {
 	ExitSyscall    *ebpf.ProgramSpec `ebpf:"exit_syscall"`
 	FentryIoctl    *ebpf.ProgramSpec `ebpf:"fentry_ioctl"`
 	FexitIoctl     *ebpf.ProgramSpec `ebpf:"fexit_ioctl"`
+	FollowExit     *ebpf.ProgramSpec `ebpf:"follow_exit"`
+	FollowFork     *ebpf.ProgramSpec `ebpf:"follow_fork"`
 	FuncEnter      *ebpf.ProgramSpec `ebpf:"func_enter"`
 	FuncExit       *ebpf.ProgramSpec `ebpf:"func_exit"`
 	KprobeIoctl    *ebpf.ProgramSpec `ebpf:"kprobe_ioctl"`
@@ -449,6 +486,7 @@ type bpfMapSpecs struct {
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Fcalls     *ebpf.MapSpec `ebpf:"fcalls"`
 	Fds        *ebpf.MapSpec `ebpf:"fds"`
+	Followed   *ebpf.MapSpec `ebpf:"followed"`
 	Inflight   *ebpf.MapSpec `ebpf:"inflight"`
 	LastWakeup *ebpf.MapSpec `ebpf:"last_wakeup"`
 	Requests   *ebpf.MapSpec `ebpf:"requests"`
@@ -486,6 +524,7 @@ type bpfMaps struct {
 	Events     *ebpf.Map `ebpf:"events"`
 	Fcalls     *ebpf.Map `ebpf:"fcalls"`
 	Fds        *ebpf.Map `ebpf:"fds"`
+	Followed   *ebpf.Map `ebpf:"followed"`
 	Inflight   *ebpf.Map `ebpf:"inflight"`
 	LastWakeup *ebpf.Map `ebpf:"last_wakeup"`
 	Requests   *ebpf.Map `ebpf:"requests"`
@@ -498,6 +537,7 @@ func (m *bpfMaps) Close() error {
 		m.Events,
 		m.Fcalls,
 		m.Fds,
+		m.Followed,
 		m.Inflight,
 		m.LastWakeup,
 		m.Requests,
@@ -522,6 +562,8 @@ type bpfPrograms struct {
 	ExitSyscall    *ebpf.Program `ebpf:"exit_syscall"`
 	FentryIoctl    *ebpf.Program `ebpf:"fentry_ioctl"`
 	FexitIoctl     *ebpf.Program `ebpf:"fexit_ioctl"`
+	FollowExit     *ebpf.Program `ebpf:"follow_exit"`
+	FollowFork     *ebpf.Program `ebpf:"follow_fork"`
 	FuncEnter      *ebpf.Program `ebpf:"func_enter"`
 	FuncExit       *ebpf.Program `ebpf:"func_exit"`
 	KprobeIoctl    *ebpf.Program `ebpf:"kprobe_ioctl"`
@@ -539,6 +581,8 @@ func (p *bpfPrograms) Close() error {
 		p.ExitSyscall,
 		p.FentryIoctl,
 		p.FexitIoctl,
+		p.FollowExit,
+		p.FollowFork,
 		p.FuncEnter,
 		p.FuncExit,
 		p.KprobeIoctl,

@@ -18,11 +18,15 @@ import (
 
 // A Field is one decoded argument or result. Hex fields print as 0x...
 // in text and as a "0x..." string in JSON (addresses do not fit in a
-// JSON number).
+// JSON number). Names, when set, name the value (a uint64) or each value
+// (a []uint64; "" where one has no name): text prints them instead of the
+// numbers, and JSON keeps the numbers and adds them as "<key>_name" or
+// "<key>_names".
 type Field struct {
-	Key string
-	Val any // uint64, int64, string, []uint64 or []Field
-	Hex bool
+	Key   string
+	Val   any // uint64, int64, string, []uint64 or []Field
+	Hex   bool
+	Names []string
 }
 
 func u(k string, v uint64) Field    { return Field{Key: k, Val: v} }
@@ -30,6 +34,31 @@ func x(k string, v uint64) Field    { return Field{Key: k, Val: v, Hex: true} }
 func i(k string, v int64) Field     { return Field{Key: k, Val: v} }
 func s(k string, v string) Field    { return Field{Key: k, Val: v} }
 func xs(k string, v []uint64) Field { return Field{Key: k, Val: v, Hex: true} }
+
+// named is u with the value's name, when name has one for it.
+func named(k string, v uint32, name func(uint32) string) Field {
+	f := u(k, uint64(v))
+	if n := name(v); n != "" {
+		f.Names = []string{n}
+	}
+	return f
+}
+
+// namedList is a list of ids with the names name has for them.
+func namedList(k string, ids []uint32, name func(uint32) string) Field {
+	f := Field{Key: k, Val: make([]uint64, len(ids))}
+	found := false
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		f.Val.([]uint64)[i] = uint64(id)
+		names[i] = name(id)
+		found = found || names[i] != ""
+	}
+	if found {
+		f.Names = names
+	}
+	return f
+}
 
 // flagString names the bits of v with table, in bit order; bits without a
 // name print in hex. Zero prints as "0".
@@ -84,6 +113,15 @@ func kindOf(flags uint32, kinds []uint32, names map[uint32]string) string {
 		}
 	}
 	return ""
+}
+
+// engineCommandNames name the command of an engine or engine core CS
+// (enum hl_engine_command).
+var engineCommandNames = map[uint32]string{
+	uint32(hl.HL_ENGINE_CORE_HALT): "CORE_HALT",
+	uint32(hl.HL_ENGINE_CORE_RUN):  "CORE_RUN",
+	uint32(hl.HL_ENGINE_STALL):     "STALL",
+	uint32(hl.HL_ENGINE_RESUME):    "RESUME",
 }
 
 // dmabufSyncNames names the dma_buf_sync flag bits; DMA_BUF_SYNC_START is
@@ -185,28 +223,7 @@ func (e *Event) Args() []Field {
 		}
 		return append(f, s("flags", flagString(uint64(b.Flags), hl.CBFlagNames)))
 	case bpfCallCALL_HL_CS:
-		b := e.CS()
-		f := []Field{
-			s("flags", flagString(uint64(b.Flags), hl.CSFlagNames)),
-			u("restore", uint64(b.NumRestore)),
-			u("exec", uint64(b.NumExecute)),
-		}
-		if b.Timeout != 0 {
-			f = append(f, u("timeout", uint64(b.Timeout)))
-		}
-		if b.Flags&hl.HL_CS_FLAGS_STAGED_SUBMISSION != 0 && b.Flags&hl.HL_CS_FLAGS_STAGED_SUBMISSION_FIRST == 0 {
-			f = append(f, u("staged_seq", b.InSeq))
-		}
-		for k := 0; k < int(b.Nchunks) && k < len(b.Chunk); k++ {
-			c := b.Chunk[k]
-			f = append(f, Field{Key: "chunk" + strconv.Itoa(k), Val: []Field{
-				u("queue", uint64(c.Queue)),
-				x("cb", c.CbHandle),
-				u("size", uint64(c.CbSize)),
-				s("flags", flagString(uint64(c.Flags), hl.CSChunkFlagNames)),
-			}})
-		}
-		return f
+		return e.csArgs()
 	case bpfCallCALL_HL_WAIT_CS:
 		b := e.Wait()
 		var f []Field
@@ -262,13 +279,67 @@ func (e *Event) Args() []Field {
 	return nil
 }
 
+// csArgs decodes a CS: its chunks, with the queue (and a collective
+// wait's engine) named when the device's ASIC is known; or the engines or
+// engine cores of an engine command; or the queue a signal reservation
+// is for.
+func (e *Event) csArgs() []Field {
+	b := e.CS()
+	queue := func(id uint32) string { return queueName(e.asic, id) }
+	f := []Field{s("flags", flagString(uint64(b.Flags), hl.CSFlagNames))}
+	if b.Flags&(hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND|hl.HL_CS_FLAGS_ENGINES_COMMAND) != 0 {
+		ib := e.CSIDs()
+		key, name := "engines", func(id uint32) string { return engineName(e.asic, id) }
+		if b.Flags&hl.HL_CS_FLAGS_ENGINE_CORE_COMMAND != 0 {
+			key, name = "cores", func(id uint32) string { return engineCoreName(e.asic, id) }
+		}
+		n := min(int(ib.Nids), len(ib.Id))
+		f = append(f, namedList(key, ib.Id[:n], name), u("n", uint64(ib.NumIds)), s("command", opName(engineCommandNames, ib.Command)))
+		if b.Timeout != 0 {
+			f = append(f, u("timeout", uint64(b.Timeout)))
+		}
+		return f
+	}
+	f = append(f, u("restore", uint64(b.NumRestore)), u("exec", uint64(b.NumExecute)))
+	if b.Timeout != 0 {
+		f = append(f, u("timeout", uint64(b.Timeout)))
+	}
+	switch {
+	case b.Flags&hl.HL_CS_FLAGS_RESERVE_SIGNALS_ONLY != 0:
+		// encaps_signals_count and encaps_signals_q_idx share seq.
+		f = append(f, u("signals", uint64(uint32(b.InSeq))), named("queue", uint32(b.InSeq>>32), queue))
+	case b.Flags&hl.HL_CS_FLAGS_UNRESERVE_SIGNALS_ONLY != 0:
+		f = append(f, u("handle", uint64(uint32(b.InSeq)))) // encaps_sig_handle_id
+	case b.Flags&hl.HL_CS_FLAGS_STAGED_SUBMISSION != 0 && b.Flags&hl.HL_CS_FLAGS_STAGED_SUBMISSION_FIRST == 0:
+		f = append(f, u("staged_seq", b.InSeq))
+	}
+	for k := 0; k < int(b.Nchunks) && k < len(b.Chunk); k++ {
+		c := b.Chunk[k]
+		cf := []Field{
+			named("queue", c.Queue, queue),
+			x("cb", c.CbHandle),
+			u("size", uint64(c.CbSize)),
+			s("flags", flagString(uint64(c.Flags), hl.CSChunkFlagNames)),
+		}
+		if b.Flags&hl.HL_CS_FLAGS_COLLECTIVE_WAIT != 0 {
+			cf = append(cf, named("engine", c.Engine, func(id uint32) string { return engineName(e.asic, id) }))
+		}
+		f = append(f, Field{Key: "chunk" + strconv.Itoa(k), Val: cf})
+	}
+	return f
+}
+
+// syncFlags names the flags of DMA_BUF_IOCTL_SYNC: START or END, then the
+// access bits, such as "START|READ", or "END" when no bit is set.
 func syncFlags(v uint64) string {
 	dir := "START"
 	if v&dmabuf.DMA_BUF_SYNC_END != 0 {
 		dir = "END"
 	}
-	rw := flagString(v&^dmabuf.DMA_BUF_SYNC_END, dmabufSyncNames)
-	return dir + "|" + rw
+	if rw := v &^ dmabuf.DMA_BUF_SYNC_END; rw != 0 {
+		return dir + "|" + flagString(rw, dmabufSyncNames)
+	}
+	return dir
 }
 
 func memArgs(b *bpfMemBody) []Field {
@@ -381,6 +452,22 @@ func appendFields(b []byte, fields []Field) []byte {
 }
 
 func appendValue(b []byte, f Field) []byte {
+	if len(f.Names) > 0 {
+		if v, ok := f.Val.([]uint64); ok && len(v) == len(f.Names) {
+			b = append(b, '[')
+			for n, name := range f.Names {
+				if n > 0 {
+					b = append(b, ' ')
+				}
+				if name == "" {
+					name = strconv.FormatUint(v[n], 10)
+				}
+				b = append(b, name...)
+			}
+			return append(b, ']')
+		}
+		return append(b, f.Names[0]...)
+	}
 	switch v := f.Val.(type) {
 	case uint64:
 		if f.Hex {
@@ -469,9 +556,21 @@ func jsonFields(fields []Field) json.RawMessage {
 		b = strconv.AppendQuote(b, f.Key) // keys are plain ASCII
 		b = append(b, ':')
 		b = appendJSONValue(b, f)
+		switch {
+		case len(f.Names) == 1 && !isList(f.Val):
+			b = strconv.AppendQuote(append(b, ','), f.Key+"_name")
+			b = strconv.AppendQuote(append(b, ':'), f.Names[0])
+		case len(f.Names) > 0:
+			b = strconv.AppendQuote(append(b, ','), f.Key+"_names")
+			b = append(b, ':')
+			names, _ := json.Marshal(f.Names)
+			b = append(b, names...)
+		}
 	}
 	return append(b, '}')
 }
+
+func isList(v any) bool { _, ok := v.([]uint64); return ok }
 
 func appendJSONValue(b []byte, f Field) []byte {
 	switch v := f.Val.(type) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gaudi-go/gaudi/device"
 )
 
 // Event is one finished call as the BPF programs report it: the header
@@ -15,6 +17,11 @@ import (
 type Event struct {
 	raw    bpfEvent
 	tracer *Tracer // for timestamps and function names; nil in tests
+
+	// asic is the ASIC family (device.Gaudi or device.Gaudi2) of the
+	// device a CS went to, when the printer knows it: queues and engines
+	// are named by it.
+	asic device.ASIC
 }
 
 // decodeRaw copies a ring buffer sample into e. Samples carry the header
@@ -84,6 +91,7 @@ func (e *Event) ExitFault() bool  { return e.raw.Hdr.Flags&bpfEventFlagEVF_EXIT_
 func (e *Event) Info() *bpfInfoBody     { return bodyAs[bpfInfoBody](e) }
 func (e *Event) CB() *bpfCbBody         { return bodyAs[bpfCbBody](e) }
 func (e *Event) CS() *bpfCsBody         { return bodyAs[bpfCsBody](e) }
+func (e *Event) CSIDs() *bpfCsIdsBody   { return bodyAs[bpfCsIdsBody](e) } // engine and engine core commands
 func (e *Event) Wait() *bpfWaitBody     { return bodyAs[bpfWaitBody](e) }
 func (e *Event) Mem() *bpfMemBody       { return bodyAs[bpfMemBody](e) }
 func (e *Event) Debug() *bpfDebugBody   { return bodyAs[bpfDebugBody](e) }

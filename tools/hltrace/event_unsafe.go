@@ -35,7 +35,7 @@ func setBody[T any](e *Event, v *T) {
 func init() {
 	body := unsafe.Sizeof(bpfEvent{}.Body)
 	for _, s := range []uintptr{
-		unsafe.Sizeof(bpfInfoBody{}), unsafe.Sizeof(bpfCbBody{}), unsafe.Sizeof(bpfCsBody{}),
+		unsafe.Sizeof(bpfInfoBody{}), unsafe.Sizeof(bpfCbBody{}), unsafe.Sizeof(bpfCsBody{}), unsafe.Sizeof(bpfCsIdsBody{}),
 		unsafe.Sizeof(bpfWaitBody{}), unsafe.Sizeof(bpfMemBody{}), unsafe.Sizeof(bpfDebugBody{}),
 		unsafe.Sizeof(bpfUverbsBody{}), unsafe.Sizeof(bpfDmabufBody{}), unsafe.Sizeof(bpfOpenBody{}),
 		unsafe.Sizeof(bpfMmapBody{}), unsafe.Sizeof(bpfFuncBody{}),

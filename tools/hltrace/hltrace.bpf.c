@@ -91,8 +91,16 @@ struct fdtable {
 struct files_struct {
 	struct fdtable *fdt;
 } __attribute__((preserve_access_index));
+typedef struct {
+	int counter;
+} atomic_t;
+struct signal_struct {
+	atomic_t live; // threads of the group not yet exiting
+} __attribute__((preserve_access_index));
 struct task_struct {
 	struct files_struct *files;
+	int tgid;
+	struct signal_struct *signal;
 } __attribute__((preserve_access_index));
 
 struct dma_buf {
@@ -242,6 +250,14 @@ struct ib_uverbs_attr {
 	u64 data;
 };
 
+// Where struct hl_info_hw_ip_info keeps the PCI device id (a u32) and
+// revision (a u8): the answer tells the tracer which ASIC a device is.
+// layout_unsafe_test.go proves the offsets against package uapi.
+enum hw_ip_offset {
+	HW_IP_DEVICE_ID = 32,
+	HW_IP_REVISION_ID = 277,
+};
+
 // uapi_layouts gathers the structs above so that their BTF, and the Go
 // types bpf2go makes from it, exist for layout_test.go to compare with
 // package uapi. No program touches the pointer below.
@@ -257,13 +273,17 @@ struct uapi_layouts {
 	struct hl_debug_args debug;
 	struct ib_uverbs_ioctl_hdr uverbs_hdr;
 	struct ib_uverbs_attr uverbs_attr;
+	enum hw_ip_offset hw_ip;
 };
 struct uapi_layouts *uapi_layouts_for_go __attribute__((unused));
 
 // The habanalabs user API constants this file branches on.
+#define HL_INFO_HW_IP_INFO 0
 #define HL_MEM_OP_EXPORT_DMABUF_FD 5
 #define HL_WAIT_CS_FLAGS_INTERRUPT 0x2
 #define HL_WAIT_CS_FLAGS_MULTI_CS 0x4
+#define HL_CS_FLAGS_ENGINE_CORE_COMMAND 0x4000
+#define HL_CS_FLAGS_ENGINES_COMMAND 0x10000
 
 // ---------------------------------------------------------------------------
 // What user space receives. Each event is a header and a body whose layout
@@ -321,6 +341,11 @@ struct info_body {
 	u32 return_size;
 	u32 op;
 	u32 ctx_id;
+	u32 rdev;      // HW_IP_INFO: the device behind the fd (kernel dev_t)
+	u32 device_id; // exit, HW_IP_INFO: the answer's PCI device id
+	u8 revision;   // exit, HW_IP_INFO: the answer's PCI revision
+	u8 answered;   // 1 when device_id and revision were read at exit
+	u16 pad;
 };
 
 struct cb_body {
@@ -337,7 +362,7 @@ struct chunk {
 	u32 queue;
 	u32 cb_size;
 	u32 flags;
-	u32 pad;
+	u32 engine; // collective_engine_id, for a collective wait
 };
 
 struct cs_body {
@@ -353,7 +378,28 @@ struct cs_body {
 	struct chunk chunk[MAX_CHUNKS];
 	u64 seq;     // exit: the submission's sequence number
 	u32 status;  // exit
-	u32 pad;
+	u32 rdev;    // the device behind the fd (kernel dev_t), 0 if unknown
+};
+
+#define MAX_IDS 24
+
+// cs_ids_body is cs_body for an engine or engine core command: the ids
+// the command names take the place of the chunks.
+struct cs_ids_body {
+	u64 ids_addr;  // the user address of the u32 id array
+	u32 num_ids;   // num_engines or num_engine_cores
+	u32 command;   // engine_command or core_command
+	u64 in_seq;
+	u32 num_restore;
+	u32 num_execute;
+	u32 timeout;
+	u32 flags;
+	u32 ctx_id;
+	u32 nids; // ids copied into id[]
+	u32 id[MAX_IDS];
+	u64 seq;
+	u32 status;
+	u32 rdev;
 };
 
 struct wait_body {
@@ -440,6 +486,13 @@ struct func_body {
 #define BODY_SIZE 160
 
 _Static_assert(sizeof(struct cs_body) <= BODY_SIZE, "cs_body too big");
+_Static_assert(sizeof(struct cs_ids_body) == sizeof(struct cs_body), "cs_ids_body differs from cs_body");
+_Static_assert(__builtin_offsetof(struct cs_ids_body, flags) == __builtin_offsetof(struct cs_body, flags),
+	       "cs_ids_body.flags moved");
+_Static_assert(__builtin_offsetof(struct cs_ids_body, seq) == __builtin_offsetof(struct cs_body, seq),
+	       "cs_ids_body.seq moved");
+_Static_assert(__builtin_offsetof(struct cs_ids_body, rdev) == __builtin_offsetof(struct cs_body, rdev),
+	       "cs_ids_body.rdev moved");
 _Static_assert(sizeof(struct wait_body) <= BODY_SIZE, "wait_body too big");
 _Static_assert(sizeof(struct func_body) <= BODY_SIZE, "func_body too big");
 _Static_assert(sizeof(struct open_body) <= BODY_SIZE, "open_body too big");
@@ -452,6 +505,7 @@ struct event {
 		struct info_body info;
 		struct cb_body cb;
 		struct cs_body cs;
+		struct cs_ids_body cs_ids;
 		struct wait_body wait;
 		struct mem_body mem;
 		struct debug_body debug;
@@ -466,21 +520,29 @@ struct event {
 // ---------------------------------------------------------------------------
 // Configuration, set from Go before the programs are attached.
 
-#define MAX_PREFIXES 6
+// A device filter names at most MAX_RDEVS device nodes (a compute and a
+// control node for each of eight Gaudis), and openat reports at most
+// MAX_PREFIXES paths: the default directories, or the filter's nodes.
+#define MAX_RDEVS 16
+#define MAX_PREFIXES 16
 
 enum config_flag {
-	CFG_COMM = 1,  // trace only tasks whose comm equals config.comm
-	CFG_RAW_TP = 2 // the raw tracepoint programs are in use
+	CFG_COMM = 1,   // trace only tasks whose comm equals config.comm
+	CFG_RAW_TP = 2, // the raw tracepoint programs are in use
+	CFG_FOLLOW = 4, // trace only the processes in the followed map
 };
 
 struct config {
 	u32 pid;   // trace only this thread group; 0 for all
-	u32 rdev;  // trace only ioctls on this device (kernel dev_t); 0 for all
 	enum config_flag flags;
+	u32 nrdev;              // trace only ioctls on these devices; 0 for all
+	u32 rdev[MAX_RDEVS];    // kernel dev_t values (major << 20 | minor)
 	u32 nprefix;
 	u8 comm[16];
 	u32 prefix_len[MAX_PREFIXES];
-	u8 prefix[MAX_PREFIXES][32]; // openat paths worth reporting
+	// openat paths worth reporting: a prefix, or a whole path when its
+	// terminating NUL is part of prefix_len.
+	u8 prefix[MAX_PREFIXES][32];
 	// For the raw tracepoint programs: syscall numbers and the byte offsets
 	// of the six argument registers in struct pt_regs.
 	u32 nr_ioctl;
@@ -518,7 +580,8 @@ enum counter {
 	CNT_INFLIGHT_FULL = 1, // calls not traced: too many in flight
 	CNT_ENTER_FAULT = 2,   // argument structs that could not be read
 	CNT_EVENTS = 3,        // events submitted
-	NR_COUNTERS = 4,
+	CNT_FOLLOW_FULL = 4,   // processes not followed: the followed map was full
+	NR_COUNTERS = 5,
 };
 
 // ---------------------------------------------------------------------------
@@ -571,6 +634,16 @@ struct {
 	__type(value, u32);
 } fds SEC(".maps");
 
+// The processes traced under CFG_FOLLOW, by thread group id: Go adds the
+// command it starts, the fork program adds the processes they start, and
+// the exit program removes a process when its last thread exits.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, u32);
+	__type(value, u32);
+} followed SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, NR_COUNTERS);
@@ -594,10 +667,13 @@ static __always_inline struct config *get_config(void)
 	return bpf_map_lookup_elem(&config, &zero);
 }
 
-// want_task applies the pid and comm filters to the current task.
+// want_task applies the pid, followed and comm filters to the current task.
 static __always_inline int want_task(struct config *cfg, u64 pid_tgid)
 {
-	if (cfg->pid && (u32)(pid_tgid >> 32) != cfg->pid)
+	u32 tgid = pid_tgid >> 32;
+	if (cfg->pid && tgid != cfg->pid)
+		return 0;
+	if ((cfg->flags & CFG_FOLLOW) && !bpf_map_lookup_elem(&followed, &tgid))
 		return 0;
 	if (cfg->flags & CFG_COMM) {
 		u64 comm[2] = {};
@@ -797,6 +873,13 @@ static __always_inline void enter_info(struct event *ev, u64 arg)
 	b->ctx_id = in.ctx_id;
 }
 
+// want_hw_ip reports whether an INFO call asks for the hardware IP
+// answer with a buffer that holds the device id and revision.
+static __always_inline int want_hw_ip(struct info_body *b)
+{
+	return b->op == HL_INFO_HW_IP_INFO && b->return_size > HW_IP_REVISION_ID;
+}
+
 static __always_inline void enter_cb(struct event *ev, u64 arg)
 {
 	struct cb_body *b = &ev->body.cb;
@@ -825,6 +908,21 @@ static __always_inline void enter_cs(struct event *ev, u64 arg)
 	b->flags = in.cs_flags;
 	b->ctx_id = in.ctx_id;
 
+	if (in.cs_flags & (HL_CS_FLAGS_ENGINE_CORE_COMMAND | HL_CS_FLAGS_ENGINES_COMMAND)) {
+		// The union holds the id array's address, its length and the
+		// command where the chunk arrays are otherwise.
+		struct cs_ids_body *ib = &ev->body.cs_ids;
+		u32 n = ib->num_ids;
+		if (n > MAX_IDS)
+			n = MAX_IDS;
+		if (n && bpf_probe_read_user(ib->id, n * sizeof(u32), (const void *)ib->ids_addr)) {
+			ev->hdr.flags |= EVF_ENTER_FAULT;
+			return;
+		}
+		ib->nids = n;
+		return;
+	}
+
 	u32 n = in.num_chunks_execute;
 	if (n > MAX_CHUNKS)
 		n = MAX_CHUNKS;
@@ -832,8 +930,8 @@ static __always_inline void enter_cs(struct event *ev, u64 arg)
 		struct hl_cs_chunk c;
 		if (i >= n)
 			break;
-		// The first 20 bytes hold what is worth showing.
-		if (bpf_probe_read_user(&c, 20, (const void *)(in.chunks_execute + i * sizeof(c)))) {
+		// The first 24 bytes hold what is worth showing.
+		if (bpf_probe_read_user(&c, 24, (const void *)(in.chunks_execute + i * sizeof(c)))) {
 			ev->hdr.flags |= EVF_ENTER_FAULT;
 			break;
 		}
@@ -841,6 +939,7 @@ static __always_inline void enter_cs(struct event *ev, u64 arg)
 		b->chunk[i].queue = c.queue_index;
 		b->chunk[i].cb_size = c.cb_size;
 		b->chunk[i].flags = c.cs_chunk_flags;
+		b->chunk[i].engine = c.collective_engine_id;
 		b->nchunks = i + 1;
 	}
 }
@@ -948,6 +1047,18 @@ static __always_inline void enter_dmabuf(struct event *ev, enum call call, u64 a
 	}
 }
 
+// want_rdev reports whether rdev is one of the devices the filter names.
+static __always_inline int want_rdev(struct config *cfg, u32 rdev)
+{
+	for (u32 i = 0; i < MAX_RDEVS; i++) {
+		if (i >= cfg->nrdev)
+			break;
+		if (cfg->rdev[i] == rdev)
+			return 1;
+	}
+	return 0;
+}
+
 // ---------------------------------------------------------------------------
 // The entry handlers, shared by the tracepoint, raw tracepoint, kprobe and
 // fentry programs.
@@ -968,9 +1079,14 @@ static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *fi
 	u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!want_task(cfg, pid_tgid))
 		return 0;
-	if (cfg->rdev || major) {
-		u32 rdev = file ? file_rdev(file) : fd_rdev((u32)fd);
-		if (cfg->rdev && rdev != cfg->rdev)
+	enum call call = r->call;
+	// The device is looked up for the filters, and for the calls whose
+	// decoding depends on the ASIC: a CS names queues and engines, and an
+	// INFO HW_IP_INFO answer tells which ASIC the device is (exit_body).
+	u32 rdev = 0;
+	if (cfg->nrdev || major || call == CALL_HL_CS) {
+		rdev = file ? file_rdev(file) : fd_rdev((u32)fd);
+		if (cfg->nrdev && !want_rdev(cfg, rdev))
 			return 0;
 		if (major && rdev >> 20 != major)
 			return 0;
@@ -979,17 +1095,19 @@ static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *fi
 	struct event *ev = begin();
 	if (!ev)
 		return 0;
-	enum call call = r->call;
 	ev->hdr.cmd = req;
 	switch (call) {
 	case CALL_HL_INFO:
 		enter_info(ev, arg);
+		if (want_hw_ip(&ev->body.info))
+			ev->body.info.rdev = rdev ? rdev : file ? file_rdev(file) : fd_rdev((u32)fd);
 		break;
 	case CALL_HL_CB:
 		enter_cb(ev, arg);
 		break;
 	case CALL_HL_CS:
 		enter_cs(ev, arg);
+		ev->body.cs.rdev = rdev;
 		break;
 	case CALL_HL_WAIT_CS:
 		enter_wait(ev, arg);
@@ -1012,7 +1130,8 @@ static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *fi
 	return 0;
 }
 
-// has_prefix reports whether path starts with one of the configured prefixes.
+// has_prefix reports whether path starts with one of the configured prefixes
+// (is one of the whole paths, for those whose length counts the NUL).
 static __always_inline int has_prefix(struct config *cfg, const u8 *path)
 {
 	for (u32 p = 0; p < MAX_PREFIXES; p++) {
@@ -1115,6 +1234,19 @@ static __always_inline void exit_body(struct event *ev, u64 pid_tgid)
 	int fault = 0;
 
 	switch (ev->hdr.call) {
+	case CALL_HL_INFO: {
+		// The answer is read whatever the call returned (user space
+		// trusts it only from a call that succeeded), so that the tests
+		// can prove the read on a file that refuses the request.
+		struct info_body *b = &ev->body.info;
+		if (!want_hw_ip(b))
+			break;
+		const u8 *ans = (const u8 *)b->return_pointer;
+		if (!bpf_probe_read_user(&b->device_id, sizeof(b->device_id), ans + HW_IP_DEVICE_ID) &&
+		    !bpf_probe_read_user(&b->revision, sizeof(b->revision), ans + HW_IP_REVISION_ID))
+			b->answered = 1;
+		break;
+	}
 	case CALL_HL_CB: {
 		struct cb_body *b = &ev->body.cb;
 		fault = bpf_probe_read_user(&b->out, sizeof(b->out), (const void *)arg);
@@ -1216,6 +1348,46 @@ SEC("tracepoint/syscalls/sys_exit_ioctl")
 int exit_syscall(struct syscall_exit_ctx *ctx)
 {
 	return finish_call(ctx->ret);
+}
+
+// ---------------------------------------------------------------------------
+// Programs: following a command's processes (CFG_FOLLOW). Raw tracepoints
+// (TP_PROTO in include/trace/events/sched.h): sched_process_fork runs in
+// the parent, in kernel_clone, with (struct task_struct *parent, struct
+// task_struct *child), for threads too; sched_process_exit runs in do_exit
+// for each exiting thread, after do_exit has counted the thread out of
+// signal->live, with the task first.
+
+SEC("raw_tracepoint/sched_process_fork")
+int follow_fork(struct raw_tp_ctx *ctx)
+{
+	u32 parent = bpf_get_current_pid_tgid() >> 32;
+	if (!bpf_map_lookup_elem(&followed, &parent))
+		return 0;
+	struct task_struct *child = (struct task_struct *)ctx->args[1];
+	int tgid = 0;
+	if (kread(&tgid, &child->tgid) || (u32)tgid == parent)
+		return 0; // a new thread of a followed process
+	u32 key = tgid, one = 1;
+	if (bpf_map_update_elem(&followed, &key, &one, BPF_ANY))
+		count(CNT_FOLLOW_FULL);
+	return 0;
+}
+
+SEC("raw_tracepoint/sched_process_exit")
+int follow_exit(struct raw_tp_ctx *ctx)
+{
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!bpf_map_lookup_elem(&followed, &tgid))
+		return 0;
+	struct task_struct *task = (struct task_struct *)ctx->args[0];
+	struct signal_struct *sig = 0;
+	int live = 1;
+	if (kread(&sig, &task->signal) || !sig || kread(&live, &sig->live.counter))
+		return 0;
+	if (live == 0) // the last thread of the process
+		bpf_map_delete_elem(&followed, &tgid);
+	return 0;
 }
 
 // ---------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
 	"github.com/gaudi-go/gaudi/uapi/dmabuf"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"github.com/gaudi-go/gaudi/uapi/rdma"
@@ -25,12 +26,22 @@ import (
 // they need root; CI runs as root. Anywhere else they skip and say so.
 
 func TestMain(m *testing.M) {
-	// The unprivileged test runs this binary as hltrace itself.
+	// The tests start this binary as hltrace's launcher, as hltrace
+	// itself, and as programs for hltrace to trace.
+	// hltrace's own variable is removed before main runs, so that a
+	// command it starts is the test program its environment asks for.
+	launchIfAsked()
 	if os.Getenv("HLTRACE_TEST_MAIN") == "1" {
+		os.Unsetenv("HLTRACE_TEST_MAIN")
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	runTestProgram()
+	// The tests choose the devices themselves.
+	os.Unsetenv("GAUDI_DEVICE")
+	// The tests must close every tracer: its BPF programs, maps, links and
+	// ring buffer are descriptors, and its reader a goroutine.
+	os.Exit(leakcheck.Run(m))
 }
 
 func requireRoot(tb testing.TB) {
@@ -98,6 +109,16 @@ func issueMarker(tb testing.TB, fd int) {
 }
 
 func isMarker(e *Event) bool { return e.Call() == bpfCallCALL_HL_INFO && e.Info().Op == markerOp }
+
+// nodeAt is NodeAt for a test.
+func nodeAt(tb testing.TB, path string) DeviceNode {
+	tb.Helper()
+	n, err := NodeAt(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
 
 func openNull(tb testing.TB) int {
 	tb.Helper()
@@ -449,9 +470,9 @@ func expect(t *testing.T, ok bool, e *Event) {
 }
 
 // TestIntegrationContext checks the openat, mmap and close of a device
-// node, and that -d keeps ioctls on other files out.
+// node, and that a device filter keeps ioctls on other files out.
 func TestIntegrationContext(t *testing.T) {
-	tr := openTracer(t, Options{Device: "/dev/null", NoFuncs: true})
+	tr := openTracer(t, Options{Devices: []DeviceNode{nodeAt(t, "/dev/null")}, NoFuncs: true})
 	var pipe [2]int
 	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)

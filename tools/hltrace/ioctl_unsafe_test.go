@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
 )
 
 // This file is the one place in hltrace that issues ioctls, and only in
@@ -33,3 +35,6 @@ func addr[T any](v *T) uint64 { return uint64(uintptr(unsafe.Pointer(v))) }
 
 // ptr converts for rawIoctl.
 func ptr[T any](v *T) unsafe.Pointer { return unsafe.Pointer(v) }
+
+// sizeofHWIPInfo is the size of the HW_IP_INFO answer.
+const sizeofHWIPInfo = unsafe.Sizeof(hl.InfoHWIPInfo{})

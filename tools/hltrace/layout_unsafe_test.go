@@ -87,6 +87,30 @@ func TestLayout(t *testing.T) {
 	off("chunk.cb_size", unsafe.Offsetof(bpfHlCsChunk{}.CbSize), at(p, unsafe.Sizeof(ch), func() { ch = hl.CSChunk{}; ch.SetCBSize(m32) }))
 	off("chunk.cs_chunk_flags", unsafe.Offsetof(bpfHlCsChunk{}.CsChunkFlags), unsafe.Offsetof(ch.CSChunkFlags))
 
+	off("chunk.collective_engine_id", unsafe.Offsetof(bpfHlCsChunk{}.CollectiveEngineId), unsafe.Offsetof(ch.CollectiveEngineID))
+	if n := unsafe.Offsetof(ch.CollectiveEngineID) + 4; n != 24 {
+		t.Errorf("hl_cs_chunk.collective_engine_id ends at %d; enter_cs reads 24 bytes", n)
+	}
+
+	// An engine or engine core command: cs_ids_body takes the union's
+	// members at hl_cs_in's offsets (it copies the struct as it is).
+	off("cs.engine_cores", unsafe.Offsetof(bpfCsIdsBody{}.IdsAddr), unsafe.Offsetof(hl.CSEngineCoresArgs{}.EngineCores))
+	off("cs.num_engine_cores", unsafe.Offsetof(bpfCsIdsBody{}.NumIds), unsafe.Offsetof(hl.CSEngineCoresArgs{}.NumEngineCores))
+	off("cs.core_command", unsafe.Offsetof(bpfCsIdsBody{}.Command), unsafe.Offsetof(hl.CSEngineCoresArgs{}.CoreCommand))
+	off("cs.engines", unsafe.Offsetof(bpfCsIdsBody{}.IdsAddr), unsafe.Offsetof(hl.CSEnginesArgs{}.Engines))
+	off("cs.num_engines", unsafe.Offsetof(bpfCsIdsBody{}.NumIds), unsafe.Offsetof(hl.CSEnginesArgs{}.NumEngines))
+	off("cs.engine_command", unsafe.Offsetof(bpfCsIdsBody{}.Command), unsafe.Offsetof(hl.CSEnginesArgs{}.EngineCommand))
+	off("cs_body.chunks_execute as num_ids", unsafe.Offsetof(bpfCsBody{}.ChunksExecute), unsafe.Offsetof(bpfCsIdsBody{}.NumIds))
+	off("cs_ids_body.flags", unsafe.Offsetof(bpfCsIdsBody{}.Flags), unsafe.Offsetof(bpfCsBody{}.Flags))
+	off("cs_ids_body.nids", unsafe.Offsetof(bpfCsIdsBody{}.Nids), unsafe.Offsetof(bpfCsBody{}.Nchunks))
+	off("cs_ids_body.seq", unsafe.Offsetof(bpfCsIdsBody{}.Seq), unsafe.Offsetof(bpfCsBody{}.Seq))
+	off("cs_ids_body.rdev", unsafe.Offsetof(bpfCsIdsBody{}.Rdev), unsafe.Offsetof(bpfCsBody{}.Rdev))
+	size("cs_ids_body", unsafe.Sizeof(bpfCsIdsBody{}), unsafe.Sizeof(bpfCsBody{}))
+
+	// Where the HW_IP_INFO answer keeps what names the ASIC.
+	off("hw_ip_info.device_id", uintptr(bpfHwIpOffsetHW_IP_DEVICE_ID), unsafe.Offsetof(hl.InfoHWIPInfo{}.DeviceID))
+	off("hw_ip_info.revision_id", uintptr(bpfHwIpOffsetHW_IP_REVISION_ID), unsafe.Offsetof(hl.InfoHWIPInfo{}.RevisionID))
+
 	var w hl.WaitCSIn
 	p = unsafe.Pointer(&w)
 	off("wait.seq", unsafe.Offsetof(bpfHlWaitCsIn{}.Seq), at(p, unsafe.Sizeof(w), func() { w = hl.WaitCSIn{}; w.SetSeq(m8) }))

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+
+	"github.com/gaudi-go/gaudi/device"
 )
 
 // outputOptions choose what hltrace prints.
@@ -13,28 +16,71 @@ type outputOptions struct {
 	Summary   bool // per call and op counts and percentiles at the end
 	Transfers bool // CS/WAIT_CS pairing
 	DecodeCB  bool // LIN_DMA packets of submitted command buffers
+
+	// Errors and Slower select the calls printed and summarised: those
+	// that failed, those that took longer than Slower (0: all).
+	Errors bool
+	Slower time.Duration
+
+	// ASIC names the queues and engines of devices hltrace cannot
+	// identify (device.Gaudi or device.Gaudi2; ASICUnknown: none).
+	ASIC device.ASIC
+	// SysFS is where sysfs is, to identify devices ("" for "/").
+	SysFS string
 }
 
-// printer turns events into output. Each call is printed unless -summary
-// or -transfers asks for those views alone. Not safe for concurrent use.
+// filtered reports whether Errors or Slower select calls.
+func (o *outputOptions) filtered() bool { return o.Errors || o.Slower > 0 }
+
+// match reports whether the call passes Errors and Slower.
+func (o *outputOptions) match(e *Event) bool {
+	if o.Errors && e.OK() {
+		return false
+	}
+	return o.Slower <= 0 || e.Duration() > o.Slower
+}
+
+// filters spells the filters as their flags, such as "-errors -slower 1ms".
+func (o *outputOptions) filters() string {
+	var f []string
+	if o.Errors {
+		f = append(f, "-errors")
+	}
+	if o.Slower > 0 {
+		f = append(f, "-slower "+o.Slower.String())
+	}
+	return strings.Join(f, " ")
+}
+
+// printer turns events into output. Each call that passes the filters is
+// printed unless -summary or -transfers asks for those views alone. Not
+// safe for concurrent use.
 type printer struct {
-	w    *bufio.Writer
-	opts outputOptions
-	wall func(mono uint64) time.Time
+	w     *bufio.Writer
+	opts  outputOptions
+	wall  func(mono uint64) time.Time
+	asics *asicResolver
 
 	sum   *summary
 	xfers *transferView
 	cbs   *cbDecoder
 
-	line  []byte
-	xbuf  []transfer
-	pbuf  []dmaPacket
-	ebuf  []cbError
-	calls uint64
+	line []byte
+	xbuf []transfer
+	pbuf []dmaPacket
+	ebuf []cbError
+
+	calls   uint64 // events seen
+	ioctls  uint64 // of which ioctls
+	matched uint64 // events that passed the filters
 }
 
 func newPrinter(w io.Writer, opts outputOptions, wall func(uint64) time.Time) *printer {
-	p := &printer{w: bufio.NewWriterSize(w, 64<<10), opts: opts, wall: wall}
+	root := opts.SysFS
+	if root == "" {
+		root = "/"
+	}
+	p := &printer{w: bufio.NewWriterSize(w, 64<<10), opts: opts, wall: wall, asics: newASICResolver(root, opts.ASIC)}
 	if opts.Summary {
 		p.sum = newSummary()
 	}
@@ -49,9 +95,26 @@ func newPrinter(w io.Writer, opts outputOptions, wall func(uint64) time.Time) *p
 
 func (p *printer) printCalls() bool { return !p.opts.Summary && !p.opts.Transfers }
 
+// isIoctl reports whether the event is one of the traced ioctls (not an
+// openat, mmap, close or function event).
+func (e *Event) isIoctl() bool {
+	return e.Call() >= bpfCallCALL_HL_INFO && e.Call() <= bpfCallCALL_DMABUF_IMPORT_SYNC_FILE
+}
+
 func (p *printer) event(e *Event) error {
 	p.calls++
-	if p.printCalls() {
+	if e.isIoctl() {
+		p.ioctls++
+	}
+	p.asics.observe(e)
+	if e.Call() == bpfCallCALL_HL_CS {
+		e.asic = p.asics.of(e.CS().Rdev)
+	}
+	match := p.opts.match(e)
+	if match {
+		p.matched++
+	}
+	if match && p.printCalls() {
 		if p.opts.JSON {
 			if err := writeJSON(p.w, e.JSON(p.wall(e.Start()))); err != nil {
 				return err
@@ -65,6 +128,9 @@ func (p *printer) event(e *Event) error {
 	}
 	if p.cbs != nil {
 		p.pbuf, p.ebuf = p.cbs.observe(e, p.pbuf[:0], p.ebuf[:0])
+		if !match { // the packets follow the call they belong to
+			p.pbuf, p.ebuf = p.pbuf[:0], p.ebuf[:0]
+		}
 		for i := range p.pbuf {
 			if err := p.packet(&p.pbuf[i], e); err != nil {
 				return err
@@ -80,7 +146,7 @@ func (p *printer) event(e *Event) error {
 			}
 		}
 	}
-	if p.sum != nil {
+	if p.sum != nil && match {
 		p.sum.add(e)
 	}
 	if p.xfers != nil {
@@ -113,7 +179,9 @@ func (p *printer) packet(d *dmaPacket, e *Event) error {
 
 func (p *printer) flush() error { return p.w.Flush() }
 
-// finish prints the views kept until the end and the counters.
+// finish prints the views kept until the end and the counters. When no
+// event arrived and none was lost it prints nothing in text (the caller
+// says why nothing was seen), and the counters in JSON.
 func (p *printer) finish(c Counters) error {
 	if p.opts.JSON {
 		if p.xfers != nil {
@@ -128,10 +196,13 @@ func (p *printer) finish(c Counters) error {
 				}
 			}
 		}
-		stats := jsonStats{Type: "stats", Events: p.calls, Lost: c.Lost, Untraced: c.InflightFull, Unreadable: c.Faults}
+		stats := jsonStats{Type: "stats", Events: p.calls, Matched: p.matched, Lost: c.Lost, Untraced: c.InflightFull, Unreadable: c.Faults, Unfollowed: c.FollowFull}
 		if err := writeJSON(p.w, stats); err != nil {
 			return err
 		}
+		return p.flush()
+	}
+	if p.calls == 0 && c.Lost == 0 {
 		return p.flush()
 	}
 	if p.xfers != nil {
@@ -144,6 +215,9 @@ func (p *printer) finish(c Counters) error {
 	}
 	if p.sum != nil || p.xfers != nil {
 		fmt.Fprintf(p.w, "\n%d events, %d lost\n", p.calls, c.Lost)
+		if p.opts.filtered() {
+			fmt.Fprintf(p.w, "%d matched %s\n", p.matched, p.opts.filters())
+		}
 	}
 	return p.flush()
 }
@@ -155,4 +229,6 @@ type jsonStats struct {
 	Lost       uint64 `json:"lost"`
 	Untraced   uint64 `json:"untraced_inflight_full"`
 	Unreadable uint64 `json:"unreadable_args"`
+	Matched    uint64 `json:"matched"` // events that passed -errors and -slower
+	Unfollowed uint64 `json:"unfollowed_processes"`
 }

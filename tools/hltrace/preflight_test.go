@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -129,17 +130,52 @@ func TestPreflight(t *testing.T) {
 }
 
 func TestBuildConfig(t *testing.T) {
-	cfg, err := buildConfig(Options{PID: 42, Comm: "worker", Device: "/dev/null"})
+	null, err := NodeAt("/dev/null")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Pid != 42 || cstr(cfg.Comm[:]) != "worker" || cfg.Flags&bpfConfigFlagCFG_COMM == 0 || cfg.Rdev != 1<<20|3 ||
-		cfg.Nprefix != 1 || cstr(cfg.Prefix[0][:]) != "/dev/null" || cfg.PrefixLen[0] != 9 {
+	if null.Rdev != 1<<20|3 {
+		t.Errorf("/dev/null is %d:%d, want 1:3", null.Rdev>>20, null.Rdev&(1<<20-1))
+	}
+	cfg, err := buildConfig(Options{PID: 42, Comm: "worker", Devices: []DeviceNode{null}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A device's path is reported whole: its length counts the NUL.
+	if cfg.Pid != 42 || cstr(cfg.Comm[:]) != "worker" || cfg.Flags&bpfConfigFlagCFG_COMM == 0 || cfg.Nrdev != 1 || cfg.Rdev[0] != 1<<20|3 ||
+		cfg.Nprefix != 1 || cstr(cfg.Prefix[0][:]) != "/dev/null" || cfg.PrefixLen[0] != 10 {
 		t.Errorf("config %+v", cfg)
 	}
-	for _, bad := range []Options{{Comm: "a-name-longer-than-15"}, {Device: "/etc/passwd"}, {Device: "/no/such"}, {PID: -1}} {
+
+	// Every node of a full machine: the numbers and whole paths in order.
+	var nodes []DeviceNode
+	for i := range MaxDevices / 2 {
+		nodes = append(nodes, DeviceNode{fmt.Sprintf("/dev/accel/accel%d", i), 261<<20 | uint32(i)},
+			DeviceNode{fmt.Sprintf("/dev/accel/accel_controlD%d", i), 508<<20 | uint32(i)})
+	}
+	cfg, err = buildConfig(Options{Devices: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Nrdev != uint32(len(nodes)) || cfg.Nprefix != uint32(len(nodes)) {
+		t.Errorf("%d nodes: nrdev %d nprefix %d", len(nodes), cfg.Nrdev, cfg.Nprefix)
+	}
+	for i, n := range nodes {
+		if cfg.Rdev[i] != n.Rdev || string(cfg.Prefix[i][:cfg.PrefixLen[i]]) != n.Path+"\x00" {
+			t.Errorf("node %d: rdev %#x prefix %q, want %#x %q", i, cfg.Rdev[i], cfg.Prefix[i][:cfg.PrefixLen[i]], n.Rdev, n.Path)
+		}
+	}
+
+	long := DeviceNode{"/dev/a-device-node-path-of-32-by", 1}
+	for _, bad := range []Options{{Comm: "a-name-longer-than-15"}, {PID: -1}, {Devices: append(nodes, null)},
+		{Devices: []DeviceNode{{"/dev/x", 0}}}, {Devices: []DeviceNode{long}}} {
 		if _, err := buildConfig(bad); err == nil {
 			t.Errorf("buildConfig(%+v) accepted", bad)
+		}
+	}
+	for _, path := range []string{"/etc/passwd", "/no/such"} {
+		if n, err := NodeAt(path); err == nil {
+			t.Errorf("NodeAt(%s) = %+v", path, n)
 		}
 	}
 	if m := requestCalls(); len(m) != 12+6 {

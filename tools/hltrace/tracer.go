@@ -25,9 +25,18 @@ import (
 
 // Options choose what the tracer watches.
 type Options struct {
-	PID    int    // trace this process only; 0 for all
-	Comm   string // trace tasks with this comm only (at most 15 bytes)
-	Device string // trace ioctls on this device node only
+	PID  int    // trace this process only; 0 for all
+	Comm string // trace tasks with this comm only (at most 15 bytes)
+
+	// Devices, when not empty, are the only device nodes whose ioctls
+	// are traced and whose openat is reported (by whole path); at most
+	// MaxDevices.
+	Devices []DeviceNode
+
+	// Follow traces only the processes given to Tracer.Follow and the
+	// processes they start after that (their descendants), instead of
+	// every process or PID.
+	Follow bool
 
 	Probe    string // ProbeAuto, ProbeTracepoint, ProbeRaw, ProbeKprobe or ProbeFentry
 	NoFuncs  bool   // do not attach fentry/fexit to driver and dma-buf functions
@@ -49,6 +58,26 @@ type Options struct {
 	// int cmd, unsigned long arg); nil for DefaultIoctlFuncs. The tests
 	// name ib_uverbs_ioctl, where no habanalabs driver is loaded.
 	IoctlFuncs []string
+}
+
+// A DeviceNode is a device node to trace: its path, for openat, and its
+// device number, for the ioctls on it.
+type DeviceNode struct {
+	Path string
+	Rdev uint32 // the kernel's dev_t: major << 20 | minor
+}
+
+// MaxDevices is the most device nodes Options.Devices may hold: the BPF
+// side's MAX_RDEVS, a compute and a control node for eight Gaudis.
+const MaxDevices = len(bpfConfig{}.Rdev)
+
+// NodeAt returns the device node at path, a character or block device.
+func NodeAt(path string) (DeviceNode, error) {
+	rdev, err := deviceNumber(path)
+	if err != nil {
+		return DeviceNode{}, err
+	}
+	return DeviceNode{Path: path, Rdev: rdev}, nil
 }
 
 // DefaultOpenPrefixes are the paths whose openat is reported: the device
@@ -185,6 +214,11 @@ func Open(opts Options) (*Tracer, error) {
 		keep[bpfProgKprobeIoctl] = true
 		keep[bpfProgKretprobeIoctl] = true
 	}
+	if opts.Follow {
+		keep[bpfProgFollowFork] = true
+		keep[bpfProgFollowExit] = true
+		cfg.Flags |= bpfConfigFlagCFG_FOLLOW
+	}
 	funcSpec := spec.Copy()
 	for name := range spec.Programs {
 		if !keep[name] {
@@ -242,6 +276,15 @@ func Open(opts Options) (*Tracer, error) {
 	default:
 		if err := t.attachIoctlFuncs(funcSpec, mode, ioctlFuncs); err != nil {
 			return nil, err
+		}
+	}
+	if opts.Follow {
+		for _, a := range []struct{ prog, tp string }{{bpfProgFollowFork, "sched_process_fork"}, {bpfProgFollowExit, "sched_process_exit"}} {
+			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.tp, Program: t.coll.Programs[a.prog]})
+			if err != nil {
+				return nil, explainLoadError(fmt.Errorf("attach %s to raw tracepoint %s: %w", a.prog, a.tp, err))
+			}
+			t.links = append(t.links, l)
 		}
 	}
 
@@ -348,6 +391,9 @@ func buildConfig(opts Options) (bpfConfig, error) {
 	if opts.PID < 0 {
 		return cfg, fmt.Errorf("bad pid %d", opts.PID)
 	}
+	if opts.PID != 0 && opts.Follow {
+		return cfg, errors.New("a pid and following processes exclude each other")
+	}
 	cfg.Pid = uint32(opts.PID)
 	if opts.Comm != "" {
 		if len(opts.Comm) > len(cfg.Comm)-1 {
@@ -357,13 +403,23 @@ func buildConfig(opts Options) (bpfConfig, error) {
 		cfg.Flags |= bpfConfigFlagCFG_COMM
 	}
 	prefixes := DefaultOpenPrefixes
-	if opts.Device != "" {
-		rdev, err := deviceNumber(opts.Device)
-		if err != nil {
-			return cfg, err
+	if len(opts.Devices) > 0 {
+		if len(opts.Devices) > len(cfg.Rdev) {
+			return cfg, fmt.Errorf("%d device nodes to trace: at most %d", len(opts.Devices), len(cfg.Rdev))
 		}
-		cfg.Rdev = rdev
-		prefixes = []string{opts.Device}
+		prefixes = nil
+		for i, d := range opts.Devices {
+			switch {
+			case d.Rdev == 0:
+				return cfg, fmt.Errorf("device %s: no device number", d.Path)
+			case len(d.Path) >= len(cfg.Prefix[i]):
+				return cfg, fmt.Errorf("device %s: the path is longer than %d bytes", d.Path, len(cfg.Prefix[i])-1)
+			}
+			cfg.Rdev[i] = d.Rdev
+			// The NUL makes the prefix a whole path: accel1 is not accel10.
+			prefixes = append(prefixes, d.Path+"\x00")
+		}
+		cfg.Nrdev = uint32(len(opts.Devices))
 	}
 	if len(prefixes) > len(cfg.Prefix) {
 		return cfg, fmt.Errorf("at most %d openat prefixes", len(cfg.Prefix))
@@ -566,6 +622,46 @@ func (t *Tracer) Wall(mono uint64) time.Time {
 	return t.wallBase.Add(time.Duration(int64(mono - t.monoBase)))
 }
 
+// Follow adds the process pid to those traced under Options.Follow: from
+// now on its calls are traced, and so are those of the processes it
+// starts (which are followed in turn, until they exit). A process that
+// starts before Follow returns is not followed.
+func (t *Tracer) Follow(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("follow pid %d: not a process id", pid)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return os.ErrClosed
+	}
+	if err := t.coll.Maps[bpfMapFollowed].Put(uint32(pid), uint32(1)); err != nil {
+		return fmt.Errorf("follow pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Followed returns the processes followed now (under Options.Follow):
+// those given to Follow and their descendants that have not exited.
+func (t *Tracer) Followed() ([]int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, os.ErrClosed
+	}
+	var pids []int
+	var pid, one uint32
+	it := t.coll.Maps[bpfMapFollowed].Iterate()
+	for it.Next(&pid, &one) {
+		pids = append(pids, int(pid))
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("list followed processes: %w", err)
+	}
+	slices.Sort(pids)
+	return pids, nil
+}
+
 // FuncName names a fentry function id.
 func (t *Tracer) FuncName(id uint32) string {
 	if n, ok := t.funcID[id]; ok {
@@ -580,6 +676,7 @@ type Counters struct {
 	Lost         uint64 // events dropped because the ring buffer was full
 	InflightFull uint64 // calls not traced: too many threads in a call
 	Faults       uint64 // argument structs that could not be read
+	FollowFull   uint64 // processes not followed: too many at once
 }
 
 // Counters reads the counters.
@@ -610,6 +707,7 @@ func (t *Tracer) Counters() (Counters, error) {
 		{bpfCounterCNT_LOST, &c.Lost},
 		{bpfCounterCNT_INFLIGHT_FULL, &c.InflightFull},
 		{bpfCounterCNT_ENTER_FAULT, &c.Faults},
+		{bpfCounterCNT_FOLLOW_FULL, &c.FollowFull},
 	} {
 		if *f.dst, err = sum(f.k); err != nil {
 			return c, fmt.Errorf("read counters: %w", err)
@@ -618,29 +716,62 @@ func (t *Tracer) Counters() (Counters, error) {
 	return c, nil
 }
 
-// Describe says what is attached, for the banner.
+// Describe says what is attached, on one line.
 func (t *Tracer) Describe() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "probes: %s", t.Mode)
-	if len(t.IoctlFuncs) > 0 {
-		fmt.Fprintf(&b, " on %s", strings.Join(t.IoctlFuncs, ", "))
+	return strings.Join(t.DescribeLines(0), "; ")
+}
+
+// DescribeLines says what is attached, for the banner: one statement per
+// line, lists of functions wrapped at width columns (0 for no wrapping),
+// continuation lines indented by two spaces.
+func (t *Tracer) DescribeLines(width int) []string {
+	var lines []string
+	switch t.Mode {
+	case ProbeTracepoint:
+		lines = append(lines, "probes: tracepoint (syscalls: ioctl, openat, mmap, close)")
+	case ProbeRaw:
+		lines = append(lines, "probes: raw (raw tracepoints sys_enter, sys_exit)")
+	default:
+		lines = append(lines, wrapList("probes: "+t.Mode+" on", t.IoctlFuncs, width)...)
 	}
-	if len(t.IoctlFuncsAbsent) > 0 {
-		fmt.Fprintf(&b, " (not in this kernel: %s)", strings.Join(t.IoctlFuncsAbsent, ", "))
+	lists := []struct {
+		what  string
+		funcs []string
+	}{
+		{"not in this kernel:", t.IoctlFuncsAbsent},
+		{"timed with fentry/fexit:", t.Funcs},
+		{"not timed, not in kernel BTF (module not loaded):", t.NoFuncs},
+		{"not timed, fentry/fexit refused by the kernel (EPERM):", t.FuncRefused},
 	}
-	if len(t.Funcs) > 0 {
-		fmt.Fprintf(&b, "; fentry/fexit: %s", strings.Join(t.Funcs, ", "))
-	}
-	if len(t.NoFuncs) > 0 {
-		fmt.Fprintf(&b, "; not in kernel BTF (module not loaded): %s", strings.Join(t.NoFuncs, ", "))
-	}
-	if len(t.FuncRefused) > 0 {
-		fmt.Fprintf(&b, "; fentry/fexit refused by the kernel (EPERM): %s", strings.Join(t.FuncRefused, ", "))
+	for _, l := range lists {
+		if len(l.funcs) > 0 {
+			lines = append(lines, wrapList(l.what, l.funcs, width)...)
+		}
 	}
 	for _, e := range t.FuncErrs {
-		fmt.Fprintf(&b, "; %s", e)
+		lines = append(lines, "not timed, "+e)
 	}
-	return b.String()
+	return lines
+}
+
+// wrapList writes head and the items, separated by commas, in lines of
+// at most width columns where the items allow (0: one line);
+// continuation lines start with two spaces.
+func wrapList(head string, items []string, width int) []string {
+	var lines []string
+	line := head
+	for i, it := range items {
+		word := " " + it
+		if i < len(items)-1 {
+			word += ","
+		}
+		if width > 0 && len(line)+len(word) > width && strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+			line = " "
+		}
+		line += word
+	}
+	return append(lines, line)
 }
 
 // Close detaches and unloads everything; it unblocks a pending Read. It
@@ -653,10 +784,15 @@ func (t *Tracer) Close() error {
 	}
 	t.closed = true
 	close(t.done)
-	var errs []error
-	for _, l := range t.links {
-		errs = append(errs, l.Close())
+	// Each detach waits for the kernel's RCU grace periods (some 50 ms
+	// for a tracepoint's perf event on the test machine); in parallel the
+	// waits overlap, which matters when hltrace exits with a command.
+	errs := make([]error, len(t.links))
+	var wg sync.WaitGroup
+	for i, l := range t.links {
+		wg.Go(func() { errs[i] = l.Close() })
 	}
+	wg.Wait()
 	t.links = nil
 	if t.reader != nil {
 		errs = append(errs, t.reader.Close())

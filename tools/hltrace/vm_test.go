@@ -200,7 +200,7 @@ func testProbeMode(t *testing.T, mode string) {
 	measureOverhead(t, tr, fd)
 }
 
-// testProbeFilters checks that -d and the per-function device major keep
+// testProbeFilters checks that -device and the per-function device major keep
 // the calls on other files out: the function programs read the device
 // number from the struct file they are given.
 func testProbeFilters(t *testing.T, mode string) {
@@ -224,7 +224,11 @@ func testProbeFilters(t *testing.T, mode string) {
 				ioctlFuncMajors[uverbsFunc] = tc.major
 				defer delete(ioctlFuncMajors, uverbsFunc)
 			}
-			tr, fd := openFuncTracer(t, mode, Options{Device: tc.device})
+			var opts Options
+			if tc.device != "" {
+				opts.Devices = []DeviceNode{nodeAt(t, tc.device)}
+			}
+			tr, fd := openFuncTracer(t, mode, opts)
 			const calls = 3
 			bad := uverbsCall{object: rdma.UVERBS_OBJECT_DEVICE, method: rdma.UVERBS_METHOD_GET_CONTEXT, badLength: true}
 			for range calls {

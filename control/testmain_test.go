@@ -1,0 +1,12 @@
+package control_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
+)
+
+// TestMain fails the run when the tests leave descriptors, mappings,
+// goroutines or unclosed objects behind (see internal/leakcheck).
+func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }

@@ -1,0 +1,12 @@
+package pcie
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gaudi-go/gaudi/internal/leakcheck"
+)
+
+// TestMain fails the run when the tests leave descriptors or goroutines
+// behind (see internal/leakcheck).
+func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }

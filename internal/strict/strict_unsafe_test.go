@@ -1,0 +1,141 @@
+package strict
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+)
+
+func needFramePointers(t *testing.T) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("no frame pointers on %s", runtime.GOARCH)
+	}
+}
+
+//go:noinline
+func boundsFrom(depth int, addrs *[]uintptr) (lo, hi uintptr, ok bool) {
+	var local [64]byte
+	local[depth%64] = 1
+	*addrs = append(*addrs, uintptr(unsafe.Pointer(&local[0])))
+	if depth > 0 {
+		lo, hi, ok = boundsFrom(depth-1, addrs)
+	} else {
+		lo, hi, ok = StackBounds()
+	}
+	runtime.KeepAlive(&local)
+	return
+}
+
+// TestStackBounds: the bounds hold the locals of every frame of the
+// goroutine, in new goroutines and the test's own, and no heap object.
+func TestStackBounds(t *testing.T) {
+	needFramePointers(t)
+	check := func(t *testing.T) {
+		// Grow the stack first, so that it does not move while the
+		// frames below record their addresses as integers.
+		grow(64)
+		var addrs []uintptr
+		lo, hi, ok := boundsFrom(20, &addrs)
+		if !ok {
+			t.Fatal("StackBounds found no frame pointer chain")
+		}
+		for i, a := range addrs {
+			if a < lo || a >= hi {
+				t.Errorf("frame %d: local at %#x outside [%#x, %#x)", i, a, lo, hi)
+			}
+		}
+		heap := new([64]byte)
+		if OnStack(uint64(uintptr(unsafe.Pointer(heap))), 64, lo, hi) {
+			t.Errorf("heap object at %p inside [%#x, %#x)", heap, lo, hi)
+		}
+		if hi-lo > 1<<20 {
+			t.Errorf("stack in use [%#x, %#x) is %d bytes", lo, hi, hi-lo)
+		}
+	}
+	t.Run("test goroutine", check)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		check(t)
+	}()
+	<-done
+}
+
+// TestMoveStack: MoveStack moves the stack, and an address kept as an
+// integer then names memory that no longer holds what it held once Poison
+// ran (on one processor, where the freed stack goes to the poisoners).
+func TestMoveStack(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	done := make(chan struct{})
+	var (
+		moved, changed bool
+		release        func()
+	)
+	go func() {
+		defer close(done)
+		var arr [64]byte
+		for i := range arr {
+			arr[i] = byte(i)
+		}
+		addr := uintptr(unsafe.Pointer(&arr[0]))
+		before := arr
+		moved, _ = MoveStack()
+		runtime.GC()
+		release = Poison(8, 64<<10)
+		var now [64]byte
+		copy(now[:], unsafe.Slice(*(**byte)(unsafe.Pointer(&addr)), 64))
+		changed = !bytes.Equal(now[:], before[:])
+		runtime.KeepAlive(&arr)
+	}()
+	<-done
+	release()
+	if !moved {
+		t.Fatal("MoveStack did not move the stack")
+	}
+	if !changed {
+		t.Error("the old stack address still holds the bytes after MoveStack and Poison")
+	}
+}
+
+// TestRegions decodes each kind of argument the driver reads addresses
+// from.
+func TestRegions(t *testing.T) {
+	chunks := make([]hl.CSChunk, 2)
+	seqs := make([]uint64, 3)
+	var sc hl.CSSignalChunk
+	sc.SignalSeqArr = hl.SlicePointer(seqs)
+	sc.NumSignalSeqArr = 3
+	wait := []hl.CSSignalChunk{sc}
+	read := func(addr uint64, b []byte) bool {
+		copy(b, unsafe.Slice(*(**byte)(unsafe.Pointer(&addr)), len(b)))
+		return true
+	}
+	var cs hl.CSChunksArgs
+	cs.ChunksExecute = hl.SlicePointer(chunks)
+	cs.NumChunksExecute = 2
+	rs := Regions(hl.HL_IOCTL_CS, unsafe.Pointer(&cs), read)
+	if len(rs) != 1 || rs[0].What != "CS chunks_execute" || rs[0].Len != 2*uint64(unsafe.Sizeof(hl.CSChunk{})) || rs[0].Use != In {
+		t.Errorf("CS: %+v", rs)
+	}
+	var w hl.CSChunksArgs
+	w.ChunksExecute = hl.SlicePointer(wait)
+	w.NumChunksExecute = 1
+	w.CSFlags = hl.HL_CS_FLAGS_WAIT
+	rs = Regions(hl.HL_IOCTL_CS, unsafe.Pointer(&w), read)
+	if len(rs) != 2 || rs[1].What != "CS chunk signal_seq_arr" || rs[1].Len != 24 ||
+		rs[1].Addr != uint64(uintptr(unsafe.Pointer(&seqs[0]))) {
+		t.Errorf("wait CS: %+v", rs)
+	}
+	buf := make([]byte, 16)
+	info := hl.InfoArgs{ReturnPointer: hl.SlicePointer(buf), ReturnSize: 16}
+	rs = Regions(hl.HL_IOCTL_INFO, unsafe.Pointer(&info), read)
+	if len(rs) != 1 || rs[0].Use != Out || rs[0].Len != 16 {
+		t.Errorf("INFO: %+v", rs)
+	}
+	runtime.KeepAlive(chunks)
+	runtime.KeepAlive(wait)
+}

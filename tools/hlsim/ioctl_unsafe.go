@@ -1,0 +1,161 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"unsafe"
+
+	"github.com/gaudi-go/gaudi/internal/hlsimproto"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// serveIoctl runs a client's request on its open file. The kernel (FUSE's
+// restricted ioctls) has copied in the _IOC_SIZE bytes of the argument
+// when the request has _IOC_WRITE and copies back what the reply carries
+// when it has _IOC_READ; pointers inside the argument are the client's
+// and the file reaches them itself (sim.Device.OpenFor). The reply always
+// carries the argument, also when the request fails, as drm_ioctl and
+// _hl_ioctl copy it out whatever the handler returned, and the result is
+// the negative errno (which the system call returns) or 0.
+//
+// hlsim's own requests (internal/hlsimproto) are answered here, and a
+// dma-buf export's descriptor is kept for the client to take.
+func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte) int32 {
+	switch cmd {
+	case hlsimproto.HelloRequest:
+		return s.hello(of, out)
+	case hlsimproto.TakenRequest:
+		return s.taken(of, in)
+	}
+	size := max(len(in), len(out), int(cmd>>16&0x3fff), 8)
+	// A buffer the garbage collector does not scan, aligned for the
+	// argument structs: the pointer fields hold the client's addresses.
+	words := make([]uint64, (size+7)/8)
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), size)
+	copy(buf, in)
+	arg := unsafe.Pointer(&words[0])
+	export := cmd == hl.DRM_IOCTL_HL_MEMORY && size >= int(unsafe.Sizeof(hl.MemArgs{})) &&
+		(*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_EXPORT_DMABUF_FD
+	if cmd == hl.DRM_IOCTL_HL_INFO && size >= int(unsafe.Sizeof(hl.InfoArgs{})) &&
+		(*hl.InfoArgs)(arg).Op == hl.HL_INFO_REGISTER_EVENTFD && !of.ctl {
+		// The eventfd is a descriptor of the client: the device signals
+		// the server's duplicate of it.
+		a := (*hl.InfoArgs)(arg)
+		theirs := a.Eventfd()
+		mine, err := s.clientFD(of, int(int32(theirs)))
+		if err == nil {
+			a.SetEventfd(uint32(mine))
+			err = of.f.Ioctl(uint(cmd), arg)
+			unix.Close(mine)
+			a.SetEventfd(theirs)
+		}
+		copy(out, buf)
+		return -int32(errnoOf(err))
+	}
+	err := of.f.Ioctl(uint(cmd), arg)
+	if export && err == nil {
+		err = s.exported(of, (*hl.MemArgs)(arg).Out())
+	}
+	copy(out, buf)
+	return -int32(errnoOf(err))
+}
+
+// hello answers hlsimproto.Hello: the client knows the protocol and can
+// take dma-bufs.
+func (s *server) hello(of *openFile, out []byte) int32 {
+	if len(out) < int(unsafe.Sizeof(hlsimproto.Hello{})) {
+		return -int32(unix.EINVAL)
+	}
+	h := (*hlsimproto.Hello)(unsafe.Pointer(&out[0]))
+	*h = hlsimproto.Hello{Magic: hlsimproto.Magic, Version: hlsimproto.Version, ServerPID: int32(unix.Getpid()), Device: uint32(of.dev)}
+	copy(h.PCIAddress[:len(h.PCIAddress)-1], s.sys.Device(of.dev).Config().PCIAddress)
+	s.mu.Lock()
+	of.hello = true
+	s.mu.Unlock()
+	return 0
+}
+
+// exported keeps the descriptor of an export for the client to take, or
+// refuses the export to a client that cannot take it.
+func (s *server) exported(of *openFile, out *hl.MemOut) error {
+	fd := int(out.FD())
+	s.mu.Lock()
+	hello := of.hello
+	if hello {
+		if of.exports == nil {
+			of.exports = map[int]bool{}
+		}
+		of.exports[fd] = true
+	}
+	s.mu.Unlock()
+	if !hello {
+		unix.Close(fd)
+		out.SetFD(-1)
+		s.log.Printf("process %d exported a dma-buf of %s but cannot receive the descriptor, which is the server's: refused with EOPNOTSUPP (a client takes it with pidfd_getfd after saying Hello, see internal/hlsimproto; the Go library does)", of.pid, of.f.Name())
+		return unix.EOPNOTSUPP
+	}
+	return nil
+}
+
+// taken closes the server's copy of a descriptor the client took.
+func (s *server) taken(of *openFile, in []byte) int32 {
+	if len(in) < int(unsafe.Sizeof(hlsimproto.Taken{})) {
+		return -int32(unix.EINVAL)
+	}
+	t := *(*hlsimproto.Taken)(unsafe.Pointer(&in[0]))
+	s.mu.Lock()
+	ok := of.exports[int(t.FD)]
+	delete(of.exports, int(t.FD))
+	s.mu.Unlock()
+	if !ok {
+		return -int32(unix.EBADF)
+	}
+	unix.Close(int(t.FD))
+	if t.Errno != 0 {
+		s.log.Printf("process %d could not take the dma-buf the server exported for it (pidfd_getfd: %v): it needs ptrace access to the server (the same user, or CAP_SYS_PTRACE)", of.pid, unix.Errno(t.Errno))
+	}
+	return 0
+}
+
+// errnoOf is the errno an ioctl answers for err: the simulator answers
+// unix.Errno values; anything else is EIO.
+func errnoOf(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return unix.EIO
+}
+
+// info runs INFO op on device i's control file of the server into the
+// size bytes at p; the answer stays zero when it fails.
+func (s *server) info(i int, op uint32, p unsafe.Pointer, size uintptr) {
+	f := s.control[i]
+	if f == nil {
+		return
+	}
+	a := hl.InfoArgs{ReturnPointer: hl.NewPointer(p), ReturnSize: uint32(size), Op: op}
+	f.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&a))
+}
+
+// resetCount asks device i for INFO RESET_COUNT.
+func (s *server) resetCount(i int) hl.InfoResetCount {
+	var r hl.InfoResetCount
+	s.info(i, hl.HL_INFO_RESET_COUNT, unsafe.Pointer(&r), unsafe.Sizeof(r))
+	return r
+}
+
+// cpucpVersion asks device i for HW_IP_INFO's firmware version.
+func (s *server) cpucpVersion(i int) string {
+	var r hl.InfoHWIPInfo
+	s.info(i, hl.HL_INFO_HW_IP_INFO, unsafe.Pointer(&r), unsafe.Sizeof(r))
+	v := string(r.CPUCPVersion[:])
+	if n := strings.IndexByte(v, 0); n >= 0 {
+		v = v[:n]
+	}
+	return v
+}

@@ -1,0 +1,249 @@
+// Command hlsim serves simulated Gaudis as device nodes that any process
+// opens, in any language: the software Gaudi of package sim behind a FUSE
+// filesystem, with a sysfs-like tree that describes the devices.
+//
+// Usage:
+//
+//	hlsim serve -dir DIR [-sim gaudi2:8] [-force] [-v]
+//	hlsim run [-sim gaudi2:8] [-v] -- COMMAND [ARG...]
+//	hlsim ctl -dir DIR COMMAND...
+//
+// serve mounts the nodes and the tree on DIR (made when missing) until
+// SIGINT or SIGTERM, then unmounts it:
+//
+//	DIR/dev/accel/accelN           compute node of device N
+//	DIR/dev/accel/accel_controlDN  its control node
+//	DIR/sys/...                    the sysfs tree discovery reads
+//	DIR/hlsim/pid                  the server's process id
+//
+// Programs built on this module find the devices with GAUDI_ROOT=DIR (see
+// device.RootEnv); others open DIR/dev/accel/accelN. The simulated server
+// has the shape of GAUDI_SIM (gaudi2:8 by default; -sim overrides it).
+//
+// The nodes behave as the habanalabs driver's: INFO, CB, CS, WAIT_CS,
+// MEMORY and DEBUG with the client's pointers read and written with
+// process_vm_readv and process_vm_writev, one compute open per device
+// across processes (EBUSY for the next), any number of control opens, and
+// mmap of command buffers coherent with what the engines execute. Serving
+// needs root: the mount, reaching clients' memory, and the kernel's FUSE
+// passthrough for mmap (Linux 6.9 or later).
+//
+// A second hlsim on the same directory is refused; a mount left by an
+// hlsim that died is reported, and -force unmounts it first.
+//
+// run serves the devices for one command, in a private mount namespace
+// where they are /dev/accel/accelN and /sys/class/accel/accelN, so that
+// unmodified programs (hl-thunk, a C program, hltrace's target) find them
+// where the driver puts them; nothing of it is visible on the host (see
+// run.go). It exits with the command's status.
+//
+// ctl sends a running server a command (ctl.go): reset a device, change
+// its state, make its next calls fail, raise notifier events.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+const usage = `usage: hlsim serve -dir DIR [-sim gaudi2:8] [-force] [-v]
+       hlsim run [-sim gaudi2:8] [-v] -- COMMAND [ARG...]
+       hlsim ctl -dir DIR COMMAND...
+
+Serves simulated Gaudis as device nodes under DIR until interrupted:
+DIR/dev/accel/accelN and accel_controlDN, and a sysfs tree in DIR/sys.
+Programs of this module find them with GAUDI_ROOT=DIR.
+
+run runs COMMAND in a private mount namespace where the devices are
+/dev/accel/accelN and /sys/class/accel/accelN, as the driver makes them, so
+unmodified programs find them; it exits with COMMAND's status.
+
+ctl drives a running server's devices while clients use them.
+
+Environment:
+  GAUDI_SIM   shape of the simulated server, such as gaudi2:8 (the default)
+
+` + ctlUsage
+
+func main() {
+	code, err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hlsim:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// run runs a command line and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2, errors.New("no command")
+	}
+	switch args[0] {
+	case "serve":
+		return 0, serveCmd(args[1:], stdout, stderr)
+	case "run":
+		return runCmd(args[1:], stderr)
+	case "run-inner":
+		return runInner(args[1:], stderr)
+	case "ctl":
+		return 0, ctlCmd(args[1:], stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0, nil
+	}
+	fmt.Fprint(stderr, usage)
+	return 2, fmt.Errorf("unknown command %q", args[0])
+}
+
+// simFlag reads the simulated server's shape: -sim, else GAUDI_SIM.
+func simConfig(spec string) (sim.Config, error) {
+	if spec != "" {
+		os.Setenv("GAUDI_SIM", spec)
+	}
+	return sim.FromEnv()
+}
+
+func serveCmd(args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("hlsim serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	dir := fl.String("dir", "", "directory to serve the devices under (required)")
+	spec := fl.String("sim", "", "shape of the simulated server, as GAUDI_SIM (gaudi2:8)")
+	force := fl.Bool("force", false, "unmount a stale hlsim mount on the directory first")
+	verbose := fl.Bool("v", false, "log FUSE requests")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" || fl.NArg() != 0 {
+		fl.Usage()
+		return errors.New("serve: -dir DIR is required, and nothing else")
+	}
+	cfg, err := simConfig(*spec)
+	if err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	m, err := mount(*dir, cfg, *force, *verbose, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "hlsim: serving %d %v devices under %s (GAUDI_ROOT=%s)\n", len(cfg.Devices), cfg.Devices[0].ASIC, m.dir, m.dir)
+	select {
+	case <-sigs:
+	case <-m.done:
+	}
+	go func() {
+		<-sigs
+		fmt.Fprintln(stderr, "hlsim: second signal: exiting without cleanup")
+		os.Exit(2)
+	}()
+	return m.close()
+}
+
+// mounted is a running server.
+type mounted struct {
+	dir     string
+	s       *server
+	sys     *sim.System
+	fs      *fuse.Server
+	lockDir string
+	done    chan struct{} // closed when the server stops serving (unmounted from outside)
+	stderr  io.Writer
+}
+
+// mount builds the simulated system of cfg and serves it on dir.
+func mount(dir string, cfg sim.Config, force, verbose bool, stderr io.Writer) (*mounted, error) {
+	abs, err := checkMountpoint(dir, force)
+	if err != nil {
+		return nil, err
+	}
+	// The devices are this server's alone: their compute locks do not
+	// meet those of in-process simulators.
+	lockDir, err := os.MkdirTemp("", "hlsim-locks-")
+	if err != nil {
+		return nil, err
+	}
+	cfg.LockDir = lockDir
+	sys, err := sim.New(cfg)
+	if err != nil {
+		os.RemoveAll(lockDir)
+		return nil, err
+	}
+	s, err := newServer(sys, abs, stderr)
+	if err != nil {
+		sys.Close()
+		os.RemoveAll(lockDir)
+		return nil, err
+	}
+	fs, err := fuse.NewServer(s, abs, &fuse.MountOptions{
+		DirectMountStrict:  true, // mount(2) itself: no fusermount
+		AllowOther:         true, // any user may open the nodes
+		Name:               "hlsim",
+		FsName:             "hlsim",
+		DisableReadDirPlus: true,
+		Debug:              verbose,
+	})
+	if err != nil {
+		s.closeFiles()
+		sys.Close()
+		os.RemoveAll(lockDir)
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("mount %s: %w (serving needs root)", abs, err)
+		}
+		return nil, fmt.Errorf("mount %s: %w", abs, err)
+	}
+	m := &mounted{dir: abs, s: s, sys: sys, fs: fs, lockDir: lockDir, done: make(chan struct{}), stderr: stderr}
+	go func() {
+		fs.Serve()
+		close(m.done)
+	}()
+	go s.reap(100*time.Millisecond, m.done)
+	if err := fs.WaitMount(); err != nil {
+		m.close()
+		return nil, fmt.Errorf("mount %s: %w", abs, err)
+	}
+	return m, nil
+}
+
+// close unmounts and releases everything. When clients still hold nodes
+// open the mount is detached from the directory instead; the files they
+// hold fail with ENOTCONN once the process exits.
+func (m *mounted) close() error {
+	var err error
+	unmounted := make(chan error, 1)
+	go func() { unmounted <- m.fs.Unmount() }()
+	select {
+	case uerr := <-unmounted:
+		if uerr != nil {
+			fmt.Fprintf(m.stderr, "hlsim: unmount %s: %v: detaching it\n", m.dir, uerr)
+			if derr := unix.Unmount(m.dir, unix.MNT_DETACH); derr != nil && !errors.Is(derr, unix.EINVAL) {
+				err = fmt.Errorf("unmount %s: %w", m.dir, derr)
+			}
+		}
+	case <-time.After(5 * time.Second):
+		// Unmounted, but bind mounts of the tree elsewhere keep the
+		// filesystem: the connection ends when this process exits.
+		fmt.Fprintf(m.stderr, "hlsim: %s is still mounted elsewhere (bind mounts): its files fail once hlsim exits\n", m.dir)
+	}
+	m.s.closeFiles()
+	m.sys.Close()
+	os.RemoveAll(m.lockDir)
+	return err
+}

@@ -1,0 +1,166 @@
+package devstat
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/internal/cli"
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/simdevice"
+)
+
+// Options says what Collect reads.
+type Options struct {
+	// Selection chooses the devices, as cli.Selection.Devices lists them
+	// for the -device flag and GAUDI_DEVICE; its zero value is every
+	// Gaudi of the machine, or every simulated device when it has none.
+	Selection cli.Selection
+	// Root is the directory that holds sys/ and proc/; "" is "/". Tests
+	// point it at a fixture tree.
+	Root string
+	// Details adds every other INFO value (Device.Details).
+	Details bool
+	// Engines adds the driver's engine status text (Device.EngineStatus).
+	Engines bool
+	// UtilizationPeriod is the window INFO DEVICE_UTILIZATION averages
+	// over (100 ms to 1 s); 0 is 100 ms.
+	UtilizationPeriod time.Duration
+	// Now returns the time of the snapshot; nil is time.Now.
+	Now func() time.Time
+	// OpenControl opens a hardware control node; nil is
+	// device.OpenControl. Tests over a fixture tree set it, so that the
+	// fixture's node paths never reach a device of the machine.
+	OpenControl func(path string) (*device.Device, error)
+}
+
+func (o *Options) openControl(path string) (*device.Device, error) {
+	if o.OpenControl != nil {
+		return o.OpenControl(path)
+	}
+	return device.OpenControl(path)
+}
+
+func (o *Options) utilizationPeriod() time.Duration {
+	if o.UtilizationPeriod == 0 {
+		return 100 * time.Millisecond
+	}
+	return o.UtilizationPeriod
+}
+
+// Collect reads the devices o.Selection names in the machine below
+// o.Root (cli.Selection.DevicesIn): with no selector every Gaudi, or
+// every simulated device when there is none; sim or sim:N the
+// simulator's; an index, a PCI address, module:N or a node path the
+// Gaudi it matches; a chip name every Gaudi of that chip. A hardware
+// selector never falls back to the simulator: on a machine without a
+// Gaudi it is an error matching device.ErrNoDevice that names sim:N.
+func Collect(o Options) (*Snapshot, error) {
+	cands, err := o.Selection.DevicesIn(device.SysFS{Root: rootOr(o.Root)})
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	s := &Snapshot{SchemaVersion: SchemaVersion, Timestamp: now(), Source: "hardware", Devices: []Device{}}
+	if cands[0].Simulated() {
+		s.Source = "simulator"
+	} else if v, ok := cli.HostDriverVersion(o.Root); ok {
+		s.DriverVersion = &v
+	}
+	files := map[string]holder{}
+	for _, c := range cands {
+		if c.Simulated() {
+			collectSim(s, c.Sim, &o, files)
+		} else {
+			collectHardware(s, c.Node, &o, files)
+		}
+	}
+	s.Driver = commonDriver(s.Devices)
+	// After every control node of ours is closed, so only other
+	// holders (and this process's compute opens) are seen.
+	scanProcesses(o.Root, files, s.Devices)
+	return s, nil
+}
+
+// commonDriver is the driver every device reports, or nil.
+func commonDriver(devs []Device) *string {
+	var drv *string
+	for _, d := range devs {
+		switch {
+		case d.Driver == nil:
+			return nil
+		case drv == nil:
+			drv = d.Driver
+		case *drv != *d.Driver:
+			return nil
+		}
+	}
+	return drv
+}
+
+// collectHardware adds Gaudi n to s.
+func collectHardware(s *Snapshot, n device.Node, o *Options, files map[string]holder) {
+	r := newDevice(n.Index)
+	r.PCIAddress, r.Node, r.ControlNode = n.PCIAddress, n.Path, n.ControlPath
+	fillSysfs(&r, o.Root, n)
+	if n.ControlPath == "" {
+		r.Errors = append(r.Errors, QueryError{Query: "open", Message: "sysfs shows no control node"})
+	} else if d, err := o.openControl(n.ControlPath); err != nil {
+		r.Errors = append(r.Errors, queryError("open", err))
+	} else {
+		fillInfo(&r, d, o)
+		if err := d.Close(); err != nil {
+			r.Errors = append(r.Errors, queryError("close", err))
+		}
+	}
+	if r.Resets == nil {
+		r.Resets = sysfsResets(n)
+	}
+	if r.Driver == nil {
+		// The device could not tell (not operational, or not opened):
+		// the loaded module can.
+		if drv, _ := (device.SysFS{Root: rootOr(o.Root)}).Driver(); drv != device.DriverUnknown {
+			r.Driver = ptr(drv.String())
+		}
+	}
+	files[n.Path] = holder{len(s.Devices), "compute"}
+	if n.ControlPath != "" {
+		files[n.ControlPath] = holder{len(s.Devices), "control"}
+	}
+	s.Devices = append(s.Devices, r)
+}
+
+// collectSim adds simulated device sd to s.
+func collectSim(s *Snapshot, sd *sim.Device, o *Options, files map[string]holder) {
+	r := newDevice(sd.Index())
+	r.Simulated = true
+	r.PCIAddress = sd.Config().PCIAddress
+	r.Node, r.ControlNode = sd.Name(), sd.Name()+"-control"
+	r.Status = strings.ToLower(sd.State().String())
+	r.ModuleID = ptr(int(sd.Config().ModuleID))
+	d, err := simdevice.OpenSimControl(sd)
+	if err != nil {
+		r.Errors = append(r.Errors, queryError("open", err))
+	} else {
+		fillInfo(&r, d, o)
+		if err := d.Close(); err != nil {
+			r.Errors = append(r.Errors, queryError("close", err))
+		}
+	}
+	// The simulator's control files live in this process and leave
+	// no trace in /proc; its compute owner holds the lock file open.
+	files[sd.LockPath()] = holder{len(s.Devices), "compute"}
+	s.Devices = append(s.Devices, r)
+}
+
+// newDevice returns a Device with its lists empty rather than nil, so
+// JSON shows [] and {}.
+func newDevice(index int) Device {
+	return Device{
+		Index: index, Firmware: map[string]string{}, ClockThrottleReasons: []string{},
+		Temperatures: []Temperature{}, BusyEngineMask: []uint64{}, Processes: []Process{}, Errors: []QueryError{},
+	}
+}
