@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"testing"
 	"time"
 	"unsafe"
@@ -170,5 +171,63 @@ func TestResetBesideSubmitRelease(t *testing.T) {
 		if n := s.refs.Load(); n != 0 {
 			t.Fatalf("%d references left", n)
 		}
+	}
+}
+
+// TestSystemCloseEndsSelfImport: a context that imports its own export
+// (out-of-tree MEMORY REG_DMABUF_FD) holds itself, as on the driver: after
+// every descriptor is closed it lingers and the device stays taken. Its
+// import holds a descriptor and a mapping of this process, which
+// System.Close left behind (and the context's engine goroutine), so a
+// process that made such Systems leaked them. Now System.Close ends the
+// context. Found by FuzzProgramGaudi2OOT's leak check; seed:
+// seed-oot-dmabuf.
+func TestSystemCloseEndsSelfImport(t *testing.T) {
+	memfdExports(t)
+	cfg := Default(Gaudi2, 1)
+	cfg.Driver = DriverOutOfTree
+	before, err := takeCounts()
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	s := newTestSystem(t, cfg)
+	d := s.Device(0)
+	f, err := d.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 20
+	va := deviceBuf(t, f, n)
+	fd, err := memExport(f, va, n, 0, exportFlags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regDMABuf(f, fd, n); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	f.Close()
+	d.reap()
+	// As on the driver: the import keeps the export, which keeps the
+	// context.
+	if g, err := d.Open(); !errors.Is(err, unix.EBUSY) {
+		if err == nil {
+			g.Close()
+		}
+		t.Fatalf("open after closing a context that imported its own export: %v, want EBUSY", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, ok := settle(before)
+	if !ok {
+		t.Errorf("after System.Close: %d goroutines (were %d), %d descriptors (were %d), %d simulator mappings (were %d)",
+			after.goroutines, before.goroutines, after.fds, before.fds, after.simMaps, before.simMaps)
+	}
+	d.mu.Lock()
+	compute := d.compute
+	d.mu.Unlock()
+	if compute != nil {
+		t.Error("the context outlived System.Close")
 	}
 }

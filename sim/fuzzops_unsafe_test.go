@@ -40,10 +40,16 @@ const (
 	opHost                 // arena host pages made PROT_NONE, read-only or fresh
 	opSleep                // let the engines run
 	opJoin                 // wait for the async calls
+	opNIC                  // NIC ioctl (out-of-tree driver programs only)
 	numOps
+
+	// numUpstreamOps is how many ops a program of the upstream driver
+	// chooses from: the ops the out-of-tree driver adds come last, so
+	// that the upstream targets' corpora keep their meaning.
+	numUpstreamOps = opNIC
 )
 
-var opNames = [...]string{"INFO", "CB", "CS", "WAIT_CS", "MEMORY", "DEBUG", "mmap", "munmap", "write", "file", "reset", "fault", "state", "event", "host", "sleep", "join"}
+var opNames = [...]string{"INFO", "CB", "CS", "WAIT_CS", "MEMORY", "DEBUG", "mmap", "munmap", "write", "file", "reset", "fault", "state", "event", "host", "sleep", "join", "NIC"}
 
 func (o opKind) String() string { return opNames[o] }
 
@@ -141,6 +147,7 @@ type runner struct {
 	sys    *System
 	d      *Device
 	legacy bool
+	driver Driver
 	order  int
 	wd     *callWatch
 	spec   [numKinds][]uint64
@@ -181,7 +188,23 @@ func newRunner(t testing.TB, env *fuzzEnv, asic ASIC, s source) *runner {
 	wd := rd.choice("watchdog", 2)
 	order := rd.choice("order", 4)
 	bw := rd.choice("pcie", 4)
-	cfg := Config{Devices: Default(asic, 1).Devices, LockDir: env.lockDir, Legacy: legacy}
+	driver := env.driver
+	if driver == 0 {
+		driver = DriverUpstream // whatever GAUDI_SIM_DRIVER says: a corpus means one driver
+	}
+	if driver == DriverOutOfTree {
+		legacy = false // the out-of-tree driver has no legacy nodes
+	}
+	// Strict mode stays on: a program does on purpose much of what it
+	// reports (DMA into host pages taken away or replaced, memory unmapped
+	// under a queued CS, page faults, command buffers and argument memory
+	// rewritten while the device reads them, packets without barriers), so
+	// those kinds are expected (ExpectViolations below) and only recorded;
+	// the detectors still run on every program, which is what fuzzes them
+	// (a panic, a hang, a race or a leak in strict mode's own code fails
+	// the target). A stack address is never expected: the fuzzer's
+	// arguments live in its arena, so such a report is a false positive.
+	cfg := Config{Devices: Default(asic, 1).Devices, LockDir: env.lockDir, Legacy: legacy, Driver: driver, Strict: StrictOn}
 	dc := &cfg.Devices[0]
 	dc.DRAMSize = smallDRAM(asic)
 	dc.ReleaseWatchdog = 20 * time.Millisecond
@@ -196,12 +219,13 @@ func newRunner(t testing.TB, env *fuzzEnv, asic ASIC, s source) *runner {
 		t.Fatal(err)
 	}
 	r := &runner{
-		t: t, a: env.a, asic: asic, fm: packet.Gaudi2, sys: sys, d: sys.Device(0), legacy: legacy, order: order,
+		t: t, a: env.a, asic: asic, fm: packet.Gaudi2, sys: sys, d: sys.Device(0), legacy: legacy, driver: driver, order: order,
 		bufSize: map[uint64]uint64{}, cbVAs: map[uint64]uint64{}, written: map[uint64]uint64{}, evfd: -1,
 	}
 	if asic == Gaudi {
 		r.fm = packet.Gaudi
 	}
+	r.d.ExpectViolations(expectedViolations...)
 	r.trace = append(r.trace, rd.line.String())
 	r.wd = startCallWatch(func(kill bool) {
 		if kill {
@@ -225,8 +249,41 @@ func newRunner(t testing.TB, env *fuzzEnv, asic ASIC, s source) *runner {
 	return r
 }
 
-// initSpecials fills the interesting values of each kind.
-func (r *runner) initSpecials() { r.spec = specials(&r.d.prof) }
+// expectedViolations are the strict mode violations a program may cause
+// legitimately (see newRunner).
+var expectedViolations = []ViolationKind{
+	ViolationArgumentChanged, // DMA, a write or an async call rewrites arena memory another call reads
+	ViolationHostReplaced,    // opHost
+	ViolationFreedInFlight,   // MEMORY UNMAP, FREE or munmap beside a queued CS
+	ViolationPageFault,       // any address in a packet
+	ViolationCBChanged,       // writes into a CB mapping beside its CS
+	ViolationBarrierHazard,   // packets without the barrier bit
+}
+
+// oot reports whether the program runs on the out-of-tree driver.
+func (r *runner) oot() bool { return r.driver == DriverOutOfTree }
+
+// choices is n for the upstream driver's programs and n+extra for the
+// out-of-tree driver's, whose extra choices come last.
+func (r *runner) choices(n, extra int) int {
+	if r.oot() {
+		return n + extra
+	}
+	return n
+}
+
+// ootInfoOpList are the INFO ops only the out-of-tree driver serves.
+var ootInfoOpList = []uint64{hl.HL_INFO_HABANA_LINK_STATE, hl.HL_INFO_HABANA_LINK_COUNTERS, hl.HL_INFO_TIME_SYNC_PER_DIE,
+	hl.HL_INFO_MEMORY_CONSUMPTION, hl.HL_INFO_CONFIG_DRM_ACCEL_ENABLED, hl.HL_INFO_MODULE_PARAMS}
+
+// initSpecials fills the interesting values of each kind; the
+// out-of-tree driver's programs also draw its own INFO ops.
+func (r *runner) initSpecials() {
+	r.spec = specials(&r.d.prof)
+	if r.oot() {
+		r.spec[kInfoOp] = append(r.spec[kInfoOp], ootInfoOpList...)
+	}
+}
 
 // specials are the interesting values of each kind on a device.
 func specials(p *profile) (spec [numKinds][]uint64) {
@@ -475,7 +532,7 @@ func (r *runner) pickFile(sel int) *fileRec {
 func (r *runner) run(s source) {
 	for n := 0; n < maxCalls && s.next() && !r.stopped; n++ {
 		rd := &reader{s: s}
-		op := opKind(rd.s.choice("call", int(numOps)))
+		op := opKind(rd.s.choice("call", r.choices(int(numUpstreamOps), int(numOps-numUpstreamOps))))
 		fmt.Fprintf(&rd.line, "#%d %v", n, op)
 		async := rd.choice("async", 4) == 3 && op.asyncable()
 		exec := r.decode(op, rd)
@@ -547,6 +604,8 @@ func (r *runner) decode(op opKind, rd *reader) func() string {
 		return r.opHost(rd)
 	case opSleep:
 		return r.opSleep(rd)
+	case opNIC:
+		return r.opNIC(rd)
 	}
 	return func() string { r.async.Wait(); return "joined" }
 }
@@ -579,9 +638,13 @@ type ioctlSpec struct {
 }
 
 var (
-	drmReqs    = [...]uint{hl.DRM_IOCTL_HL_INFO, hl.DRM_IOCTL_HL_CB, hl.DRM_IOCTL_HL_CS, hl.DRM_IOCTL_HL_WAIT_CS, hl.DRM_IOCTL_HL_MEMORY, hl.DRM_IOCTL_HL_DEBUG}
-	legacyReqs = [...]uint{hl.HL_LEGACY_IOCTL_INFO, hl.HL_LEGACY_IOCTL_CB, hl.HL_LEGACY_IOCTL_CS, hl.HL_LEGACY_IOCTL_WAIT_CS, hl.HL_LEGACY_IOCTL_MEMORY, hl.HL_LEGACY_IOCTL_DEBUG}
+	drmReqs    = [...]uint{hl.DRM_IOCTL_HL_INFO, hl.DRM_IOCTL_HL_CB, hl.DRM_IOCTL_HL_CS, hl.DRM_IOCTL_HL_WAIT_CS, hl.DRM_IOCTL_HL_MEMORY, hl.DRM_IOCTL_HL_DEBUG, hl.DRM_IOCTL_HL_NIC}
+	legacyReqs = [...]uint{hl.HL_LEGACY_IOCTL_INFO, hl.HL_LEGACY_IOCTL_CB, hl.HL_LEGACY_IOCTL_CS, hl.HL_LEGACY_IOCTL_WAIT_CS, hl.HL_LEGACY_IOCTL_MEMORY, hl.HL_LEGACY_IOCTL_DEBUG, legacyNIC}
 )
+
+// legacyNIC is what a legacy 'H' encoding of the NIC ioctl would be
+// (_IOWR('H', HL_IOCTL_NIC + 1, struct hl_nic_args)); no driver has it.
+const legacyNIC = 3<<30 | 32<<16 | 'H'<<8 | (hl.HL_IOCTL_NIC + 1)
 
 func (r *runner) readIoctl(rd *reader, nr int) ioctlSpec {
 	c := ioctlSpec{nr: nr}
@@ -640,6 +703,12 @@ func (r *runner) opInfo(rd *reader) func() string {
 	u0 := rd.num("u0")
 	pad := rd.num("pad")
 	buf := r.a.alloc(4096)
+	if r.oot() {
+		// Some of the out-of-tree driver's ops read the return buffer
+		// first (DEVICE_STATUS's soft_reset_stall, MEMORY_CONSUMPTION's
+		// report, LINK_COUNTERS' pointers).
+		copy(buf, rd.raw("in", rd.choice("inlen", 25)))
+	}
 	return func() string {
 		a := (*hl.InfoArgs)(unsafe.Pointer(&c.arg[0]))
 		a.Op = uint32(r.u(op, kInfoOp))
@@ -1065,15 +1134,19 @@ const (
 	mkExport
 	mkTSAlloc
 	mkRawOp
+	mkRegDMABuf // out-of-tree driver programs only
 	numMK
+
+	numUpstreamMK = mkRegDMABuf
 )
 
 var memOps = [numMK]uint32{hl.HL_MEM_OP_ALLOC, hl.HL_MEM_OP_FREE, hl.HL_MEM_OP_MAP, hl.HL_MEM_OP_MAP,
-	hl.HL_MEM_OP_UNMAP, hl.HL_MEM_OP_MAP_BLOCK, hl.HL_MEM_OP_EXPORT_DMABUF_FD, hl.HL_MEM_OP_TS_ALLOC, 0}
+	hl.HL_MEM_OP_UNMAP, hl.HL_MEM_OP_MAP_BLOCK, hl.HL_MEM_OP_EXPORT_DMABUF_FD, hl.HL_MEM_OP_TS_ALLOC, 0,
+	hl.HL_MEM_OP_REG_DMABUF_FD}
 
 func (r *runner) opMem(rd *reader) func() string {
 	c := r.readIoctl(rd, hl.HL_IOCTL_MEMORY)
-	kind := rd.choice("kind", numMK)
+	kind := rd.choice("kind", r.choices(numUpstreamMK, numMK-numUpstreamMK))
 	var op val
 	if kind == mkRawOp {
 		op = rd.num("op")
@@ -1090,6 +1163,8 @@ func (r *runner) opMem(rd *reader) func() string {
 		a0, a1, a2 = rd.num("a0"), rd.num("a1"), rd.num("a2")
 	case mkFree, mkUnmap, mkMapBlock:
 		a0 = rd.num("a0")
+	case mkRegDMABuf:
+		a0, a1 = rd.num("fd"), rd.num("len")
 	case mkMapDevice:
 		a0, a1 = rd.num("handle"), rd.num("hint")
 	case mkMapHost:
@@ -1133,6 +1208,10 @@ func (r *runner) opMem(rd *reader) func() string {
 			in.Unmap().DeviceVirtAddr = r.u(a0, kVA)
 		case mkMapBlock:
 			in.MapBlock().BlockAddr = r.or(a0, kBlockAddr, r.spec[kBlockAddr][0])
+		case mkRegDMABuf:
+			g := (*hl.MemRegDmabufFDArgs)(unsafe.Pointer(a))
+			g.FD = r.u(a0, kFD)
+			g.Length = r.or(a1, kSize, r.d.prof.dramPageSize)
 		case mkExport, mkRawOp:
 			e := in.ExportDmabufFD()
 			e.Addr = r.u(a0, kVA)
@@ -1151,6 +1230,10 @@ func (r *runner) opMem(rd *reader) func() string {
 		case hl.HL_MEM_OP_ALLOC:
 			r.keepLocked(kMem, out.Handle())
 			return fmt.Sprintf("ok handle %#x", out.Handle())
+		case hl.HL_MEM_OP_REG_DMABUF_FD:
+			va := out.DeviceVirtAddr()
+			r.keepLocked(kVA, va)
+			return fmt.Sprintf("ok va %#x", va)
 		case hl.HL_MEM_OP_MAP:
 			va := out.DeviceVirtAddr()
 			r.keepLocked(kVA, va)
@@ -1212,6 +1295,45 @@ func (r *runner) opDebug(rd *reader) func() string {
 		putAddr(unsafe.Pointer(a), unsafe.Offsetof(a.InputPtr), r.addr(inP, pcReadP, addrOfBytes(inBuf)))
 		putAddr(unsafe.Pointer(a), unsafe.Offsetof(a.OutputPtr), r.addr(outP, pcWrite, addrOfBytes(outBuf)))
 		return errStr(r.do(&c))
+	}
+}
+
+// ---- NIC (out-of-tree driver) ---------------------------------------------
+
+// opNIC is the out-of-tree driver's NIC ioctl: any op, sizes (by default
+// the op's own structs), input bytes and pointers.
+func (r *runner) opNIC(rd *reader) func() string {
+	c := r.readIoctl(rd, hl.HL_IOCTL_NIC)
+	op := rd.num("op")
+	ctx := rd.num("ctx")
+	input := rd.raw("in", rd.choice("inlen", 81))
+	inSize := rd.num("insize")
+	inP := rd.ptr("inp")
+	outSize := rd.num("outsize")
+	outP := rd.ptr("outp")
+	inBuf := r.a.alloc(128)
+	outBuf := r.a.alloc(128)
+	copy(inBuf, input)
+	return func() string {
+		a := (*hl.NICArgs)(unsafe.Pointer(&c.arg[0]))
+		a.Op = uint32(r.u(op, kAny))
+		a.CtxID = uint32(r.u(ctx, kAny))
+		natIn, natOut := uint64(len(input)), uint64(0)
+		if int(a.Op) < len(nicInSize) {
+			natIn = uint64(nicInSize[a.Op])
+		}
+		if int(a.Op) < len(nicOutSize) {
+			natOut = uint64(nicOutSize[a.Op])
+		}
+		a.InputSize = uint32(r.or(inSize, kSize, natIn))
+		a.OutputSize = uint32(r.or(outSize, kSize, natOut))
+		putAddr(unsafe.Pointer(a), unsafe.Offsetof(a.InputPtr), r.addr(inP, pcReadP, addrOfBytes(inBuf)))
+		putAddr(unsafe.Pointer(a), unsafe.Offsetof(a.OutputPtr), r.addr(outP, pcWrite, addrOfBytes(outBuf)))
+		err := r.do(&c)
+		if c.argNil {
+			return errStr(err)
+		}
+		return fmt.Sprintf("%s sizes %d %d", errStr(err), a.InputSize, a.OutputSize)
 	}
 }
 
@@ -1565,10 +1687,12 @@ func (r *runner) opReset(rd *reader) func() string {
 	}
 }
 
-var faultKinds = [...]string{"INFO", "CB", "CS", "WAIT_CS", "MEMORY", "DEBUG", "OPEN", "OPEN_CONTROL"}
+// faultKinds are the calls a fault is injected into; NIC, last, only in
+// the out-of-tree driver's programs.
+var faultKinds = [...]string{"INFO", "CB", "CS", "WAIT_CS", "MEMORY", "DEBUG", "OPEN", "OPEN_CONTROL", "NIC"}
 
 func (r *runner) opFault(rd *reader) func() string {
-	k := rd.choice("kind", len(faultKinds))
+	k := rd.choice("kind", r.choices(len(faultKinds)-1, 1))
 	match := rd.choice("match", 2)
 	op := rd.num("op")
 	nth := rd.num("nth")
@@ -1730,13 +1854,43 @@ func (r *runner) finish() {
 	id = r.wd.begin("checking the device")
 	r.checkReleased()
 	r.wd.end(id)
+	r.checkViolations()
 	id = r.wd.begin("System.Close")
-	r.sys.Close()
+	if err := r.sys.Close(); err != nil {
+		t.Errorf("System.Close: %v", err) // an unexpected strict mode violation
+	}
 	r.wd.end(id)
 	r.wd.close()
 	if hw := d.hw.p; hw != nil && hw.sram != nil {
 		t.Errorf("System.Close left the %d-byte SRAM mapping", len(hw.sram))
 	}
+}
+
+// checkViolations checks that what strict mode recorded is consistent:
+// known kinds, each with what it happened in.
+func (r *runner) checkViolations() {
+	for _, v := range r.d.Violations() {
+		switch {
+		case v.Kind < ViolationStackAddress || v.Kind > ViolationBarrierHazard || v.Op == "" || v.Detail == "":
+			r.t.Errorf("malformed violation %+v", v)
+		case v.Op == "DMA" && v.Seq == 0:
+			r.t.Errorf("a DMA violation names no CS: %v", v)
+		case !v.Expected && v.Kind != ViolationStackAddress:
+			r.t.Errorf("violation of an expected kind recorded as unexpected: %v", v)
+		}
+	}
+}
+
+// holdsImport reports whether context c holds an imported dma-buf.
+func holdsImport(c *context) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.index {
+		if m.imported != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // checkReleased checks that the closed program left nothing on the
@@ -1748,6 +1902,15 @@ func (r *runner) checkReleased() {
 	compute, files := d.compute, len(d.files)
 	wd := d.wd.active
 	d.mu.Unlock()
+	if compute != nil && compute.lingering && holdsImport(compute.ctx) {
+		// It imported a dma-buf, its own export among them: a cycle the
+		// driver never breaks either (import_unsafe.go). System.Close
+		// ends it, and the counts after it are checked.
+		r.mu.Lock()
+		r.trace = append(r.trace, "(the context outlives its files: it imported its own export)")
+		r.mu.Unlock()
+		return
+	}
 	if compute != nil {
 		t.Errorf("the compute context outlived its files (lingering %v)", compute.lingering)
 	}

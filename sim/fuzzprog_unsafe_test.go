@@ -486,32 +486,41 @@ func settle(base procCounts) (procCounts, bool) {
 // ---- The fuzz targets -----------------------------------------------------
 
 // fuzzEnv is what one fuzz target's programs share in a process: the
-// arena and the lock directory.
+// arena, the lock directory and the driver the devices behave as (0 for
+// the upstream one).
 type fuzzEnv struct {
 	mu      sync.Mutex
 	a       *arena
 	lockDir string
+	driver  Driver
 }
 
-func newFuzzEnv(f *testing.F) *fuzzEnv {
+func newFuzzEnv(f *testing.F, driver Driver) *fuzzEnv {
 	a, err := newArena()
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(a.free)
-	return &fuzzEnv{a: a, lockDir: f.TempDir()}
+	return &fuzzEnv{a: a, lockDir: f.TempDir(), driver: driver}
 }
 
-// FuzzProgramGaudi2 runs programs against a simulated Gaudi2.
-// Seeds: testdata/fuzz/FuzzProgramGaudi2 (fuzzseed_unsafe_test.go).
-func FuzzProgramGaudi2(f *testing.F) { fuzzProgram(f, Gaudi2) }
+// FuzzProgramGaudi2 runs programs against a simulated Gaudi2 of the
+// upstream driver. Seeds: testdata/fuzz/FuzzProgramGaudi2
+// (fuzzseed_unsafe_test.go).
+func FuzzProgramGaudi2(f *testing.F) { fuzzProgram(f, Gaudi2, DriverUpstream) }
 
 // FuzzProgramGaudi runs programs against a simulated first-generation Gaudi.
 // Seeds: testdata/fuzz/FuzzProgramGaudi.
-func FuzzProgramGaudi(f *testing.F) { fuzzProgram(f, Gaudi) }
+func FuzzProgramGaudi(f *testing.F) { fuzzProgram(f, Gaudi, DriverUpstream) }
 
-func fuzzProgram(f *testing.F, asic ASIC) {
-	env := newFuzzEnv(f)
+// FuzzProgramGaudi2OOT runs programs against a simulated Gaudi2 of the
+// out-of-tree driver, whose programs also call the NIC ioctl, MEMORY
+// REG_DMABUF_FD (of the program's own exports, among other descriptors)
+// and its INFO ops. Seeds: testdata/fuzz/FuzzProgramGaudi2OOT.
+func FuzzProgramGaudi2OOT(f *testing.F) { fuzzProgram(f, Gaudi2, DriverOutOfTree) }
+
+func fuzzProgram(f *testing.F, asic ASIC, driver Driver) {
+	env := newFuzzEnv(f, driver)
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		env.mu.Lock()
 		defer env.mu.Unlock()

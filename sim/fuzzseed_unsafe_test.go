@@ -294,12 +294,42 @@ func msgLongs(writes ...[2]uint64) call {
 type seedProg struct {
 	name  string
 	asics []ASIC
-	hdr   call
-	calls func(asic ASIC) []call
-	check func(t *testing.T, asic ASIC, r *runner)
+	// drivers are the drivers whose targets hold the seed (nil: both;
+	// the out-of-tree driver's target is Gaudi2's only).
+	drivers []Driver
+	hdr     call
+	calls   func(asic ASIC) []call
+	check   func(t *testing.T, asic ASIC, r *runner)
 }
 
 var both = []ASIC{Gaudi2, Gaudi}
+
+var (
+	upstream = []Driver{DriverUpstream}
+	oot      = []Driver{DriverOutOfTree}
+)
+
+// fuzzTarget is a fuzz target: its devices and its corpus directory.
+type fuzzTarget struct {
+	name   string
+	asic   ASIC
+	driver Driver
+}
+
+var fuzzTargets = []fuzzTarget{
+	{"FuzzProgramGaudi2", Gaudi2, DriverUpstream},
+	{"FuzzProgramGaudi", Gaudi, DriverUpstream},
+	{"FuzzProgramGaudi2OOT", Gaudi2, DriverOutOfTree},
+}
+
+// holds reports whether target tg's corpus holds the seed.
+func (sp *seedProg) holds(tg fuzzTarget) bool {
+	drivers := sp.drivers
+	if drivers == nil {
+		drivers = []Driver{DriverUpstream, DriverOutOfTree}
+	}
+	return slices.Contains(sp.asics, tg.asic) && slices.Contains(drivers, tg.driver)
+}
 
 // lines returns the trace lines of r that contain every one of subs.
 func lines(r *runner, subs ...string) []string {
@@ -424,7 +454,7 @@ var seedProgs = []seedProg{
 		},
 	},
 	{
-		name: "legacy-node", asics: both, hdr: call{"legacy": 7},
+		name: "legacy-node", asics: both, hdr: call{"legacy": 7}, drivers: upstream,
 		calls: func(asic ASIC) []call {
 			return []call{
 				{"call": opInfo, "op": hl.HL_INFO_HW_IP_INFO},
@@ -1284,6 +1314,134 @@ var seedProgs = []seedProg{
 			}
 		},
 	},
+	{
+		// The out-of-tree driver's INFO ops, on the compute and a control
+		// file, DEVICE_STATUS asking for a soft reset stall, and
+		// HW_IP_INFO with the bytes it names.
+		name: "oot-info", asics: []ASIC{Gaudi2}, drivers: oot,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opInfo, "op": hl.HL_INFO_HABANA_LINK_STATE},
+				{"call": opInfo, "op": hl.HL_INFO_HABANA_LINK_COUNTERS},
+				{"call": opInfo, "op": hl.HL_INFO_TIME_SYNC_PER_DIE},
+				{"call": opInfo, "op": hl.HL_INFO_MEMORY_CONSUMPTION, "size": 16},
+				{"call": opInfo, "op": hl.HL_INFO_CONFIG_DRM_ACCEL_ENABLED},
+				{"call": opInfo, "op": lit(hl.HL_INFO_MODULE_PARAMS)},
+				{"call": opInfo, "op": hl.HL_INFO_DEVICE_STATUS, "size": 8, "inlen": 8, "in": []byte{0, 0, 0, 0, 1, 0, 0, 0}},
+				{"call": opInfo, "op": hl.HL_INFO_HW_IP_INFO},
+				{"call": opFile, "mode": 5},
+				{"call": opInfo, "file": 2, "op": lit(hl.HL_INFO_MODULE_PARAMS)},
+				{"call": opState, "s": int(NeedsReset)},
+				{"call": opInfo, "op": hl.HL_INFO_CONFIG_DRM_ACCEL_ENABLED},
+				{"call": opInfo, "op": hl.HL_INFO_MEMORY_CONSUMPTION},
+				{"call": opState, "s": int(Operational)},
+				{"call": opInfo, "op": hl.HL_INFO_TIME_SYNC_PER_DIE, "size": 4},
+				{"call": opInfo, "op": hl.HL_INFO_MEMORY_CONSUMPTION, "size": 16, "inlen": 8, "in": []byte{0, 0, 0, 0, 0, 0, 0, 1}},
+				{"call": opInfo, "op": hl.HL_INFO_HABANA_LINK_COUNTERS, "inlen": 24, "in": []byte{1, 2, 3, 4, 5, 6, 7, 8, 1, 0, 0, 0, 0, 0, 0, 0, 255, 0, 0, 0, 0, 0, 0, 0}},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 0, "EFAULT") // the NIC is not initialized
+			wantLine(t, r, 1, "EFAULT")
+			wantLine(t, r, 2, "ok")
+			wantLine(t, r, 3, "ok")
+			wantLine(t, r, 4, "ok")
+			wantLine(t, r, 5, "ok")
+			wantLine(t, r, 6, "ok")
+			wantLine(t, r, 9, "ok")
+			wantLine(t, r, 11, "ok") // served in any state
+			wantLine(t, r, 12, "EBUSY")
+			wantLine(t, r, 15, "EINVAL") // more than the device's DRAM in use
+			wantLine(t, r, 16, "EFAULT")
+			if d := r.d; d.SoftResetStallRequests() != 1 || d.MemoryConsumption().Reports != 1 {
+				t.Errorf("%d soft reset stall requests, %d memory reports; want 1 and 1", d.SoftResetStallRequests(), d.MemoryConsumption().Reports)
+			}
+		},
+	},
+	{
+		// The NIC ioctl: every kind of op, sizes clamped to the op's
+		// structs, bad pointers, the legacy and control nodes, a NULL
+		// argument, a short argument, a device not operational, an
+		// injected fault.
+		name: "oot-nic", asics: []ASIC{Gaudi2}, drivers: oot,
+		calls: func(asic ASIC) []call {
+			return []call{
+				{"call": opNIC},
+				{"call": opNIC, "op": hl.HL_NIC_OP_CQ_CREATE},
+				{"call": opNIC, "op": 30},
+				{"call": opNIC, "op": hl.HL_NIC_OP_GET_USER_APP_PARAMS, "insize": lit(1000), "outsize": lit(1000)},
+				{"call": opNIC, "op": hl.HL_NIC_OP_SET_REQ_CONN_CTX, "inp": ptrTo(pGuardLo, 0, 0x100)},
+				{"call": opNIC, "op": hl.HL_NIC_OP_GET_USER_APP_PARAMS, "outp": ptrTo(pKernel, 0, 0)},
+				{"call": opNIC, "req": 7},
+				{"call": opFile, "mode": 5},
+				{"call": opNIC, "file": 2},
+				{"call": opNIC, "argnil": 15},
+				{"call": opNIC, "req": 4, "reqv": 16, "op": hl.HL_NIC_OP_DUMP_QP},
+				{"call": opNIC, "op": hl.HL_NIC_OP_USER_ENCAP_SET, "in": []byte{4, 3, 2, 1}, "inlen": 4, "inp": ptrTo(pArenaEnd, 0, 7)},
+				{"call": opState, "s": int(NeedsReset)},
+				{"call": opNIC, "op": hl.HL_NIC_OP_EQ_POLL},
+				{"call": opState, "s": int(Operational)},
+				{"call": opFault, "kind": 8, "match": 1, "op": hl.HL_NIC_OP_ALLOC_CONN, "errno": spOf(asic, kErrno, uint64(unix.EAGAIN))},
+				{"call": opNIC, "op": hl.HL_NIC_OP_DESTROY_CONN},
+				{"call": opNIC, "op": hl.HL_NIC_OP_ALLOC_CONN},
+				{"call": opNIC, "op": hl.HL_NIC_OP_ALLOC_CONN, "file": 1, "async": 3},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 0, "EFAULT sizes 8 8")
+			wantLine(t, r, 1, "EINVAL")
+			wantLine(t, r, 2, "EINVAL")
+			wantLine(t, r, 3, "EFAULT sizes 8 48")
+			wantLine(t, r, 4, "EFAULT")
+			wantLine(t, r, 5, "EFAULT")
+			wantLine(t, r, 6, "ENOTTY")
+			wantLine(t, r, 8, "ENOTTY")
+			wantLine(t, r, 9, "EFAULT")
+			wantLine(t, r, 13, "EBUSY")
+			wantLine(t, r, 16, "EFAULT")
+			wantLine(t, r, 17, "EAGAIN")
+		},
+	},
+	{
+		// MEMORY REG_DMABUF_FD: the program's own export of device memory
+		// imported back, DMA from host memory into it and back out, UNMAP
+		// of the import; descriptors that are no dma-buf (the eventfd),
+		// not open, a length past the buffer; an import left for the end
+		// of the context to release.
+		name: "oot-dmabuf", asics: []ASIC{Gaudi2}, drivers: oot,
+		calls: func(asic ASIC) []call {
+			p := seedProfile(asic)
+			pk := merge(
+				linDMA(0, res(2), res(0), 8192, false),
+				linDMA(1, lit(0x2222222222222222), res(0), 4096, true),
+				linDMA(2, res(0), res(2), 16384, false))
+			return []call{
+				{"call": opMem, "kind": mkMapHost},
+				{"call": opMem, "kind": mkAlloc},
+				{"call": opMem, "kind": mkMapDevice, "handle": res(0)},
+				{"call": opMem, "kind": mkExport, "a0": res(0), "a1": lit(p.dramPageSize)},
+				{"call": opMem, "kind": mkRegDMABuf, "fd": res(0)},
+				merge(call{"call": opWrite, "off": lit(1 << 20), "np": 3}, pk),
+				{"call": opCS, "n": 1, "x0.q": firstQueue},
+				{"call": opWait, "seq": res(0), "timeout": spOf(asic, kTimeoutUs, 100_000)},
+				{"call": opMem, "kind": mkUnmap, "a0": res(0)},
+				{"call": opMem, "kind": mkRegDMABuf, "fd": res(1)},
+				{"call": opMem, "kind": mkRegDMABuf, "fd": lit(1 << 20)},
+				{"call": opMem, "kind": mkRegDMABuf, "fd": res(0), "len": lit(2 * p.dramPageSize)},
+				{"call": opMem, "kind": mkRegDMABuf, "fd": res(0), "len": 1},
+				{"call": opMem, "kind": mkRegDMABuf, "fd": res(0), "len": lit(4096), "flags": 1},
+			}
+		},
+		check: func(t *testing.T, _ ASIC, r *runner) {
+			wantLine(t, r, 4, "ok va")
+			wantLine(t, r, 7, "ok status 0")
+			wantLine(t, r, 8, "ok")
+			wantLine(t, r, 9, "EINVAL")
+			wantLine(t, r, 10, "EBADF")
+			wantLine(t, r, 11, "EINVAL")
+			wantLine(t, r, 12, "ok va")
+		},
+	},
 }
 
 // TestFuzzProgramSeeds checks that the seed corpus holds the programs
@@ -1295,17 +1453,19 @@ func TestFuzzProgramSeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.free()
-	env := &fuzzEnv{a: a, lockDir: t.TempDir()}
+	lockDir := t.TempDir()
 	covered := map[opKind]bool{}
 	ran, total := 0, 0
-	for _, asic := range both {
-		dir := filepath.Join("testdata", "fuzz", map[ASIC]string{Gaudi2: "FuzzProgramGaudi2", Gaudi: "FuzzProgramGaudi"}[asic])
+	for _, tg := range fuzzTargets {
+		asic := tg.asic
+		env := &fuzzEnv{a: a, lockDir: lockDir, driver: tg.driver}
+		dir := filepath.Join("testdata", "fuzz", tg.name)
 		for _, sp := range seedProgs {
-			if !slices.Contains(sp.asics, asic) {
+			if !sp.holds(tg) {
 				continue
 			}
 			total++
-			t.Run(asic.String()+"/"+sp.name, func(t *testing.T) {
+			t.Run(strings.TrimPrefix(tg.name, "FuzzProgram")+"/"+sp.name, func(t *testing.T) {
 				ran++
 				calls := sp.calls(asic)
 				for _, c := range calls {
