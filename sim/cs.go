@@ -136,8 +136,8 @@ func newCSCtx(f *File) *csCtx {
 type fence struct {
 	seq   uint64
 	done  atomic.Bool
-	err   unix.Errno // 0, ETIMEDOUT, EIO, or EBUSY for a CS never submitted
-	ts    int64      // completion timestamp (TIMESTAMP flag only)
+	err   unix.Errno // 0, ETIMEDOUT, EIO, or EBUSY for a CS never submitted (under mu)
+	ts    int64      // completion timestamp (TIMESTAMP flag only; under mu)
 	holds atomic.Int32
 	// forced is set when a postponed reset completed the fence while its
 	// CS still runs (abortWaiting): the fence stays the CS's.
@@ -160,9 +160,16 @@ func (fc *fence) completed() bool { return fc.done.Load() }
 
 // complete sets the CS's result and wakes its waits. The completing side
 // does not touch the fence afterwards: allocate may reuse it at once.
+//
+// A fence can complete twice: a postponed reset force-completes the
+// fences of the CSs in flight (abortWaiting), and each completes its own
+// again when it ends, as cs_do_release sets fence->error and completes
+// the fence after force_complete_cs did. Waits woken by the first
+// completion may then be reading the result, so it is written and read
+// under fc.mu (result).
 func (fc *fence) complete(err unix.Errno, ts int64) {
-	fc.err, fc.ts = err, ts
 	fc.mu.Lock()
+	fc.err, fc.ts = err, ts
 	fc.done.Store(true)
 	for i, w := range fc.waiters {
 		w.wake()
@@ -179,6 +186,13 @@ func (fc *fence) reuse(seq uint64) {
 	fc.typ, fc.sob, fc.sobVal, fc.encaps = 0, nil, 0, nil
 	fc.done.Store(false)
 	fc.mu.Unlock()
+}
+
+// result is the CS's error and completion timestamp, once completed.
+func (fc *fence) result() (unix.Errno, int64) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.err, fc.ts
 }
 
 // release drops a hold taken by holdFence.
@@ -245,6 +259,19 @@ func (s *cs) jobDone(j *job) {
 func (s *cs) put() {
 	if s.refs.Add(-1) == 0 {
 		s.release()
+	}
+}
+
+// tryGet takes a reference unless the last one is gone (kref_get_unless_zero).
+func (s *cs) tryGet() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 
@@ -957,9 +984,14 @@ func (hw *hwState) abortCS(f *File) {
 	hw.mu.Lock()
 	var victims []*cs
 	for _, s := range hw.mirror {
-		if f == nil || s.c.f == f {
+		// cs_get, while the mirror list holds the CS. The driver
+		// flushes the completion work first (hl_cs_rollback_all), so no
+		// release runs beside it; here the ioctl that submitted the CS
+		// may drop the last reference at any time, and a CS whose
+		// release is under way (waiting for hw.mu to leave the list) is
+		// left to it: taking a reference would release it twice.
+		if (f == nil || s.c.f == f) && s.tryGet() {
 			s.aborted = true
-			s.refs.Add(1) // cs_get, while the mirror list holds the CS
 			victims = append(victims, s)
 		}
 	}

@@ -229,5 +229,29 @@
 // that entered it, and checks and records the CoreSight configuration
 // (Device.DebugOps); there is no trace hardware behind it.
 //
+// # Fuzzing
+//
+// FuzzProgramGaudi2, FuzzProgramGaudi and FuzzProgramGaudi2OOT
+// (fuzzprog_unsafe_test.go) drive the simulator as syzkaller drives a
+// kernel: an input is a program of calls (the six ioctls with fuzzed ops,
+// flags, sizes, handles, queues and pointers into the fuzzer's own
+// memory, its mappings or nowhere; mmap and munmap of CB, timestamp and
+// block handles; reopens, resets, fault injection; host pages taken away
+// under the device) whose arguments may name what earlier calls returned.
+// FuzzProgramGaudi2OOT runs the out-of-tree driver, and its programs also
+// call the NIC ioctl, MEMORY REG_DMABUF_FD and that driver's INFO ops.
+// Strict mode is on: the violations a program causes on purpose are
+// expected (Device.ExpectViolations), the others fail it. After each
+// program everything is closed, and the target fails on a panic, on a
+// call that outlives its bound (a watchdog resets the device, then kills
+// the file, then dumps the goroutines), and on anything closing did not
+// give back: goroutines, descriptors, mappings, DRAM accounting. The seeds
+// in testdata/fuzz are readable programs (fuzzseed_unsafe_test.go) that go
+// test runs, next to every crasher found. To fuzz:
+//
+//	go test ./sim -run='^$' -fuzz='^FuzzProgramGaudi2$' -fuzztime=10m -parallel=2
+//
+// and again with -race for data races.
+//
 // A Device is safe for concurrent use, and so are the files it opens.
 package sim

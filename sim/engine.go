@@ -103,8 +103,9 @@ type hwState struct {
 	cfgBase uint64
 	cfgSize uint64
 
-	sramOnce sync.Once
-	sram     []byte
+	sramOnce   sync.Once
+	sram       []byte
+	sramMapped bool // sram is a mapping, unmapped by System.Close
 
 	link [2]pcieLink // host-to-device, device-to-host
 
@@ -171,17 +172,33 @@ func newHW(d *Device) *hwState {
 }
 
 // sramBytes returns the SRAM, mapped on first use (untouched pages take no
-// memory).
+// memory); nil after System.Close.
 func (hw *hwState) sramBytes() []byte {
 	hw.sramOnce.Do(func() {
 		b, err := unix.Mmap(-1, 0, int(hw.prof.sramSize), unix.PROT_READ|unix.PROT_WRITE,
 			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 		if err != nil {
 			b = make([]byte, hw.prof.sramSize)
+		} else {
+			hw.sramMapped = true
 		}
 		hw.sram = b
 	})
 	return hw.sram
+}
+
+// closeSRAM releases the SRAM for System.Close, with the engines halted so
+// that no copy holds a slice of it; later accesses fault.
+func (d *Device) closeSRAM() {
+	hw := d.hardware()
+	d.haltEngines()
+	hw.sramOnce.Do(func() {}) // never mapped: it will not be
+	if hw.sramMapped {
+		unix.Munmap(hw.sram)
+		hw.sramMapped = false
+	}
+	hw.sram = nil
+	d.restartEngines()
 }
 
 // hwQueue is one queue: a QMAN stream with its fence counters.
@@ -732,7 +749,11 @@ func (x *execEnv) resolveLocked(addr, n uint64) (seg, error) {
 	if addr >= p.sramBase && addr-p.sramBase < p.sramSize {
 		off := addr - p.sramBase
 		k := min(n, p.sramSize-off)
-		return seg{b: x.hw.sramBytes()[off : off+k], n: k}, nil
+		sram := x.hw.sramBytes()
+		if sram == nil {
+			return seg{}, &pageFault{addr} // System.Close released it
+		}
+		return seg{b: sram[off : off+k], n: k}, nil
 	}
 	if addr >= x.hw.cfgBase && addr-x.hw.cfgBase < x.hw.cfgSize {
 		return seg{}, &pageFault{addr}

@@ -38,6 +38,17 @@ import (
 //   - any dma-buf that can be mapped (ExportUdmabuf exports, other
 //     udmabufs): a duplicate of the descriptor is mapped.
 //
+// A context may import its own export. On the driver that is a cycle no
+// close breaks: the dma-buf holds the compute file (export_dmabuf's
+// get_file, put by hl_release_dmabuf), the import holds the dma-buf
+// (dma_buf_get, put by UNMAP or the context's end), and the context ends
+// only when the file is released. Unless the address is unmapped first,
+// the context, its memory and the compute node stay taken after every
+// descriptor is closed (Open answers EBUSY); as the code reads, nothing
+// but a reboot gives them back.
+// The simulator keeps the cycle (the context lingers, device.go) until
+// System.Close, which ends it.
+//
 // Differences from the driver, all of them refusals: a dma-buf the
 // simulator cannot map answers EOPNOTSUPP (the driver maps the exporter's
 // pages without the CPU); length 0 answers EINVAL (the driver reserves an

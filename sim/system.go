@@ -13,17 +13,29 @@ type System struct {
 }
 
 // Close releases the device memory of every device: the memfds and
-// mappings behind DRAM. Files handed out by dma-buf exports stay valid
-// with their contents. Call it when the System is no longer used: later
-// DRAM accesses fail, and dma-buf exports too (ENODEV). Close is
-// idempotent. In strict mode it returns the violations recorded and not
-// expected (CheckStrict); the System is closed all the same.
+// mappings behind DRAM, and the SRAM, and what a compute context that
+// outlived its files (kept by dma-buf exports) holds. Files handed out by
+// dma-buf exports stay valid with their contents. Call it when the System is no longer
+// used: later DRAM and SRAM accesses fail, and dma-buf exports too
+// (ENODEV). Close is idempotent. In strict mode it returns the violations
+// recorded and not expected (CheckStrict); the System is closed all the
+// same.
 func (s *System) Close() error {
 	for _, d := range s.devices {
 		d.mu.Lock()
 		d.stopWatchdogLocked() // no reset after the system is gone
+		f := d.compute
+		lingering := f != nil && f.lingering
 		d.mu.Unlock()
+		if lingering {
+			// A context kept by its exports ends with the system, also
+			// one that imported its own export and so holds itself
+			// (import_unsafe.go): its imports hold descriptors and
+			// mappings of this process.
+			d.finish(f)
+		}
 		d.pqmClose()
+		d.closeSRAM()
 		d.dram.close()
 		d.strict.proc.close()
 	}

@@ -183,7 +183,8 @@ func (c *csCtx) waitSeq(seq, timeoutUs uint64) (status int, ts int64, err error)
 			fc.release()
 			return waitBusy, 0, nil
 		}
-		status, ts, e = waitCompleted, fc.ts, fc.err
+		e, ts = fc.result()
+		status = waitCompleted
 		fc.release()
 	}
 	if e == unix.ETIMEDOUT || e == unix.EIO {
@@ -325,6 +326,11 @@ func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
 	wake := c.completionChan()
 	bitmap, ts, _, err := c.pollFences(seqs, true)
 	for err == nil && bitmap == 0 && in.TimeoutUs() != 0 {
+		if c.f.Killed() {
+			// A hard reset killed the process (File.kill), whose
+			// signal ends the wait.
+			return ErrKilled
+		}
 		left := time.Until(deadline)
 		if !forever && left <= 0 {
 			break
@@ -427,10 +433,11 @@ func (c *csCtx) waitOne(seq uint64, fc *fence) (int, int64, error) {
 	if !fc.completed() {
 		return waitBusy, 0, nil
 	}
-	if fc.err == unix.ETIMEDOUT || fc.err == unix.EIO {
-		return waitCompleted, fc.ts, fc.err
+	err, ts := fc.result()
+	if err == unix.ETIMEDOUT || err == unix.EIO {
+		return waitCompleted, ts, err
 	}
-	return waitCompleted, fc.ts, nil
+	return waitCompleted, ts, nil
 }
 
 // waitInterrupt is hl_interrupt_wait_ioctl up to the interrupt lookup.

@@ -25,7 +25,8 @@ import (
 //
 // The simulator runs inside the process the driver would kill. It models
 // the kill as the compute file becoming dead: every later ioctl and mmap
-// on it (and on its duplicates) answers ErrKilled, Munmap and Close still
+// on it (and on its duplicates) answers ErrKilled, a wait in progress that
+// the reset does not end answers it too, Munmap and Close still
 // work, and the file keeps the device's compute slot (Open answers EBUSY)
 // until it is closed; then the device can be opened again. On the driver
 // the other files of the killed process (its control files, its other
@@ -43,8 +44,18 @@ const ErrKilled = unix.EOWNERDEAD
 func (f *File) Killed() bool { return f.killed.Load() }
 
 // kill marks the file dead, as the SIGKILL of device_kill_open_processes
-// ends its process.
-func (f *File) kill() { f.killed.Store(true) }
+// ends its process. The signal also ends the process's waits in progress
+// (wait_for_completion_interruptible_timeout returns -ERESTARTSYS): the
+// reset that follows completes every CS in flight and ends the interrupt
+// waits, which leaves the multi-CS waits that no completion ends (an
+// empty list, or CSs not in flight); they are woken here and answer
+// ErrKilled (wait.go).
+func (f *File) kill() {
+	f.killed.Store(true)
+	if c := f.cs.p.Load(); c != nil {
+		c.signalCompletion()
+	}
+}
 
 // watchdog is the device release watchdog (device_release_watchdog_work
 // and reset_info.watchdog_active). Its fields are guarded by Device.mu.
