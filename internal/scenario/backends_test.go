@@ -18,6 +18,7 @@ var asics = []struct {
 }{
 	{sim.Gaudi2, device.Gaudi2, "gaudi2:1"},
 	{sim.Gaudi, device.Gaudi, "gaudi:1"},
+	{sim.Gaudi3, device.Gaudi3, "gaudi3:1"},
 }
 
 // TestInProcess runs the suite on the simulator in the test process.

@@ -23,6 +23,7 @@ import (
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/stream"
+	"github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -353,6 +354,10 @@ func signalWait(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if b.asic.IsGaudi3() {
+		signalWaitGaudi3(t, d, m, e, s)
+		return
+	}
 	downName, upName := "PDMA_0_0", "PDMA_1_0"
 	if d.ASIC().IsGaudi() {
 		downName, upName = "DMA_0_0", "DMA_1_0"
@@ -404,6 +409,54 @@ func signalWait(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	if _, err := s.Wait(ctx, sig); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(src.Bytes(), dst.Bytes()) {
+		t.Fatal("the copy out did not see the copy in")
+	}
+}
+
+// signalWaitGaudi3 checks what replaces signal/wait on Gaudi3: the
+// driver refuses every CS but its own CPU queue's (a signal on it is
+// EINVAL: validate_queue_index refuses a driver-only queue, out-of-tree
+// common/command_submission.c), and the order of two copies comes from
+// waiting for the first; the copies go through the PDMA channels' queue
+// managers.
+func signalWaitGaudi3(t *testing.T, d *device.Device, m *memory.Manager, e *dma.Engine, s *stream.Streams) {
+	cpu, err := d.Queue("CPU_PQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	if _, _, err := s.Signal(ctx, cpu, stream.SubmitOptions{}); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("signal on Gaudi3's CPU queue: %v, want EINVAL", err)
+	}
+	if len(e.Channels()) == 0 {
+		t.Fatal("a Gaudi3 engine without PDMA channels")
+	}
+	const size = 4 << 20
+	src, _ := m.AllocHost(size, memory.HostOptions{})
+	dst, _ := m.AllocHost(size, memory.HostOptions{})
+	buf, err := m.Alloc(size, memory.AllocOptions{})
+	if err != nil || src == nil || dst == nil {
+		t.Fatal(err)
+	}
+	pattern(src.Bytes(), 5)
+	bin := e.NewBatch(dma.BatchOptions{})
+	if err := bin.CopyToDevice(buf.Range(0, size), src.Range(0, size)); err != nil {
+		t.Fatal(err)
+	}
+	in, err := bin.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Seqs()) != 0 {
+		t.Fatalf("a Gaudi3 transfer with CS sequence numbers %v", in.Seqs())
+	}
+	if err := in.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CopyToHost(ctx, dst.Range(0, size), buf.Range(0, size)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(src.Bytes(), dst.Bytes()) {
@@ -532,6 +585,10 @@ func dmaBuf(t *testing.T, b backend) {
 // Gaudi has none to map (EPERM).
 func hwBlock(t *testing.T, b backend) {
 	d := b.mustOpen(t, 0, false)
+	if b.asic.IsGaudi3() {
+		hwBlockGaudi3(t, d)
+		return
+	}
 	const sched0DCCM = 0x1000007ff8000000 + 0x4e90000 // CFG base + the block's offset
 	blk, err := control.MapBlock(d, sched0DCCM)
 	if b.asic.IsGaudi() {
@@ -549,6 +606,28 @@ func hwBlock(t *testing.T, b backend) {
 	blk.Bytes()[0] = 1 // read and write
 	if err := blk.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// hwBlockGaudi3 maps the PQM CH_A block of a PDMA channel the user owns
+// (4 KiB of registers), and is refused the driver's own channel 23.
+func hwBlockGaudi3(t *testing.T, d *device.Device) {
+	blk, err := control.MapBlock(d, gaudi3.PDMAChannelBlock(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := blk.Bytes()
+	if len(regs) != gaudi3.PDMA_CH_A_BLOCK_SIZE {
+		t.Fatalf("%d bytes mapped, want %d", len(regs), gaudi3.PDMA_CH_A_BLOCK_SIZE)
+	}
+	if ci := binary.LittleEndian.Uint32(regs[gaudi3.PDMA_CH_A_PQM_CH_MSQ_CI:]); ci != 0 {
+		t.Fatalf("MSQ_CI of an idle channel %#x, want 0", ci)
+	}
+	if err := blk.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := control.MapBlock(d, gaudi3.PDMAChannelBlock(gaudi3.KDMA_CH_ID)); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("MapBlock of the driver's channel %d: %v, want EINVAL", gaudi3.KDMA_CH_ID, err)
 	}
 }
 
