@@ -36,10 +36,11 @@ package gaudi3
 // gaudi3_pdma_grp_blocks_bases: group g holds channels g*6 .. g*6+5. These
 // are the addresses MAP_BLOCK takes (gaudi3_blocks.h's mm*_BASE values,
 // which include the configuration space base).
-//
-// D1_SPDMA0_CH0_A_PQM_CH_BASE was not read: it is D0_SPDMA0_CH0_A_PQM_CH_BASE +
-// PDMA_DIE_OFFSET, as D1 SPDMA0's CH_B and CMN_B blocks and every other
-// die-1 PDMA block read are.
+// All four were read in hlthunk-enhanced's
+// include/specs/gaudi3/asic_reg/gaudi3_blocks.h at
+// cb46f4f1640c492ba086aaca89143b9a859a7f8b (mmD0_SPDMA0_CH0_A_PQM_CH_BASE,
+// mmD0_SPDMA1_..., mmD1_SPDMA0_..., mmD1_SPDMA1_...), with channel 1 of
+// D0 SPDMA0 at +0x1000 (mmD0_SPDMA0_CH1_A_PQM_CH_BASE).
 const (
 	D0_SPDMA0_CH0_A_PQM_CH_BASE = 0x0300007FFC540000
 	D0_SPDMA1_CH0_A_PQM_CH_BASE = 0x0300007FFC560000
@@ -192,11 +193,25 @@ const (
 // MSG_LONG (PQM messages reach LBW addresses only) or a LIN_PDMA's
 // completion write.
 //
-// D1_PCIE_MSIX_BASE is read from gaudi3_blocks.h; D0_PCIE_MSIX_BASE is
-// derived from it by the die offset (not read).
+// Both are read from gaudi3_blocks.h (mmD0_PCIE_MSIX_BASE and
+// mmD1_PCIE_MSIX_BASE, hlthunk-enhanced at cb46f4f1); they lie
+// PDMA_DIE_OFFSET apart like the PDMA blocks.
 const (
+	D0_PCIE_MSIX_BASE = 0x0300007FFC417000
 	D1_PCIE_MSIX_BASE = 0x0300007FFCC17000
-	D0_PCIE_MSIX_BASE = D1_PCIE_MSIX_BASE - PDMA_DIE_OFFSET
+)
+
+// The sync managers' blocks of HDCORE 0 and the distance between two
+// HDCOREs' (gaudi3_blocks.h at cb46f4f1: mmHD0_SYNC_MNGR_OBJS_BASE,
+// mmHD0_SYNC_MNGR_GLBL_BASE, mmHD1_SYNC_MNGR_OBJS_BASE). Habana's Gaudi3
+// tests use HDCORE 1's (HDCORE_OFFSET above HDCORE 0's) for completions
+// before the completion queues are set up. The simulator does not model
+// them yet: MAP_BLOCK of these addresses is EINVAL there.
+const (
+	HD0_SYNC_MNGR_OBJS_BASE = 0x0300007FFE380000
+	HD0_SYNC_MNGR_GLBL_BASE = 0x0300007FFE3A0000
+	HDCORE_OFFSET           = 0x400000
+	SYNC_MNGR_OBJS_SIZE     = 0x20000 // the OBJS block's _MAX_OFFSET
 )
 
 // Sync objects (sob_objs_regs.h, sob_objs_masks.h): a sync manager's OBJS
