@@ -215,7 +215,11 @@
 // implement the security module, so SECURED_ATTESTATION, DEV_SIGNED and
 // FW_GENERIC_REQ end in EIO after the driver's own checks, as on a device
 // whose firmware refuses those packets. HW_IDLE and ENGINE_STATUS report
-// the engines idle even while they run submissions.
+// the engines idle even while they run submissions, in each ASIC's own
+// layout (the driver's is_device_idle text); on Gaudi3 a PDMA channel
+// whose ring holds unconsumed packets (MSQ_PI != MSQ_CI: running them or
+// blocked on a FENCE) shows busy in ENGINE_STATUS and sets its engine id
+// in HW_IDLE's busy mask (info_engines_gaudi3.go).
 //
 // # Device control and debug
 //

@@ -11,7 +11,9 @@ import (
 // HW_IDLE and ENGINE_STATUS come from the ASIC's is_device_idle, which
 // reads every engine's status registers. The simulated engines are always
 // idle (command submission arrives later), and their registers read as the
-// idle bits the driver checks and nothing else.
+// idle bits the driver checks and nothing else; on Gaudi3 the PDMA
+// channels are busy while their rings hold unconsumed packets
+// (info_engines_gaudi3.go).
 const (
 	idleQMGlblSts0   = 0x3FFF     // PQF, CQF and CP idle (QM_IDLE_MASK), both ASICs
 	idleQMGlblSts1   = 0x1        // ARC CQF idle (QM_ARC_IDLE_MASK), Gaudi2
@@ -26,6 +28,10 @@ const (
 // hw_idle: whether every engine is idle and, if not, which are busy.
 func (f *File) infoHWIdle(a *hl.InfoArgs) error {
 	r := hl.InfoHWIdle{IsIdle: 1}
+	if f.dev.prof.asic == Gaudi3 {
+		r = hl.InfoHWIdle{}
+		f.dev.gaudi3HWIdle(&r)
+	}
 	return f.copyResult(a, structBytes(&r))
 }
 
@@ -86,11 +92,14 @@ func row(cols ...any) string {
 
 // engineStatus writes the engine table of the device's ASIC.
 func (d *Device) engineStatus(e *engineData) {
-	if d.prof.asic == Gaudi {
+	switch d.prof.asic {
+	case Gaudi:
 		gaudiEngineStatus(e)
-		return
+	case Gaudi3:
+		d.gaudi3EngineStatus(e)
+	default:
+		gaudi2EngineStatus(e, &d.prof)
 	}
-	gaudi2EngineStatus(e, &d.prof)
 }
 
 // gaudi2EngineStatus follows gaudi2_is_device_idle: EDMA, PDMA, NIC (no

@@ -383,6 +383,25 @@ func (st *pqmState) clearRegs(chans []*pqmChan) {
 	}
 }
 
+// busyChannels returns the channels (bit ch for channel ch) whose ring
+// holds packets the channel has not consumed: MSQ_PI != MSQ_CI, so it is
+// executing them or waiting (a FENCE), or halted on an error before them.
+// INFO ENGINE_STATUS and HW_IDLE show these channels busy.
+func (st *pqmState) busyChannels() uint32 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.regs == nil {
+		return 0
+	}
+	var m uint32
+	for i, c := range st.chans {
+		if c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_PI).Load() != c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_CI).Load() {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
 // kickAll wakes every running channel goroutine: something (an interrupt
 // wait) suggests the user just rang a doorbell.
 func (st *pqmState) kickAll() {
