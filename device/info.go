@@ -249,7 +249,11 @@ func (d *Device) HWEvents(aggregate bool) ([]uint32, error) {
 	return counts, err
 }
 
-// EngineStatus returns the driver's text dump of every engine's state.
+// EngineStatus returns the driver's text dump of every engine's state: the
+// tables of the ASIC's is_device_idle (on Gaudi3, the PDMA groups, PDMA
+// dup engines, EDMAs, TPCs, MMEs, rotators, decoders and scheduler ARC dup
+// engines). The driver stores each string of the dump followed by its NUL
+// (hl_engine_data_sprintf); the text returned is those strings joined.
 func (d *Device) EngineStatus() (string, error) {
 	buf := make([]byte, 64<<10)
 	var a hl.InfoArgs
@@ -257,7 +261,7 @@ func (d *Device) EngineStatus() (string, error) {
 		return "", err
 	}
 	n := min(int(a.UserBufferActualSize()), len(buf))
-	return strings.TrimRight(string(buf[:n]), "\x00"), nil
+	return strings.ReplaceAll(string(buf[:n]), "\x00", ""), nil
 }
 
 // Mapping is one device MMU mapping that INFO USER_MAPPINGS reports.

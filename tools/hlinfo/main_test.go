@@ -421,6 +421,10 @@ func TestEngines(t *testing.T) {
 			t.Errorf("-engines output lacks %q:\n%s", want, out)
 		}
 	}
+	// The driver ends each string of the dump with a NUL; none is printed.
+	if strings.Contains(out, "\x00") {
+		t.Errorf("-engines output holds a NUL:\n%q", out)
+	}
 }
 
 func TestVersionAndHelp(t *testing.T) {
