@@ -156,7 +156,7 @@ func TestGaudi3EngineStatusBusyPDMA(t *testing.T) {
 	if idle != want {
 		t.Errorf("HW_IDLE %+v, want %+v", idle, want)
 	}
-	if id := g3.PDMAChannelEngine(7); id != g3.GAUDI3_DIE0_ENGINE_ID_PDMA_1_CH_1 || 64+63 != int(id) {
+	if id := g3.PDMAChannelEngine(7); id != g3.GAUDI3_DIE0_ENGINE_ID_PDMA_1_CH_1 || int(id) != 64+63 {
 		t.Errorf("channel 7 is engine %d", id)
 	}
 
