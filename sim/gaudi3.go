@@ -29,7 +29,9 @@ import (
 //     set_driver_behavior_per_device (ASIC_GAUDI3 defaults: all 24 PDMA
 //     channels, tpc_mask all ones, mme 0xFF, edma 0xFF, decoders 0xFFFF,
 //     scheduler ARCs 0xFFFF, rotators 0xFF, cache_enable so hw_ip_info
-//     reports no SRAM) and gaudi3_validate_set_rotator_binning (0x77);
+//     reports no SRAM), gaudi3_validate_set_rotator_binning (0x77) and
+//     gaudi3_validate_set_decoder_binning (gaudi3.c @f9523baa: the last
+//     decoder of each die is always binned, 0x7F7F);
 //   - common/command_submission.c @4058b6e1 validate_queue_index: a queue
 //     index at or past max_queues is EINVAL ("Queue index %d is
 //     invalid"), a driver_only queue EINVAL ("Queue index %d is restricted
@@ -71,7 +73,7 @@ var gaudi3Profile = profile{
 	firstUserInterrupt:   g3.DefaultHWIPInfo.FirstAvailableInterruptID,
 	userInterrupts:       g3.GAUDI3_NUM_USER_INTERRUPTS,
 	tpcInterruptID:       g3.DefaultHWIPInfo.TPCInterruptID,
-	decoderMask:          0xFFFF,
+	decoderMask:          0x7F7F, // decoders 0xFFFF less the last of each die (gaudi3_validate_set_decoder_binning)
 	edmaMask:             g3.DefaultHWIPInfo.EDMAEnabledMask,
 	tpcMask:              ^uint64(0), // 8 HDCOREs x 8 TPCs
 	rotatorMask:          g3.DefaultHWIPInfo.RotatorEnabledMask,

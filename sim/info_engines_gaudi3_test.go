@@ -52,7 +52,7 @@ func TestGaudi3EngineStatusText(t *testing.T) {
 	// Rows per table with the default masks: 4 PDMA groups, 4 PDMA dup
 	// engines, 8 EDMAs, 64 TPCs, 8 MMEs, 6 rotators (0x77), 16 decoders,
 	// 16 scheduler ARCs.
-	wantRows := []int{4, 4, 8, 64, 8, 6, 16, 16}
+	wantRows := []int{4, 4, 8, 64, 8, 6, 14, 16} // decoders: 0x7F7F
 
 	var headers []string
 	var rows []int
@@ -98,12 +98,14 @@ func TestGaudi3EngineStatusText(t *testing.T) {
 		97:  "4   0    Y        0x3           0x1           0xf00       0x3         0x3\n",
 		99:  "6   0    Y        0x3           0x1           0xf00       0x3         0x3\n",
 		101: "0   0    Y        0\n",
-		116: "7   1    Y        0\n",
-		118: "0   0             Y        0\n",
-		133: "7   1             Y        0\n",
+		107: "3   0    Y        0\n", // decoder 1 of HDCORE 3, the last of die 0, is binned
+		108: "4   0    Y        0\n",
+		114: "7   0    Y        0\n", // and HDCORE 7's, the last of die 1
+		116: "0   0             Y        0\n",
+		131: "7   1             Y        0\n",
 	}
-	if len(parts) != 134 {
-		t.Fatalf("%d strings in the engine table, want 134", len(parts))
+	if len(parts) != 132 {
+		t.Fatalf("%d strings in the engine table, want 132", len(parts))
 	}
 	for i, w := range want {
 		if parts[i] != w {

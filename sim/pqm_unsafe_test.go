@@ -157,7 +157,7 @@ func TestGaudi3HWIPInfo(t *testing.T) {
 		{"sched_arc_enabled_mask", uint64(r.Reserved9), 0xFFFF},
 		{"edma_enabled_mask", uint64(r.EDMAEnabledMask), 0xFF},
 		{"rotator_enabled_mask", uint64(r.RotatorEnabledMask), 0x77},
-		{"decoder_enabled_mask", uint64(r.DecoderEnabledMask), 0xFFFF},
+		{"decoder_enabled_mask", uint64(r.DecoderEnabledMask), 0x7F7F},
 		{"security_enabled", uint64(r.SecurityEnabled), 0},
 		{"server_type", uint64(r.ServerType), uint64(hl.HL_SERVER_GAUDI3_HLS3_FULLSCALE_IN)},
 	} {
