@@ -32,10 +32,12 @@
 // register blocks (MEMORY MAP_BLOCK) and points each channel's message
 // queue at a ring in pinned host memory mapped to the device. A transfer
 // is then LIN_PDMA packets written into those rings, one job per channel,
-// large copies striped over the channels; the last packet of a job writes
-// the job's number to a completion word in the same host memory, and a
-// MSG_LONG after it raises a user interrupt, which Wait blocks on (WAIT_CS
-// in interrupt mode on the word). The API, the holds, the contexts, the
+// large copies striped over the channels; the last packet of a job
+// advances the channel's completion queue, as Habana's runtime completes
+// its direct-mode PDMA streams: the queue counts the job in a 64-bit
+// counter in the same host memory, then raises a user interrupt through
+// the MSI-X doorbell, which Wait blocks on (WAIT_CS in interrupt mode on
+// the counter). The API, the holds, the contexts, the
 // reapers and Close are the same; what differs is listed at the
 // Transfer's and the Options' fields: no sequence numbers (Seqs is
 // empty) and no timestamps, and since no driver times a channel's job out,

@@ -3,6 +3,7 @@ package dma
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -108,8 +109,9 @@ func TestGaudi3Striping(t *testing.T) {
 }
 
 // TestGaudi3Packets: the ring holds LIN_PDMA packets with the direction
-// the copy needs, the last of a job completing it to the channel's word,
-// then the MSG_LONG that raises the interrupt.
+// the copy needs, the last of a job advancing the channel's completion
+// queue, which is set up to count in host memory and raise the Engine's
+// interrupt through the MSI-X doorbell.
 func TestGaudi3Packets(t *testing.T) {
 	r := newRig(t, sim.Gaudi3, Options{Streams: 1})
 	h, _ := r.m.AllocHost(8192, memory.HostOptions{})
@@ -130,11 +132,11 @@ func TestGaudi3Packets(t *testing.T) {
 			got = append(got, p)
 		}
 		return nil
-	}); err != nil && len(got) < 6 {
+	}); err != nil && len(got) < 3 {
 		t.Fatalf("walking the ring: %v", err)
 	}
-	if len(got) < 6 {
-		t.Fatalf("%d packets in the ring, want 6", len(got))
+	if len(got) < 3 {
+		t.Fatalf("%d packets in the ring, want 3", len(got))
 	}
 	want := []struct {
 		dst, src  uint64
@@ -145,15 +147,22 @@ func TestGaudi3Packets(t *testing.T) {
 		{buf.VA() + 4096, 0x0102030405060708, true, true},
 	}
 	for i, w := range want {
-		l, ok := got[2*i].(packet.LinPDMA)
+		l, ok := got[i].(packet.LinPDMA)
 		if !ok || l.Dst != w.dst || l.Src != w.src || l.Size != 4096 || l.HostToDevice != w.h2d || l.Memset != w.fill ||
-			!l.WriteCompletion || l.CompletionData != uint32(i+1) {
-			t.Errorf("packet %d is %v, want dst %#x src %#x h2d %v memset %v completing job %d", 2*i, got[2*i], w.dst, w.src, w.h2d, w.fill, i+1)
+			!l.AdvanceCompletionQueue || l.WriteCompletion {
+			t.Errorf("packet %d is %v, want dst %#x src %#x h2d %v memset %v advancing the completion queue", i, got[i], w.dst, w.src, w.h2d, w.fill)
 		}
-		m, ok := got[2*i+1].(packet.MsgLong)
-		if !ok || m.Addr != g3.D0_PCIE_MSIX_BASE || m.Value != uint32(r.d.HWIPInfo().FirstUserInterrupt) || !m.EngineBarrier {
-			t.Errorf("packet %d is %v, want the interrupt's MSG_LONG", 2*i+1, got[2*i+1])
-		}
+	}
+	c := r.e.pq.Channels()[0]
+	regs := c.Registers()
+	ld := func(off int) uint32 { return binary.LittleEndian.Uint32(regs[off:]) }
+	if cfg, irq, db := ld(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG), ld(g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD),
+		uint64(ld(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H))<<32|uint64(ld(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L)); cfg != 0x7 ||
+		irq != uint32(r.d.HWIPInfo().FirstUserInterrupt) || db != g3.D0_PCIE_MSIX_BASE {
+		t.Errorf("completion queue: CH_CFG %#x, interrupt %d to %#x; want 0x7, %d to the MSI-X doorbell", cfg, irq, db, r.d.HWIPInfo().FirstUserInterrupt)
+	}
+	if n, pi := c.Completed(), ld(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI); n != 3 || pi != 3 {
+		t.Errorf("counter %d, ECMPLTN_Q_BASE_PI %d; want 3 jobs", n, pi)
 	}
 }
 

@@ -21,8 +21,8 @@ import (
 // A Gaudi3 takes no user work through CS: an Engine claims Options.Streams
 // of the PDMA channels the driver gives users (internal/pqm), and its
 // transfers are jobs written into those channels' rings instead of CSs,
-// each finished when the channel's completion counter reaches the job's
-// sequence number (a ticket). The rest is the CS path's: holds from before
+// each finished when the channel's completion queue has counted it: its
+// counter reaches the job's ticket. The rest is the CS path's: holds from before
 // the first job until the last is done, a context that ends a wait but
 // not the transfer, reapers, Close waiting for the device.
 //

@@ -77,8 +77,11 @@
 // channel's registers; a goroutine per mapped channel watches MSQ_PI,
 // fetches PQM packets from the ring in device-mapped host memory, runs
 // them (LIN_PDMA copy and memset with their completion writes, messages,
-// fences) and advances MSQ_CI; a write of a user interrupt's vector to
-// the MSI-X doorbell raises it for WAIT_CS's interrupt mode. INFO answers
+// fences) and advances MSQ_CI; the channel's completion queue
+// (ECMPLTN_Q_*) counts the LIN_PDMAs that advance it in a 64-bit counter
+// in host memory and then sends its LBW message; a write of a user
+// interrupt's vector to the MSI-X doorbell raises it for WAIT_CS's
+// interrupt mode. INFO answers
 // as the out-of-tree driver fills it for Gaudi3 (pdma_user_owned_ch_mask,
 // 32 MiB DRAM pages with user-chosen page sizes, 256 user interrupts,
 // the DRAM VA range from the end of the HBM, two dies).

@@ -53,8 +53,11 @@ import (
 //     (byte k gets byte k%8; the direction bit is not needed to reach the
 //     addresses); with Fence it first waits on the fence counter like
 //     FENCE; with WriteCompletion it then writes CompletionData (32 bits)
-//     to CompletionAddr. Without en_desc_commit it moves nothing and
-//     writes no completion. MSG_LONG writes its value (or a timestamp) to
+//     to CompletionAddr; with AdvanceCompletionQueue (advcnt_hbw_complq)
+//     it then advances the channel's completion queue (below). A LIN_PDMA
+//     of 0 bytes moves nothing and completes all the same (Habana's
+//     runtime tests use one as a barrier). Without en_desc_commit it
+//     moves nothing and writes no completion. MSG_LONG writes its value (or a timestamp) to
 //     its address, MSG_SHORT to the CP_MSG_BASE_ADDR register Base of the
 //     channel's group plus Offset: PQM messages reach the LBW
 //     (configuration) space only (the tests' comment: "PQM msgs can't do
@@ -66,6 +69,22 @@ import (
 //     registers (CH_B is not simulated: accepted, no effect). NOP, WREG_32,
 //     WREG_BULK and the WREG_64 and CH_WREG_64 packets have no effect.
 //     STOP halts the channel with the cp_stop_op error.
+//   - The completion queue (ECMPLTN_Q_* at 0x400 of the block, as Habana's
+//     runtime programs it in direct mode): while ECMPLTN_Q_CH_CFG has
+//     ENABLE, each advance adds 1 to ECMPLTN_Q_BASE_PI and writes that
+//     count, as a 64-bit little-endian value, to ECMPLTN_Q_BASE_HI:LO (a
+//     device virtual address, through the device MMU: unmapped, it is a
+//     page fault), then, with LBW_WR_EN, sends ECMPLTN_Q_LBW_PAYLD to
+//     ECMPLTN_Q_LBW_ADDR_H:L as an LBW write (the MSI-X doorbell raises
+//     the interrupt): the counter is written before the interrupt. The
+//     queue is the one 64-bit counter SCAL programs (ECMPLTN_Q_BASE_SIZE
+//     8); another size, or a misaligned base, is an error. Whether the
+//     hardware writes its count or increments the memory in place is not
+//     documented: the two agree when software seeds the counter with
+//     ECMPLTN_Q_BASE_PI, as package pqm does. COMPLTN_MODE and
+//     ECMPLTN_Q_BASE_FREQ (which SCAL leaves) are not modelled; without
+//     ENABLE an advance does nothing. Neither DESC_SUBMIT_FIFO_CFG nor
+//     anything but a reset clears these registers.
 //   - LBW writes (completion writes and messages): the PCIe MSI-X doorbell
 //     (D0_PCIE_MSIX_BASE, the address the tests' completion queues write
 //     the interrupt id to) raises that user interrupt (interrupt.go), which
@@ -508,6 +527,7 @@ var (
 	errPQMStop    = errors.New("cp_stop_op: STOP packet")
 	errPQMRing    = errors.New("bad MSQ configuration or producer index")
 	errPQMPartial = errors.New("packet not yet covered by MSQ_PI")
+	errPQMCQ      = errors.New("completion queue not a 64-bit counter at an aligned address")
 )
 
 // drain executes the packets between the consumed count and pi.
@@ -712,9 +732,40 @@ func (c *pqmChan) linPDMA(p packet.LinPDMA) error {
 		return err
 	}
 	if p.WriteCompletion {
-		return c.st.write32(x, p.CompletionAddr, p.CompletionData)
+		if err := c.st.write32(x, p.CompletionAddr, p.CompletionData); err != nil {
+			return err
+		}
+	}
+	if p.AdvanceCompletionQueue {
+		return c.advanceCQ()
 	}
 	return nil
+}
+
+// advanceCQ is the completion of a LIN_PDMA with advcnt_hbw_complq: the
+// channel's completion queue counts it, writes the count to its counter
+// in memory, then sends its LBW message (the interrupt).
+func (c *pqmChan) advanceCQ() error {
+	cfg := c.reg(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG).Load()
+	if cfg&g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE == 0 {
+		return nil
+	}
+	base := uint64(c.reg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_HI).Load())<<32 | uint64(c.reg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_LO).Load())
+	if c.reg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_SIZE).Load() != g3.PQM_ECMPLTN_Q_COUNTER_SIZE || base%8 != 0 {
+		return errPQMCQ
+	}
+	n := c.reg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI).Add(1)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	x := &c.q.x
+	if err := x.store(base, b[:]); err != nil {
+		return err
+	}
+	if cfg&g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_LBW_WR_EN == 0 {
+		return nil
+	}
+	addr := uint64(c.reg(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H).Load())<<32 | uint64(c.reg(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L).Load())
+	return c.msg(addr, c.reg(g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD).Load())
 }
 
 // fenceWait waits for fence counter id to reach target, then takes dec.
@@ -837,7 +888,7 @@ func (c *pqmChan) fail(err error, at uint64) {
 		}
 	case errors.As(err, &uo):
 		d.RecordUndefinedOpcode(c.q.props.engine, uo.addr, uo.left)
-	case err == errPQMStop, err == errPQMRing:
+	case err == errPQMStop, err == errPQMRing, err == errPQMCQ:
 		d.RecordUndefinedOpcode(c.q.props.engine, at, 0)
 	}
 }

@@ -87,6 +87,22 @@ func (u *pqmUser) waitCI() {
 	}
 }
 
+// setCQ programs the channel's completion queue as SCAL's initChannelCQ
+// does: a 64-bit counter at va, the interrupt irq through the MSI-X
+// doorbell, then the configuration cfg.
+func (u *pqmUser) setCQ(va uint64, irq, cfg uint32) {
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_LO, uint32(va))
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_HI, uint32(va>>32))
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_SIZE, g3.PQM_ECMPLTN_Q_COUNTER_SIZE)
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L, uint32(gaudi3MSIXDoorbell&0xFFFFFFFF))
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H, uint32(gaudi3MSIXDoorbell>>32))
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD, irq)
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, cfg)
+}
+
+// cqOn is the configuration SCAL writes for a stream with an interrupt.
+const cqOn = g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE | g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_COMPLTN_MODE | g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_LBW_WR_EN
+
 // pqmPackets builds PQM packets.
 func pqmPackets(t *testing.T, fn func(b *packet.Builder)) []byte {
 	t.Helper()
@@ -350,6 +366,119 @@ func TestPQMEndToEnd(t *testing.T) {
 	memFree(f, h)
 }
 
+// TestPQMCompletionQueue completes through the channel's completion
+// queue as Habana's runtime does in direct mode: LIN_PDMAs with
+// advcnt_hbw_complq count in a 64-bit counter in host memory, and the
+// queue's LBW message to the MSI-X doorbell raises the interrupt that
+// WAIT_CS waits for with the counter as its target.
+func TestPQMCompletionQueue(t *testing.T) {
+	_, d, f := openSim(t, Gaudi3)
+	u := newPQMUser(t, f, 7, 4096)
+	const n = 64 << 10
+	src, srcVA := hostMem(t, f, n)
+	dst, dstVA := hostMem(t, f, n)
+	cnt, cntVA := hostMem(t, f, 4096)
+	for i := range src {
+		src[i] = byte(i*5 + 1)
+	}
+	counter := func() uint64 { return binary.LittleEndian.Uint64(cnt) }
+	irq := firstUserIRQ + 9
+	u.setCQ(cntVA, irq, cqOn)
+	u.push(pqmPackets(t, func(b *packet.Builder) {
+		b.LinPDMA(packet.LinPDMA{Src: srcVA, Dst: dstVA, Size: n / 2})
+		b.LinPDMA(packet.LinPDMA{Src: srcVA + n/2, Dst: dstVA + n/2, Size: n / 2, AdvanceCompletionQueue: true})
+		// A LIN_PDMA of no bytes completes too (SCAL's tests' barrier).
+		b.LinPDMA(packet.LinPDMA{AdvanceCompletionQueue: true})
+	}))
+	out, err := interruptWait(f, irq, 0, addrOf(cnt), 2, 10_000_000)
+	if err != nil || out.Status != hl.HL_WAIT_CS_STATUS_COMPLETED {
+		t.Fatalf("interrupt wait: %+v, %v", out, err)
+	}
+	if !bytes.Equal(src, dst) {
+		t.Error("bytes differ after the copy")
+	}
+	if got := counter(); got != 2 {
+		t.Errorf("counter %d, want 2", got)
+	}
+	if got := u.reg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI); got != 2 {
+		t.Errorf("ECMPLTN_Q_BASE_PI %d, want 2", got)
+	}
+	u.waitCI()
+
+	// Without LBW_WR_EN the counter still counts; disabled, nothing does.
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE|g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_COMPLTN_MODE)
+	u.push(pqmPackets(t, func(b *packet.Builder) { b.LinPDMA(packet.LinPDMA{AdvanceCompletionQueue: true}) }))
+	u.waitCI()
+	if got := counter(); got != 3 {
+		t.Errorf("counter %d without the interrupt, want 3", got)
+	}
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, 0)
+	u.push(pqmPackets(t, func(b *packet.Builder) { b.LinPDMA(packet.LinPDMA{AdvanceCompletionQueue: true}) }))
+	u.waitCI()
+	if got, pi := counter(), u.reg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI); got != 3 || pi != 3 {
+		t.Errorf("disabled queue moved: counter %d, PI %d", got, pi)
+	}
+	// The count is the register's: seeded, the counter continues from it.
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI, 100)
+	u.setCQ(cntVA, irq, cqOn)
+	u.push(pqmPackets(t, func(b *packet.Builder) { b.LinPDMA(packet.LinPDMA{AdvanceCompletionQueue: true}) }))
+	if out, err := interruptWait(f, irq, 0, addrOf(cnt), 101, 10_000_000); err != nil || out.Status != hl.HL_WAIT_CS_STATUS_COMPLETED || counter() != 101 {
+		t.Errorf("seeded queue: %+v, %v, counter %d", out, err, counter())
+	}
+	u.waitCI()
+	if d.PQMErrors() != 0 {
+		t.Fatalf("%d channel errors", d.PQMErrors())
+	}
+	// A queue that is not one 64-bit counter is an error that halts the
+	// channel.
+	u.setReg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_SIZE, 16)
+	u.push(pqmPackets(t, func(b *packet.Builder) { b.LinPDMA(packet.LinPDMA{AdvanceCompletionQueue: true}) }))
+	waitFor(t, func() bool { return d.PQMErrors() == 1 })
+	if got := counter(); got != 101 {
+		t.Errorf("counter %d after a bad queue, want 101", got)
+	}
+	// A hard reset clears the queue's registers with the rest.
+	d.Reset()
+	for off := uint64(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG); off < g3.PDMA_CH_A_ECMPLTN_Q_REGS_END; off += 4 {
+		if v := u.reg(off); v != 0 {
+			t.Errorf("register %#x = %#x after the reset", off, v)
+		}
+	}
+}
+
+// TestPQMStrictCounterUnmapped: the completion queue's counter unmapped
+// while the LIN_PDMA that advances it waits in the ring is a strict mode
+// violation and a page fault that halts the channel.
+func TestPQMStrictCounterUnmapped(t *testing.T) {
+	_, d, f := openSimMode(t, Gaudi3, StrictOn)
+	u := newPQMUser(t, f, 8, 4096)
+	cnt := anon(t, 4096, 4096, unix.PROT_READ|unix.PROT_WRITE)
+	cntVA, err := memMapHost(f, addrOf(cnt), 4096, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, dstVA := hostMem(t, f, 4096)
+	irq := firstUserIRQ + 10
+	u.setCQ(cntVA, irq, cqOn)
+	u.push(pqmPackets(t, func(b *packet.Builder) {
+		b.Gaudi3Fence(packet.Gaudi3Fence{ID: 0, Target: 1, Dec: 1})
+		b.LinPDMA(packet.LinPDMA{Src: 0x44, Dst: dstVA, Size: 64, Memset: true, AdvanceCompletionQueue: true})
+	}))
+	time.Sleep(time.Millisecond)
+	if err := memUnmap(f, cntVA); err != nil {
+		t.Fatal(err)
+	}
+	u.setReg(g3.PDMA_CH_A_PQM_CH_FENCE_INC_0, 1) // releases the fence
+	waitFor(t, func() bool { return d.PQMErrors() == 1 })
+	if dst[0] != 0x44 {
+		t.Error("the transfer before the completion did not run")
+	}
+	if binary.LittleEndian.Uint64(cnt) != 0 {
+		t.Error("the unmapped counter was written")
+	}
+	takeViolations(t, d, ViolationPageFault)
+}
+
 // TestPQMMemsetAndWrap fills memory with LIN_PDMA memsets through a small
 // ring many times over, so that packets wrap around its end.
 func TestPQMMemsetAndWrap(t *testing.T) {
@@ -500,7 +629,8 @@ func TestPQMResetInFlight(t *testing.T) {
 	}))
 }
 
-// pqmBench runs LIN_PDMAs of size bytes, host to DRAM, ring to completion.
+// pqmBench runs LIN_PDMAs of size bytes, host to DRAM, ring to completion
+// through the channel's completion queue and its interrupt.
 func pqmBench(b *testing.B, size uint64) {
 	s, err := New(Config{Devices: Default(Gaudi3, 1).Devices, LockDir: b.TempDir(), Strict: StrictOff})
 	if err != nil {
@@ -551,8 +681,15 @@ func pqmBench(b *testing.B, size uint64) {
 	reg32(win, g3.PDMA_CH_A_PQM_CH_MSQ_SIZE).Store(1<<16 - 1)
 	reg32(win, g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L).Store(uint32(ringVA))
 	reg32(win, g3.PDMA_CH_A_PQM_CH_MSQ_BASE_H).Store(uint32(ringVA >> 32))
-	var pi uint32
 	irq := firstUserIRQ
+	reg32(win, g3.PDMA_CH_A_ECMPLTN_Q_BASE_LO).Store(uint32(cntVA))
+	reg32(win, g3.PDMA_CH_A_ECMPLTN_Q_BASE_HI).Store(uint32(cntVA >> 32))
+	reg32(win, g3.PDMA_CH_A_ECMPLTN_Q_BASE_SIZE).Store(g3.PQM_ECMPLTN_Q_COUNTER_SIZE)
+	reg32(win, g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L).Store(uint32(gaudi3MSIXDoorbell & 0xFFFFFFFF))
+	reg32(win, g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H).Store(uint32(gaudi3MSIXDoorbell >> 32))
+	reg32(win, g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD).Store(irq)
+	reg32(win, g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG).Store(cqOn)
+	var pi uint32
 	pkt := make([]byte, 0, 64)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
@@ -561,8 +698,7 @@ func pqmBench(b *testing.B, size uint64) {
 		seq := uint32(i + 1)
 		pkt = pkt[:0]
 		pkt, _ = packet.LinPDMA{Src: srcVA, Dst: dram, Size: uint32(size), HostToDevice: true,
-			WriteCompletion: true, CompletionAddr: cntVA, CompletionData: seq}.Append(packet.Gaudi3PQM, pkt)
-		pkt, _ = doorbell(irq).Append(packet.Gaudi3PQM, pkt)
+			AdvanceCompletionQueue: true}.Append(packet.Gaudi3PQM, pkt)
 		for k, c := range pkt {
 			ring[(pi+uint32(k))%(1<<16)] = c
 		}

@@ -327,10 +327,18 @@ func TestServedPQM(t *testing.T) {
 	set(g3.PDMA_CH_A_PQM_CH_MSQ_SIZE, 4096-1)
 	set(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L, uint32(va+ringOff))
 	set(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_H, uint32((va+ringOff)>>32))
+	// The channel's completion queue counts in the child's memory.
+	set(g3.PDMA_CH_A_ECMPLTN_Q_BASE_LO, uint32(va+doneOff))
+	set(g3.PDMA_CH_A_ECMPLTN_Q_BASE_HI, uint32((va+doneOff)>>32))
+	set(g3.PDMA_CH_A_ECMPLTN_Q_BASE_SIZE, g3.PQM_ECMPLTN_Q_COUNTER_SIZE)
+	set(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L, uint32(gaudi3MSIXDoorbell&0xFFFFFFFF))
+	set(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H, uint32(gaudi3MSIXDoorbell>>32))
+	set(g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD, firstUserIRQ)
+	set(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, cqOn)
 	ring := pqmPackets(t, func(b *packet.Builder) {
-		b.LinPDMA(packet.LinPDMA{Src: va + srcOff, Dst: va + dstOff, Size: n,
-			WriteCompletion: true, CompletionAddr: va + doneOff, CompletionData: 0x5eed})
-		b.MsgLong(doorbell(firstUserIRQ))
+		b.LinPDMA(packet.LinPDMA{Src: va + srcOff, Dst: va + dstOff, Size: n / 2,
+			WriteCompletion: true, CompletionAddr: va + doneOff + 8, CompletionData: 0x5eed})
+		b.LinPDMA(packet.LinPDMA{Src: va + srcOff + n/2, Dst: va + dstOff + n/2, Size: n / 2, AdvanceCompletionQueue: true})
 	})
 	if err := f.copyOut(c.addr+ringOff, ring); err != nil {
 		t.Fatal(err)
@@ -350,10 +358,11 @@ func TestServedPQM(t *testing.T) {
 	if got := c.sum(t, dstOff, n); got != srcSum {
 		t.Error("LIN_PDMA did not copy in the child's memory")
 	}
-	var word [4]byte
-	binary.LittleEndian.PutUint32(word[:], 0x5eed)
-	if c.sum(t, doneOff, 4) != checksum(word[:]) {
-		t.Error("write completion not in the child's memory")
+	var word [12]byte
+	binary.LittleEndian.PutUint64(word[:], 1)
+	binary.LittleEndian.PutUint32(word[8:], 0x5eed)
+	if c.sum(t, doneOff, 12) != checksum(word[:]) {
+		t.Error("completion queue counter and write completion not in the child's memory")
 	}
 	if e := f.dev.PQMErrors(); e != 0 {
 		t.Errorf("%d channel errors", e)

@@ -14,29 +14,36 @@
 //     memory the caller pinned and mapped to the device (MEMORY MAP
 //     USERPTR), which the channel reads packets from between MSQ_CI and
 //     MSQ_PI, two free-running 32-bit byte counters;
-//   - a completion word beside the rings, which the channel sets to the
-//     number of each job it completes.
+//   - its HBW completion queue (the ECMPLTN_Q registers at 0x400 of the
+//     CH_A block), set up as Habana's runtime sets it up in direct mode
+//     (SCAL's DirectModePDMAStream::initChannelCQ): one 64-bit counter
+//     beside the rings, and an LBW message of the Pool's user interrupt
+//     number to the PCIe MSI-X doorbell after each count.
 //
 // A Job is a run of LIN_PDMA packets for one channel. Submit copies it
-// into the ring, its last packet carrying a write completion of the job's
-// number to the completion word, followed by a MSG_LONG behind an engine
-// barrier that writes the Pool's user interrupt number to the PCIe MSI-X
-// doorbell, and advances MSQ_PI; the Ticket it returns is done when the
-// word reaches the job's number. Wait blocks in WAIT_CS's interrupt mode
-// on the word's address (the driver compares the 64-bit value there with
-// the target each time the interrupt fires), in bounded slices so that a
-// missed or early interrupt only delays it.
+// into the ring, its last packet with advcnt_hbw_complq, and advances
+// MSQ_PI. When that packet's transfer is done the channel counts it in
+// the queue (ECMPLTN_Q_BASE_PI), writes the count to the counter, then
+// sends the interrupt; the Ticket Submit returns is done when the counter
+// reaches the count with the job. Only the last packet completes: a
+// channel's LIN_PDMAs complete in order (Synapse completes a chunk of
+// them with its last alone). Wait blocks in WAIT_CS's interrupt mode on
+// the counter's address with the Pool's interrupt (the driver compares the
+// 64-bit value there with the target each time the interrupt fires, as
+// SCAL's waits do), in bounded slices so that a missed or early interrupt
+// only delays it.
 //
-// Habana's runtime (SCAL's direct mode) completes differently: each
-// channel's own HBW completion queue (ECMPLTN_Q_* registers at 0x400 of
-// the CH_A block) counts LIN_PDMAs with advcnt_hbw_complq set and sends
-// the interrupt itself. The simulator models write completions and the
-// doorbell, not that queue, so this package uses the former; both are
-// write completions of the channel waited for with an interrupt.
+// What the sources leave open, and how the package stays on the safe
+// side: SCAL sets a queue up once and never writes ECMPLTN_Q_BASE_PI, but
+// a Pool sets it up again after a reset and before the 32-bit count would
+// wrap; it then disables the queue, writes ECMPLTN_Q_BASE_PI 0 and seeds
+// the counter in memory with what the register reads back, so that the
+// counter reads the seed plus the jobs done whether the channel writes its
+// count or adds to the memory.
 //
 // # What the device may still use
 //
-// The ring, the counters and the memory a job names are read and written
+// The ring, the counter and the memory a job names are read and written
 // by the device until the job's ticket is done. The Pool never releases
 // them: Close resets the channels and unmaps the register blocks, and the
 // caller frees the host memory afterwards, only once every ticket it got
@@ -47,15 +54,26 @@
 //
 // Facts, not code, from: Habana's SCAL direct-mode PDMA stream
 // (github.com/HabanaAI/Intel_Gaudi3_Software at
-// e6cef1c3d122627e08bb3dfd1ec49d7ada86f852,
+// adff76ca6ca1b1cadec482250202bf5bdb8dcf1f,
 // scal/src/platform/gaudi3/direct_mode_pdma_stream.cpp setBuffer and
-// initChannelCQ; scal_qman_gaudi3.cpp, which waits with
-// hlthunk_wait_for_interrupt on a counter's user address; the CH_A
+// initChannelCQ, called from scal_init_gaudi3.cpp
+// initDirectModeSinglePdmaChannel with the counter's device address, and
+// scal_cfg_gaudi3.cpp createSingleDirectModePdmaChannel with
+// mmD0_PCIE_MSIX_BASE and first_available_interrupt_id plus a running
+// index; scal/src/common/scal_rt.cpp completionGroupWait, which waits in
+// WAIT_CS's interrupt mode for the counter to reach a count, and
+// scal_qman_gaudi3.cpp, whose configuration channel waits with
+// hlthunk_wait_for_interrupt on a counter in host memory it mapped
+// itself; SCAL's tests (scal/tests, pdma_host_sync_internal and
+// PqmPktUtils::buildPqmLpdmaPacket: a LIN_PDMA of 0 bytes with
+// advcnt_hbw_complq and no write completion ends a transfer, and the
+// completion group's wait takes target 1 after one); the CH_A
 // layout of specs_h9/gaudi3/asic_reg_structs/pdma_ch_a_regs.h and
 // pqm_ch_a_regs.h; Synapse's
 // synapse/src/runtime/scal/gaudi3/direct_mode_packets/pqm_packets.cpp and
 // synapse/src/runtime/scal/common/entities/scal_stream_copy_direct_mode.cpp:
-// only the last LIN_PDMA of a chunk completes, device-to-host copies clear
+// only the last LIN_PDMA of a chunk completes, with advcnt_hbw_complq in
+// its INTERNAL barrier mode, device-to-host copies clear
 // the direction bit and every other transfer sets it); hlthunk-enhanced's
 // Gaudi3 tests (github.com/HenryTangIntel/hlthunk-enhanced at
 // cb46f4f1640c492ba086aaca89143b9a859a7f8b, tests/gaudi3/

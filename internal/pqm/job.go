@@ -17,12 +17,12 @@ type Job struct {
 }
 
 // MaxJobBytes is the most packet bytes one Job holds, completion included:
-// 2,728 LIN_PDMA packets, each moving up to 2 GiB. A ring takes jobs of at
+// 2,730 LIN_PDMA packets, each moving up to 2 GiB. A ring takes jobs of at
 // most a quarter of its size.
 const MaxJobBytes = 64 << 10
 
 // NewJob returns an empty Job with room for MaxJobBytes of packets.
-func NewJob() *Job { return &Job{body: make([]byte, 0, MaxJobBytes-24-finalExtra)} }
+func NewJob() *Job { return &Job{body: make([]byte, 0, MaxJobBytes-24)} }
 
 // Reset empties the job.
 func (j *Job) Reset() { j.body, j.last, j.n = j.body[:0], packet.LinPDMA{}, 0 }

@@ -79,9 +79,10 @@ type Config struct {
 	// Ring is each channel's ring size in bytes: a power of two from 4 KiB
 	// to 1 GiB (the MSQ_SIZE field's limit).
 	Ring int
-	// Interrupt is the user interrupt the channels raise on completion,
-	// and Doorbell the address of the MSI-X doorbell they write it to
-	// (g3.D0_PCIE_MSIX_BASE on a Gaudi3).
+	// Interrupt is the user interrupt the channels' completion queues
+	// raise, and Doorbell the address of the MSI-X doorbell their LBW
+	// message writes it to (g3.D0_PCIE_MSIX_BASE on a Gaudi3, as SCAL
+	// programs it).
 	Interrupt uint32
 	Doorbell  uint64
 	// Resets, when not nil, returns how many times the device was reset
@@ -92,13 +93,13 @@ type Config struct {
 	Resets func() (uint64, error)
 }
 
-// slotBytes is the room each channel's completion word takes in the host
-// memory after the rings: a cache line.
+// slotBytes is the room each channel's completion counter takes in the
+// host memory after the rings: a cache line.
 const slotBytes = 64
 
 // HostBytes returns how much pinned, device-mapped host memory a Pool of n
 // channels with rings of ring bytes needs: the rings, then one slot per
-// channel for its completion word.
+// channel for its completion queue's counter.
 func HostBytes(n, ring int) int { return n*ring + n*slotBytes }
 
 // Pool is the channels one owner claimed, with their rings and completion
@@ -122,16 +123,17 @@ type Channel struct {
 	block  []byte // its CH_A registers, mapped
 	ring   []byte
 	ringVA uint64
-	word   *uint64 // the completion word: the last completed job's number
+	word   *uint64 // the completion queue's counter: the jobs completed, from seed
 	wordVA uint64
-	epoch  atomic.Uint64 // counts resets of the word (see Submit)
+	epoch  atomic.Uint64 // counts resets of the counter (see Submit)
 	gen    uint64        // the reset count the channel was set up in
 
 	mu      sync.Mutex
 	pi      uint64 // bytes written to the ring, free-running
 	ci      uint64 // bytes the channel is known to have consumed: up to the last job known done
 	base    uint64 // MSQ_PI and MSQ_CI count from here (see reserve)
-	issued  uint64 // the last job's number in this epoch
+	seed    uint64 // the counter's value when the queue was set up, in this epoch
+	issued  uint64 // the counter's value once the last job is done
 	pending []mark // jobs not known done, oldest first
 }
 
@@ -139,8 +141,8 @@ type Channel struct {
 type mark struct{ target, end uint64 }
 
 // Ticket names one submitted job: done when the channel's completion
-// word reaches Target, or the word was reset since (which happens only
-// once every job before is done).
+// counter reaches Target, or the counter was reset since (which happens
+// only once every job before is done).
 type Ticket struct {
 	C      *Channel
 	Target uint64
@@ -216,7 +218,8 @@ func Claimed(key any) uint64 {
 // Open claims channels, maps their register blocks and configures them:
 // the ring in host (HostBytes(cfg.Channels, cfg.Ring) bytes of pinned host
 // memory at device address va, which must stay mapped until every job is
-// done and the Pool closed) and the completion counters after the rings.
+// done and the Pool closed) and the completion queue's counter after the
+// rings.
 // It claims fewer channels than asked when fewer are free, none being
 // ErrNoChannel.
 func Open(cfg Config, host []byte, va uint64) (*Pool, error) {
@@ -260,8 +263,8 @@ func Open(cfg Config, host []byte, va uint64) (*Pool, error) {
 		}
 		c.gen = p.gen.Load()
 		p.chans = append(p.chans, c)
-		atomic.StoreUint64(c.word, 0)
 		c.resetRing()
+		c.resetCQ()
 	}
 	return p, nil
 }
@@ -294,13 +297,41 @@ func (c *Channel) resetRing() {
 	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, 0)
 }
 
+// resetCQ sets up the channel's completion queue as SCAL's direct mode
+// does (DirectModePDMAStream::initChannelCQ): a queue of one 64-bit
+// counter, the counter's device address, the interrupt and the MSI-X
+// doorbell for its LBW message, then ENABLE, COMPLTN_MODE (the user's
+// mode) and LBW_WR_EN. SCAL sets a queue up once; this also does it again
+// after a reset or before the count wraps, so it first disables the queue
+// and writes ECMPLTN_Q_BASE_PI 0, then seeds the counter in memory with
+// what ECMPLTN_Q_BASE_PI reads: whether the channel writes its count or
+// adds to the memory, the counter then reads seed plus the jobs completed.
+// Nothing may be in flight on the channel. c.mu is held, or the channel is
+// not shared yet.
+func (c *Channel) resetCQ() {
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, 0)
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_BASE_LO, uint32(c.wordVA))
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_BASE_HI, uint32(c.wordVA>>32))
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_BASE_SIZE, g3.PQM_ECMPLTN_Q_COUNTER_SIZE)
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI, 0)
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L, uint32(c.p.doorbell))
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H, uint32(c.p.doorbell>>32))
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD, c.p.irq)
+	c.seed = uint64(c.get(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI))
+	c.issued = c.seed
+	atomic.StoreUint64(c.word, c.seed)
+	c.set(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE|
+		g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_COMPLTN_MODE|g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_LBW_WR_EN)
+}
+
 // Done reports whether the job of a ticket completed.
 func (t Ticket) Done() bool {
 	return t.C.epoch.Load() != t.epoch || atomic.LoadUint64(t.C.word) >= t.Target
 }
 
-// Completed returns the channel's completion word: the number of the last
-// job it completed in the current epoch.
+// Completed returns the channel's completion counter: the number of jobs
+// it completed in the current epoch, from the value the queue was set up
+// with.
 func (c *Channel) Completed() uint64 { return atomic.LoadUint64(c.word) }
 
 // counterLimit is where the 32-bit MSQ_PI and MSQ_CI must not reach: the
@@ -309,9 +340,10 @@ func (c *Channel) Completed() uint64 { return atomic.LoadUint64(c.word) }
 // past it the channel is drained and its ring reset. A variable for tests.
 var counterLimit uint64 = 1 << 32
 
-// targetLimit bounds a job's number: the write completion carries 32
-// bits, so before the number would need more the channel is drained and
-// the word set back to 0, in a new epoch. A variable for tests.
+// targetLimit bounds the counter: the completion queue counts in the
+// 32-bit ECMPLTN_Q_BASE_PI, so before a job would take the count past it
+// the channel is drained and its queue set up again, in a new epoch. A
+// variable for tests.
 var targetLimit uint64 = 1<<32 - 1
 
 // ErrTimeout reports a wait or a submission whose deadline passed first;
@@ -323,11 +355,12 @@ var ErrTimeout = fmt.Errorf("pqm: deadline passed: %w", ioctl.ErrTimeout)
 // within ctx and until deadline (none when zero), for room in the ring.
 // On error nothing of the job was queued.
 //
-// The completion: the job's last LIN_PDMA writes the job's number to the
-// channel's completion word in host memory (its write completion, which
-// the channel sends once the transfer's writes are done), and a MSG_LONG
-// behind an engine barrier then writes the Pool's interrupt number to the
-// MSI-X doorbell, which raises that user interrupt for WAIT_CS.
+// The completion, as Habana's runtime completes its direct-mode PDMA
+// streams: the job's last LIN_PDMA has advcnt_hbw_complq, so once its
+// transfer is done the channel's completion queue counts it, writes the
+// count to the counter in host memory and sends its LBW message, the
+// Pool's interrupt number to the MSI-X doorbell, which raises that user
+// interrupt for WAIT_CS. The ticket's target is the count with the job.
 func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticket, error) {
 	if j.n == 0 {
 		return Ticket{}, errors.New("pqm: empty job")
@@ -338,7 +371,7 @@ func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticke
 	if g := c.p.gen.Load(); c.gen != g {
 		c.restart(g)
 	}
-	need := uint64(len(j.body) + j.last.Len() + finalExtra)
+	need := uint64(len(j.body) + j.last.Len())
 	if need > uint64(len(c.ring))/4 {
 		return Ticket{}, fmt.Errorf("pqm: job of %d bytes for a ring of %d (at most a quarter): %w", need, len(c.ring), ErrJobFull)
 	}
@@ -346,9 +379,8 @@ func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticke
 		if err := c.drain(ctx, deadline); err != nil {
 			return Ticket{}, err
 		}
-		atomic.StoreUint64(c.word, 0)
-		c.issued = 0
 		c.epoch.Add(1)
+		c.resetCQ()
 	}
 	pos, err := c.reserve(ctx, need, deadline)
 	if err != nil {
@@ -357,23 +389,17 @@ func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticke
 	target := c.issued + 1
 	n := uint64(copy(c.ring[pos:], j.body))
 	last := j.last
-	last.WriteCompletion = true
-	last.CompletionAddr = c.wordVA
-	last.CompletionData = uint32(target)
+	last.AdvanceCompletionQueue = true
 	out, err := last.Append(packet.Gaudi3PQM, c.ring[pos+n:pos+n])
-	if err == nil {
-		n += uint64(len(out))
-		out, err = packet.MsgLong{Header: packet.Header{EngineBarrier: true}, Addr: c.p.doorbell, Value: c.p.irq}.Append(packet.Gaudi3PQM, c.ring[pos+n:pos+n])
-		n += uint64(len(out))
-	}
 	if err != nil {
 		return Ticket{}, fmt.Errorf("pqm: encode completion: %w", err)
 	}
+	n += uint64(len(out))
 	c.pi += n
 	c.issued = target
-	// The job's MSG_LONG may still be unfetched when its word is written:
-	// its bytes come back with the next job's completion (see retire).
-	c.pending = append(c.pending, mark{target: target, end: c.pi - msgLongBytes})
+	// The completing packet is the job's last: once the counter counts
+	// it, the channel fetched every byte of the job (see retire).
+	c.pending = append(c.pending, mark{target: target, end: c.pi})
 	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, uint32(c.pi-c.base))
 	return Ticket{C: c, Target: target, epoch: c.epoch.Load(), gen: c.gen}, nil
 }
@@ -387,35 +413,27 @@ func (p *Pool) renew() {
 }
 
 // restart sets a channel up again after a device reset cleared its
-// registers: an empty ring at its start, a new epoch of the completion
-// word. Every job submitted before was reported aborted. c.mu is held.
+// registers: an empty ring at its start, its completion queue in a new
+// epoch. Every job submitted before was reported aborted. c.mu is held.
 func (c *Channel) restart(gen uint64) {
 	c.gen = gen
 	c.pending = c.pending[:0]
 	c.pi = (c.pi + uint64(len(c.ring)) - 1) &^ (uint64(len(c.ring)) - 1)
 	c.ci, c.base = c.pi, c.pi
-	c.issued = 0
-	atomic.StoreUint64(c.word, 0)
 	c.epoch.Add(1)
 	c.resetRing()
+	c.resetCQ()
 }
-
-// finalExtra is what the completion adds to a job: the two completion
-// words of its last LIN_PDMA (40 bytes instead of 24) and the MSG_LONG.
-const finalExtra = 16 + msgLongBytes
-
-const msgLongBytes = 16
 
 // reserve makes room for need contiguous bytes in the ring and returns
 // their offset: a job never wraps around the ring's end (the tests assert
 // it of their command buffers); the rest of the ring before the end is
 // filled with NOPs. c.mu is held.
 //
-// Room comes back as jobs complete, up to each one's MSG_LONG, which the
-// channel may fetch after it wrote the job's completion word: those 16
-// bytes come back with the next job. A job takes at most a quarter of the
-// ring, and its padding less than itself, so once every job is done the
-// room always suffices.
+// Room comes back as jobs complete: a job's completing packet is its
+// last, so a completed job's bytes were all fetched. A job takes at most a
+// quarter of the ring, and its padding less than itself, so once every job
+// is done the room always suffices.
 func (c *Channel) reserve(ctx context.Context, need uint64, deadline time.Time) (uint64, error) {
 	size := uint64(len(c.ring))
 	for {
@@ -471,16 +489,16 @@ func (c *Channel) retire() {
 }
 
 // drain waits until every job of the channel is done, then resets the
-// ring so that MSQ_PI and MSQ_CI start again from 0. The completion word
+// ring so that MSQ_PI and MSQ_CI start again from 0. The completion queue
 // is left alone.
 func (c *Channel) drain(ctx context.Context, deadline time.Time) error {
-	if c.issued > 0 {
+	if c.issued > c.seed {
 		if err := c.p.wait(ctx, Ticket{C: c, Target: c.issued, epoch: c.epoch.Load()}, deadline); err != nil {
 			return fmt.Errorf("pqm: drain channel %d: %w", c.id, err)
 		}
 	}
-	// The last job's MSG_LONG may follow its completion word: the ring is
-	// reset only once the channel fetched everything (MSQ_CI at MSQ_PI).
+	// The ring is reset only once the channel shows everything fetched
+	// (MSQ_CI at MSQ_PI): a Stall's FENCE takes no completion.
 	pause := time.Microsecond
 	for c.get(g3.PDMA_CH_A_PQM_CH_MSQ_CI) != uint32(c.pi-c.base) {
 		if !deadline.IsZero() && time.Now().After(deadline) {
@@ -608,8 +626,8 @@ func (p *Pool) Idle() bool {
 	return true
 }
 
-// Close stops the channels (their rings reset), unmaps their register
-// blocks and gives them back. Call it only once every
+// Close stops the channels (their rings reset, their completion queues
+// disabled), unmaps their register blocks and gives them back. Call it only once every
 // ticket is done (Idle): the host memory is the caller's to free after
 // Close returns. Close is idempotent.
 func (p *Pool) Close() error {
@@ -618,6 +636,7 @@ func (p *Pool) Close() error {
 	}
 	for _, c := range p.chans {
 		c.set(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
+		c.set(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, 0)
 	}
 	err := p.unmapAll()
 	ids := make([]int, len(p.chans))

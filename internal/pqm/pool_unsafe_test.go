@@ -17,9 +17,10 @@ import (
 
 // fakeDev is a Device whose channels run their rings on a goroutine: it
 // decodes the packets between MSQ_CI and MSQ_PI, records each LIN_PDMA,
-// writes the completion word of a completing one and counts the
-// interrupts MSG_LONGs to the doorbell raise (it moves no data). host is
-// the Pool's host memory at device address va.
+// advances the channel's completion queue for one with
+// advcnt_hbw_complq (ECMPLTN_Q_BASE_PI, then the 64-bit counter in host
+// memory) and counts the interrupts the queue's LBW message raises (it
+// moves no data). host is the Pool's host memory at device address va.
 type fakeDev struct {
 	t      *testing.T
 	host   []byte
@@ -150,20 +151,39 @@ func (d *fakeDev) step(addr uint64, b []byte) {
 		case packet.LinPDMA:
 			d.seen[addr] = append(d.seen[addr], l)
 			if l.WriteCompletion {
-				// The device writes 32 bits; the word's upper half stays 0, so
-				// a 64-bit store is the same, and the race detector pairs it
-				// with the owner's 64-bit load.
-				w := d.at(l.CompletionAddr, 8)
-				atomic.StoreUint64((*uint64)(unsafe.Pointer(&w[0])), uint64(l.CompletionData))
+				d.t.Errorf("LIN_PDMA %v with a write completion", l)
+			}
+			if l.AdvanceCompletionQueue {
+				d.advanceCQ(b)
 			}
 		case packet.MsgLong:
-			if l.Addr != g3.D0_PCIE_MSIX_BASE || l.Value != 71 || !l.EngineBarrier {
-				d.t.Errorf("MSG_LONG %v: want the doorbell, interrupt 71, behind the engine barrier", l)
-			}
-			d.irqs.Add(1)
+			d.t.Errorf("MSG_LONG %v: the completion needs no message", l)
 		}
 		atomic.StoreUint32(reg(b, g3.PDMA_CH_A_PQM_CH_MSQ_CI), ci)
 	}
+}
+
+// advanceCQ counts a completion in the channel's completion queue as the
+// simulator does: ECMPLTN_Q_BASE_PI plus one, written to the counter,
+// then the LBW message.
+func (d *fakeDev) advanceCQ(b []byte) {
+	ld := func(off int) uint32 { return atomic.LoadUint32(reg(b, off)) }
+	cfg := ld(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG)
+	if cfg != g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE|g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_COMPLTN_MODE|g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_LBW_WR_EN {
+		d.t.Errorf("completion queue configured %#x, want ENABLE | COMPLTN_MODE | LBW_WR_EN", cfg)
+		return
+	}
+	if size := ld(g3.PDMA_CH_A_ECMPLTN_Q_BASE_SIZE); size != 8 {
+		d.t.Errorf("completion queue of %d bytes, want one 64-bit counter", size)
+	}
+	n := atomic.AddUint32(reg(b, g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI), 1)
+	w := d.at(uint64(ld(g3.PDMA_CH_A_ECMPLTN_Q_BASE_HI))<<32|uint64(ld(g3.PDMA_CH_A_ECMPLTN_Q_BASE_LO)), 8)
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&w[0])), uint64(n))
+	lbw := uint64(ld(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H))<<32 | uint64(ld(g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L))
+	if lbw != g3.D0_PCIE_MSIX_BASE || ld(g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD) != 71 {
+		d.t.Errorf("completion queue's message %#x to %#x, want interrupt 71 to the doorbell", ld(g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD), lbw)
+	}
+	d.irqs.Add(1)
 }
 
 // hostMem returns 8-byte aligned memory for a Pool, outside the Go heap's
@@ -209,6 +229,14 @@ func TestConfigure(t *testing.T) {
 			{"MSQ_SIZE", g3.PDMA_CH_A_PQM_CH_MSQ_SIZE, 8191},
 			{"MSQ_BASE_L", g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L, uint32(c.ringVA)},
 			{"MSQ_BASE_H", g3.PDMA_CH_A_PQM_CH_MSQ_BASE_H, uint32(c.ringVA >> 32)},
+			{"ECMPLTN_Q_BASE_LO", g3.PDMA_CH_A_ECMPLTN_Q_BASE_LO, uint32(c.wordVA)},
+			{"ECMPLTN_Q_BASE_HI", g3.PDMA_CH_A_ECMPLTN_Q_BASE_HI, uint32(c.wordVA >> 32)},
+			{"ECMPLTN_Q_BASE_SIZE", g3.PDMA_CH_A_ECMPLTN_Q_BASE_SIZE, 8},
+			{"ECMPLTN_Q_BASE_PI", g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI, 0},
+			{"ECMPLTN_Q_LBW_ADDR_L", g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L, uint32(g3.D0_PCIE_MSIX_BASE & 0xFFFFFFFF)},
+			{"ECMPLTN_Q_LBW_ADDR_H", g3.PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H, uint32(g3.D0_PCIE_MSIX_BASE >> 32)},
+			{"ECMPLTN_Q_LBW_PAYLD", g3.PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD, 71},
+			{"ECMPLTN_Q_CH_CFG", g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, 0x7},
 		}
 		if got := ld(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG) & g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG_MODE_MASK; got != g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM {
 			t.Errorf("channel %d mode %d, want PI/CI in memory", want, got)
@@ -304,15 +332,15 @@ func TestRing(t *testing.T) {
 			if s.Src != want[i] || s.Dst != want[i]+1 || s.Size != 8 || !s.HostToDevice {
 				t.Fatalf("packet %d is %v, want src %#x", i, s, want[i])
 			}
-			if s.WriteCompletion {
+			if s.AdvanceCompletionQueue {
 				jobs++
-				if s.CompletionAddr != c.wordVA || uint64(s.CompletionData) != (uint64(jobs)-1)%tlimit+1 {
-					t.Fatalf("completing packet %d is %v, want completion %d at %#x", i, s, jobs, c.wordVA)
+				if next := i + 1; next < len(seen) && next < len(want) && want[next]>>20 == want[i]>>20 {
+					t.Fatalf("completing packet %d is not its job's last", i)
 				}
 			}
 		}
 		if jobs != 200 || d.irqs.Load() != 200 || c.Completed() != (200-1)%tlimit+1 {
-			t.Errorf("limit %d: %d completing packets, %d interrupts, word %d; want 200", limit, jobs, d.irqs.Load(), c.Completed())
+			t.Errorf("limit %d: %d completing packets, %d interrupts, counter %d; want 200", limit, jobs, d.irqs.Load(), c.Completed())
 		}
 		if !p.Idle() {
 			t.Error("not idle after the last job")
@@ -363,11 +391,14 @@ func TestJobFull(t *testing.T) {
 		}
 		n++
 	}
-	if bytes := len(j.body) + j.last.Len() + finalExtra; bytes > MaxJobBytes || n != j.Len() {
+	if bytes := len(j.body) + j.last.Len(); bytes > MaxJobBytes || n != j.Len() || n != 2730 {
 		t.Errorf("%d packets, %d bytes with the completion: more than MaxJobBytes", n, bytes)
 	}
 	if err := j.Add(packet.LinPDMA{WriteCompletion: true}); err == nil {
 		t.Error("a packet with its own completion was taken")
+	}
+	if err := j.Add(packet.LinPDMA{AdvanceCompletionQueue: true}); err == nil {
+		t.Error("a packet advancing the completion queue was taken")
 	}
 	p, _ := openPool(t, new(int), 1, 1, 4096)
 	if _, err := p.Channels()[0].Submit(context.Background(), j, time.Time{}); !errors.Is(err, ErrJobFull) {

@@ -198,7 +198,8 @@ func TestIntegrationServedGaudi3(t *testing.T) {
 			`(?m)^    PDMA ch \d+ msq=\d+ LIN_PDMA\{Src:0x[0-9a-f]+ Dst:0x[0-9a-f]+ Size:65536 HostToDevice .*\} src_host=0x[0-9a-f]+$`},
 		{"the device-to-host LIN_PDMA from the ring",
 			`(?m)^    PDMA ch \d+ msq=\d+ LIN_PDMA\{Src:0x[0-9a-f]+ Dst:0x[0-9a-f]+ Size:65536 .*\} dst_host=0x[0-9a-f]+$`},
-		{"the completion's MSI-X doorbell MSG_LONG", `(?m)^    PDMA ch \d+ msq=\d+ MSG_LONG\{Addr:0x300007ffc417000 Value:0x[0-9a-f]+`},
+		{"a job's last LIN_PDMA advancing the channel's completion queue",
+			`(?m)^    PDMA ch \d+ msq=\d+ LIN_PDMA\{Src:0x[0-9a-f]+ Dst:0x[0-9a-f]+ Size:\d+ .*AdvanceCompletionQueue.*\}`},
 	} {
 		if !regexp.MustCompile(c.re).MatchString(got) {
 			t.Errorf("no %s (%s)", c.what, c.re)

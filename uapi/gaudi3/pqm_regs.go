@@ -183,15 +183,76 @@ const (
 	PDMA_CH_A_PQM_CH_CQ_RECONFIG_EN_MASK = 0x1
 )
 
+// The channel's HBW completion queue (the ECMPLTN_Q registers of the
+// CH_A block, after the DMA context), which Habana's runtime completes its
+// direct-mode PDMA streams through. A LIN_PDMA with advcnt_hbw_complq
+// (packet.LinPDMA.AdvanceCompletionQueue) advances it when the transfer is
+// done: the channel counts it in ECMPLTN_Q_BASE_PI ("incremented by HW
+// after we write to the CQ"), writes the queue in host memory at
+// ECMPLTN_Q_BASE_HI:LO (a device virtual address, through the device MMU
+// like the ring), and, with LBW_WR_EN, then sends a 32-bit LBW message of
+// ECMPLTN_Q_LBW_PAYLD to ECMPLTN_Q_LBW_ADDR_H:L.
+//
+// How SCAL programs it (scal/src/platform/gaudi3/direct_mode_pdma_stream.cpp,
+// DirectModePDMAStream::initChannelCQ, once per channel; callers in
+// scal_init_gaudi3.cpp initDirectModeSinglePdmaChannel and
+// scal_cfg_gaudi3.cpp createSingleDirectModePdmaChannel): FENCE_CNT of its
+// fence counter to 0; BASE_LO and BASE_HI to the device address of a
+// 64-bit counter (one u64 per completion queue in a counters buffer);
+// BASE_SIZE to 8 (c_cq_size = 1 << c_cq_size_log2, c_cq_size_log2 = 3: a
+// queue of one 64-bit counter); when the stream has an interrupt,
+// LBW_ADDR_L and LBW_ADDR_H to mmD0_PCIE_MSIX_BASE and LBW_PAYLD to the
+// interrupt id (first_available_interrupt_id + a running index, one per
+// stream); last CH_CFG with ENABLE, COMPLTN_MODE (its comment: "Scheduler
+// mode (AKA - user, not driver)") and LBW_WR_EN when there is an
+// interrupt. It writes neither BASE_FREQ nor BASE_PI. Its waits
+// (scal/src/common/scal_rt.cpp Scal::completionGroupWait) compare the
+// counter with a count of completions, with WAIT_CS in interrupt mode on
+// that interrupt id.
+//
+// Offsets: the register structs of
+// specs_h9/gaudi3/asic_reg_structs/pdma_ch_a_regs.h (block_pdma_ch_a: the
+// PQM_CH registers, padding to the context at 0x300, the context, padding
+// named _pad936 of 22 words, then the nine ECMPLTN_Q registers from 0x400,
+// then padding named _pad1060), all at
+// github.com/HabanaAI/Intel_Gaudi3_Software adff76ca6ca1b1cadec482250202bf5bdb8dcf1f.
+const (
+	PDMA_CH_A_ECMPLTN_Q_CH_CFG     = 0x400 // "cfg HBW completion feature"
+	PDMA_CH_A_ECMPLTN_Q_BASE_LO    = 0x404 // the queue's device address, low word
+	PDMA_CH_A_ECMPLTN_Q_BASE_HI    = 0x408 // and high word
+	PDMA_CH_A_ECMPLTN_Q_BASE_SIZE  = 0x40C // "Size of completion queue in Bytes"
+	PDMA_CH_A_ECMPLTN_Q_BASE_FREQ  = 0x410 // "completion per num of descriptors" (SCAL leaves it)
+	PDMA_CH_A_ECMPLTN_Q_BASE_PI    = 0x414 // "incremented by HW after we write to the CQ"
+	PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L = 0x418 // "engine cmpltn lbw msg addr lsb"
+	PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H = 0x41C // "engine cmpltn lbw msg addr msb"
+	PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD  = 0x420 // "engine cmpltn lbw msg payload"
+
+	// PDMA_CH_A_ECMPLTN_Q_REGS_END is one past the last ECMPLTN_Q register.
+	PDMA_CH_A_ECMPLTN_Q_REGS_END = PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD + 4
+)
+
+// Fields of ECMPLTN_Q_CH_CFG (reg_ecmpltn_q_ch_cfg: enable bit 0,
+// compltn_mode bit 1, lbw_wr_en bit 2, the rest reserved) and the queue
+// size SCAL programs.
+const (
+	PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE       = 1 << 0
+	PDMA_CH_A_ECMPLTN_Q_CH_CFG_COMPLTN_MODE = 1 << 1 // 1: the user's ("scheduler") mode
+	PDMA_CH_A_ECMPLTN_Q_CH_CFG_LBW_WR_EN    = 1 << 2 // send the LBW message after each completion
+
+	// PQM_ECMPLTN_Q_COUNTER_SIZE is the queue size SCAL programs into
+	// ECMPLTN_Q_BASE_SIZE: one 64-bit counter.
+	PQM_ECMPLTN_Q_COUNTER_SIZE = 8
+)
+
 // The PCIe MSI-X doorbell: a 32-bit write of a user interrupt's MSI-X
 // vector number (first_available_interrupt_id and up) to it raises that
 // interrupt, which WAIT_CS's interrupt mode (HL_WAIT_CS_FLAGS_INTERRUPT
 // with the id in the flags) waits for. Habana's Gaudi3 tests point their
 // completion queues' LBW write at mmD0_PCIE_MSIX_BASE with the interrupt
 // id as data (hlthunk-enhanced tests/gaudi3/hlthunk_tests_gaudi3.c,
-// gaudi3_add_cq_config_pkt). A PQM channel can write it itself, with a
-// MSG_LONG (PQM messages reach LBW addresses only) or a LIN_PDMA's
-// completion write.
+// gaudi3_add_cq_config_pkt), and Habana's runtime points each direct-mode
+// PDMA channel's completion queue's LBW message at it
+// (ECMPLTN_Q_LBW_ADDR_L/H above).
 //
 // Both are read from gaudi3_blocks.h (mmD0_PCIE_MSIX_BASE and
 // mmD1_PCIE_MSIX_BASE, hlthunk-enhanced at cb46f4f1); they lie

@@ -83,3 +83,31 @@ func TestPQMRegisters(t *testing.T) {
 		t.Errorf("sync object layout: SOBOffset(8191) = %#x, INC|1 = %#x", SOBOffset(8191), SOB_OBJ_INC_BY_ONE)
 	}
 }
+
+// TestECMPLTNQRegisters checks the completion queue's registers against
+// the register struct's layout: after the DMA context (0xA8 bytes at
+// PDMA_CH_A_CTX_OFFSET, then 22 words of padding), nine consecutive
+// words, then 663 words of padding up to the SPECIAL block at 0xE80 (the
+// CH_A_SPECIAL offset gaudi3_blocks.h gives independently).
+func TestECMPLTNQRegisters(t *testing.T) {
+	const ctxBytes, padBefore, padAfter, special = 0xA8, 22 * 4, 663 * 4, 0xE80
+	regs := []uint64{
+		PDMA_CH_A_ECMPLTN_Q_CH_CFG, PDMA_CH_A_ECMPLTN_Q_BASE_LO, PDMA_CH_A_ECMPLTN_Q_BASE_HI,
+		PDMA_CH_A_ECMPLTN_Q_BASE_SIZE, PDMA_CH_A_ECMPLTN_Q_BASE_FREQ, PDMA_CH_A_ECMPLTN_Q_BASE_PI,
+		PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_L, PDMA_CH_A_ECMPLTN_Q_LBW_ADDR_H, PDMA_CH_A_ECMPLTN_Q_LBW_PAYLD,
+	}
+	if want := uint64(PDMA_CH_A_CTX_OFFSET + ctxBytes + padBefore); regs[0] != want {
+		t.Errorf("ECMPLTN_Q_CH_CFG at %#x, want %#x", regs[0], want)
+	}
+	for i, r := range regs {
+		if r != regs[0]+4*uint64(i) {
+			t.Errorf("register %d at %#x, want %#x", i, r, regs[0]+4*uint64(i))
+		}
+	}
+	if PDMA_CH_A_ECMPLTN_Q_REGS_END+padAfter != special || special >= PDMA_CH_A_BLOCK_SIZE {
+		t.Errorf("ECMPLTN_Q registers end at %#x: %#x of padding does not reach SPECIAL at %#x", PDMA_CH_A_ECMPLTN_Q_REGS_END, padAfter, special)
+	}
+	if f := PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE | PDMA_CH_A_ECMPLTN_Q_CH_CFG_COMPLTN_MODE | PDMA_CH_A_ECMPLTN_Q_CH_CFG_LBW_WR_EN; f != 0x7 {
+		t.Errorf("CH_CFG fields %#x, want bits 0-2", f)
+	}
+}
