@@ -116,6 +116,11 @@ func (p *profile) blockID(addr uint64) (id, size uint32, err error) {
 		// pdma_user_owned_ch_mask gives the user (pqm.go), 4 KiB each, the
 		// block id being the channel; other addresses are EINVAL ("Invalid
 		// block address").
+		// The sync managers' exposed blocks follow (sm3.go), their ids
+		// from sm3IDBase on.
+		if id, size, ok := sm3Block(addr); ok {
+			return id, size, nil
+		}
 		ch, ok := pqmBlock(addr)
 		if !ok {
 			return 0, 0, unix.EINVAL
@@ -160,7 +165,14 @@ func (f *File) mmapBlock(off uint64, length int, prot, flags int) ([]byte, error
 	if p.asic == Gaudi3 {
 		// gaudi3_block_mmap was not read; the common rule holds: the id
 		// names a user block and the whole block maps. The mapping is the
-		// channel's registers (pqm.go).
+		// channel's registers (pqm.go) or a sync manager's (sm3.go).
+		if id >= sm3IDBase {
+			r, bsize, ok := sm3RegionOf(id)
+			if !ok || size != uint64(bsize) {
+				return nil, unix.EINVAL
+			}
+			return f.dev.hardware().sm.mapBlock3(f, r, length, prot, flags)
+		}
 		if id >= uint64(len(f.dev.hardware().pqm().chans)) || size != pqmPage {
 			return nil, unix.EINVAL
 		}

@@ -675,6 +675,9 @@ func (x *execEnv) razwi(addr uint64) {
 // CFG space or memory.
 func (x *execEnv) write32(addr uint64, val uint32) error {
 	hw := x.hw
+	if st := hw.pqm(); st != nil {
+		return st.write32(x, addr, val) // Gaudi3: a PDMA channel's map (pqm.go)
+	}
 	if addr < hw.cfgBase || addr-hw.cfgBase >= hw.cfgSize {
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], val)

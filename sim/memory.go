@@ -34,7 +34,11 @@ func (f *File) memory(a *hl.MemArgs) error {
 		if err == nil && f.rem != nil && f.dev.prof.asic == Gaudi3 {
 			// A served client maps the block without the simulator
 			// seeing it (served.go): the channel runs from now on.
-			err = f.dev.hardware().pqm().serveChannel(f, int(h>>12&mmapValueMask))
+			if id := h >> 12 & mmapValueMask; id >= sm3IDBase {
+				err = f.dev.hardware().sm.serveBlock3(f)
+			} else {
+				err = f.dev.hardware().pqm().serveChannel(f, int(id))
+			}
 			if err != nil {
 				h, size = 0, 0
 			}

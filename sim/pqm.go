@@ -830,6 +830,23 @@ func (st *pqmState) write32(x *execEnv, addr uint64, val uint32) error {
 		hw.sm.raise(val)
 		return nil
 	}
+	if blk, _ := hw.sm.block(addr); blk != nil {
+		if addr%4 != 0 {
+			x.razwi(addr)
+			return nil
+		}
+		for _, p := range hw.sm.write(addr, val) {
+			if err := x.deliver(p); err != nil {
+				// A monitor's or completion queue's write faulted; the
+				// channel that set the sync object goes on.
+				var pf *pageFault
+				if errors.As(err, &pf) {
+					hw.d.RecordPageFault(pf.addr, x.c.userMappings(hw.isHostVA(pf.addr))...)
+				}
+			}
+		}
+		return nil
+	}
 	if ch, ok := g3.PDMAChannelOfBlock(addr); ok {
 		off := addr - g3.PDMAChannelBlock(ch)
 		if off%4 != 0 {
@@ -914,6 +931,7 @@ func (d *Device) pqmKick() {
 func (d *Device) pqmStopFile(f *File) {
 	if st := d.hardware().pqm(); st != nil {
 		st.stopFile(f)
+		d.hardware().sm.unbind3(f)
 	}
 }
 
@@ -925,6 +943,7 @@ func (d *Device) pqmClose() {
 	st := d.hardware().pqm()
 	st.stopFile(nil)
 	st.close()
+	d.hardware().sm.close3()
 }
 
 // pqmReset clears every channel's registers after a hard reset.

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/gaudi-go/gaudi/packet"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 )
 
 // The sync manager: sync objects (SOBs) that engines add to or set with
@@ -49,7 +50,13 @@ type smBlock struct {
 	sobs  []uint32
 	mons  []monitor
 	armed map[uint32]struct{} // monitors armed now
-	cqs   [smCQs]smCQ         // Gaudi2 completion queues
+	cqs   *[smCQs]smCQ        // completion queues (Gaudi2; Gaudi3: the HDCORE's, shared by its two groups)
+
+	// Gaudi3 (sm3.go): the group's registers and its HDCORE's GLBL
+	// registers as users map them; sobs is the start of regs.
+	g3   bool
+	regs []uint32
+	glbl []uint32
 }
 
 // smCQs is the completion queues per sync manager (CQ_BASE_ADDR_L_0..63).
@@ -103,11 +110,19 @@ type syncMgr struct {
 	sigCtxs map[*csCtx]struct{}
 
 	irq irqState // user interrupts (interrupt.go), its own lock
+
+	mem sm3Mem // Gaudi3: where the registers live (sm3.go), guarded by mu
 }
 
 func newSyncMgr(p *profile) *syncMgr {
 	s := &syncMgr{prof: p, streams: map[uint32]*syncStream{}}
 	var bases []uint64
+	if p.asic == Gaudi3 {
+		s.lay = gaudi3SMLayout
+		s.newGaudi3()
+		s.reset()
+		return s
+	}
 	if p.dramVirtual {
 		s.lay = gaudi2SMLayout
 		for d := uint64(0); d < 4; d++ {
@@ -129,11 +144,15 @@ func newSyncMgr(p *profile) *syncMgr {
 // reset clears every SOB and monitor, as the hard reset's re-init does.
 func (s *syncMgr) reset() {
 	s.mu.Lock()
+	clear(s.mem.b) // Gaudi3: the registers users map
 	for _, b := range s.blocks {
-		b.sobs = make([]uint32, s.lay.sobs)
+		if !b.g3 {
+			b.sobs = make([]uint32, s.lay.sobs)
+			b.cqs = new([smCQs]smCQ)
+		}
 		b.mons = make([]monitor, s.lay.mons)
 		b.armed = map[uint32]struct{}{}
-		b.cqs = [smCQs]smCQ{}
+		*b.cqs = [smCQs]smCQ{}
 	}
 	s.resetStreamsLocked()
 	s.mu.Unlock()
@@ -144,6 +163,9 @@ func (s *syncMgr) reset() {
 // block returns the sync manager whose registers hold addr and the offset
 // of addr in it, or nil.
 func (s *syncMgr) block(addr uint64) (*smBlock, uint64) {
+	if s.prof.asic == Gaudi3 {
+		return s.block3(addr)
+	}
 	end := s.lay.st + uint64(s.lay.mons)*4
 	if s.prof.dramVirtual {
 		end = smGlblEnd
@@ -189,6 +211,15 @@ func (s *syncMgr) writeReg(b *smBlock, off uint64, val uint32) []payload {
 	}
 	if i, ok := reg(0, l.sobs); ok {
 		return s.writeSOB(b, i, sobUpdate(val))
+	}
+	if b.g3 {
+		if off >= sm3GlblOff {
+			s.writeGlbl3(b, off-sm3GlblOff, val)
+			return nil
+		}
+		if off < l.st && off%4 == 0 {
+			b.regs[off/4] = val // read back through the mapping
+		}
 	}
 	if i, ok := reg(l.payL, l.mons); ok {
 		b.mons[i].payL = val
@@ -275,7 +306,12 @@ func sobUpdate(val uint32) packet.SOBUpdate { return packet.MsgShort{Value: val}
 
 // monCfg reads monitor i's MON_CONFIG (zero on Gaudi).
 func monCfg(b *smBlock, i uint32) packet.MonConfig {
-	return packet.MsgShort{Value: b.mons[i].cfg}.MonConfig()
+	c := packet.MsgShort{Value: b.mons[i].cfg}.MonConfig()
+	if b.g3 {
+		// Gaudi3 moved WR_NUM to bits 27:24 (sob_objs_masks.h).
+		c.WrNum = uint8((b.mons[i].cfg & g3.SOB_OBJS_MON_CONFIG_WR_NUM_MASK) >> g3.SOB_OBJS_MON_CONFIG_WR_NUM_SHIFT)
+	}
+	return c
 }
 
 // longHolder reports whether monitor i holds part of the value of a long
@@ -368,6 +404,9 @@ func (s *syncMgr) cqWrite(b *smBlock, q, val uint32, lbw bool) []payload {
 		}
 		out = append(out, payload{addr: base + uint64(c.pi%entries)*4, val: val, cq: true})
 		c.pi++
+		if b.g3 {
+			b.glbl[(g3.SOB_GLBL_CQ_PI_0+4*uint64(q))/4] = c.pi
+		}
 	}
 	if lbw {
 		addr := uint64(c.lbwH)<<32 | uint64(c.lbwL)

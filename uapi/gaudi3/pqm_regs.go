@@ -266,8 +266,9 @@ const (
 // HDCOREs' (gaudi3_blocks.h at cb46f4f1: mmHD0_SYNC_MNGR_OBJS_BASE,
 // mmHD0_SYNC_MNGR_GLBL_BASE, mmHD1_SYNC_MNGR_OBJS_BASE). Habana's Gaudi3
 // tests use HDCORE 1's (HDCORE_OFFSET above HDCORE 0's) for completions
-// before the completion queues are set up. The simulator does not model
-// them yet: MAP_BLOCK of these addresses is EINVAL there.
+// before the completion queues are set up. HDCORE n's blocks are
+// n*HDCORE_OFFSET above HDCORE 0's for all eight HDCOREs of the two dies
+// (gaudi3_blocks.h places HD1 and HD6 blocks so).
 const (
 	HD0_SYNC_MNGR_OBJS_BASE = 0x0300007FFE380000
 	HD0_SYNC_MNGR_GLBL_BASE = 0x0300007FFE3A0000
@@ -297,3 +298,98 @@ const (
 // SOBOffset returns the offset of sync object i (0 to SOBS_PER_SM-1)
 // inside a sync manager's OBJS block.
 func SOBOffset(i int) uint64 { return SOB_OBJS_SOB_OBJ_0_0 + uint64(i)*SOB_OBJ_BYTES }
+
+// The two groups of a sync manager: "two separated identical groups of
+// SOBs/MONs under the same SM block" (gaudi3P.h at f9523baa:
+// HDCORE_NUM_OF_SOB_PER_GRP 8192, HDCORE_NUM_OF_MON_PER_GRP 1024,
+// HDCORE_NUM_OF_CQ 64). Group 0 starts at the OBJS block, group 1
+// SYNC_MNGR_OBJS_GRP_OFFSET above it (sob_objs_regs.h at cb46f4f1: group
+// 0's registers end with SM_PRIV_0 below 0x10000, group 1's SM_PRIV_1_511
+// is the block's last register at 0x1FFFC). Offsets inside a group:
+// SOB_OBJ_g_0 at 0, MON_PAY_ADDRL_g_0 at 0x8000, then the monitors' other
+// register arrays of 1024 registers each in the order of sob_objs_masks.h
+// (PAY_ADDRH, PAY_DATA, ARM, CONFIG, STATUS, which ends at 0xDFFC),
+// CQ_DIRECT_0..63 at 0xE000, SM_SEC_g_0 at 0xF000.
+const (
+	SYNC_MNGR_OBJS_GRP_OFFSET = 0x10000
+	HDCORE_NUM_OF_SOB_PER_GRP = 8192
+	HDCORE_NUM_OF_MON_PER_GRP = 1024
+	HDCORE_NUM_OF_CQ          = 64
+	NUM_OF_HDCORES            = MAX_NUM_OF_DIES * NUM_OF_HDCORES_PER_DIE
+
+	SOB_OBJS_MON_PAY_ADDRL_0 = 0x8000
+	SOB_OBJS_MON_PAY_ADDRH_0 = 0x9000
+	SOB_OBJS_MON_PAY_DATA_0  = 0xA000
+	SOB_OBJS_MON_ARM_0       = 0xB000
+	SOB_OBJS_MON_CONFIG_0    = 0xC000
+	SOB_OBJS_MON_STATUS_0    = 0xD000
+	SOB_OBJS_CQ_DIRECT_0     = 0xE000
+	SOB_OBJS_SM_SEC_0_0      = 0xF000
+
+	// SM_OBJS_BLOCK_SIZE is the size of one user-mappable group of a sync
+	// manager's OBJS block, SM_SEC_0_0 - SOB_OBJ_0_0 (gaudi3P.h), the
+	// block_size MAP_BLOCK answers for it. SYNC_MNGR_GLBL_BLOCK_SIZE is the
+	// GLBL block's (HD0_SYNC_MNGR_GLBL_MAX_OFFSET, one page).
+	SM_OBJS_BLOCK_SIZE        = SOB_OBJS_SM_SEC_0_0
+	SYNC_MNGR_GLBL_BLOCK_SIZE = 0x1000
+)
+
+// MON_CONFIG fields on Gaudi3 (sob_objs_masks.h): LONG_SOB bit 0, CQ_EN
+// bit 4, LBW_EN bit 8, SM_DATA_CONFIG bit 15, MSB_SID 19:16, AUTO_ZERO bit
+// 20, WR_NUM 27:24 (Gaudi2's is 6:5), LONG_HIGH_GROUP bit 31. MON_ARM is
+// Gaudi2's: SID 7:0, MASK 15:8, SOP bit 16 (1: equal), SOD 31:17.
+const (
+	SOB_OBJS_MON_CONFIG_WR_NUM_SHIFT = 24
+	SOB_OBJS_MON_CONFIG_WR_NUM_MASK  = 0xF000000
+)
+
+// The completion queue registers of a sync manager's GLBL block
+// (sob_glbl_regs.h at cb46f4f1), 64 of each, 4 bytes apart: the queue's
+// base address, its size (log2 of bytes), its producer index, the LBW
+// write (address and data) the sync manager sends after each queue write,
+// and the increment mode (0: 32-bit entries, 1: a 64-bit counter the
+// monitor's data is added to, as Habana's completion tests configure it).
+const (
+	SOB_GLBL_CQ_BASE_ADDR_L_0 = 0x050
+	SOB_GLBL_CQ_BASE_ADDR_H_0 = 0x150
+	SOB_GLBL_CQ_SIZE_LOG2_0   = 0x250
+	SOB_GLBL_CQ_PI_0          = 0x350
+	SOB_GLBL_LBW_ADDR_L_0     = 0x450
+	SOB_GLBL_LBW_ADDR_H_0     = 0x550
+	SOB_GLBL_LBW_DATA_0       = 0x650
+	SOB_GLBL_CQ_INC_MODE_0    = 0x750
+	SOB_GLBL_CQ_DIR_LBW_EN_0  = 0x850
+)
+
+// SyncMngrObjsBlock returns the address of group grp (0 or 1) of HDCORE
+// hd's sync manager OBJS block, the address MAP_BLOCK takes for it.
+func SyncMngrObjsBlock(hd, grp int) uint64 {
+	return HD0_SYNC_MNGR_OBJS_BASE + uint64(hd)*HDCORE_OFFSET + uint64(grp)*SYNC_MNGR_OBJS_GRP_OFFSET
+}
+
+// SyncMngrGlblBlock returns the address of HDCORE hd's sync manager GLBL
+// block.
+func SyncMngrGlblBlock(hd int) uint64 {
+	return HD0_SYNC_MNGR_GLBL_BASE + uint64(hd)*HDCORE_OFFSET
+}
+
+// SyncMngrUserBlock reports whether the driver lets users map the sync
+// manager block at addr (an OBJS group or a GLBL block base): gaudi3P.h's
+// list of user-mappable blocks has "SYNC_MNGR_OBJS0/SYNC_MNGR_OBJS1/GLBL
+// blocks (for DIE0.HD0, only SYNC_MNGR_OBJS1)", NUM_OF_EXPOSED_SM_BLOCKS =
+// (2*4 - 1)*3 + 1 = 22: group 0 and the GLBL block of HDCORE 0 hold the
+// driver's reserved sync objects, monitors and completion queues
+// (GAUDI3_RESERVED_SOB/MON/CQ_NUMBER, 19 of each).
+func SyncMngrUserBlock(addr uint64) (size uint32, ok bool) {
+	for hd := range NUM_OF_HDCORES {
+		for grp := range 2 {
+			if addr == SyncMngrObjsBlock(hd, grp) && (hd != 0 || grp == 1) {
+				return SM_OBJS_BLOCK_SIZE, true
+			}
+		}
+		if addr == SyncMngrGlblBlock(hd) && hd != 0 {
+			return SYNC_MNGR_GLBL_BLOCK_SIZE, true
+		}
+	}
+	return 0, false
+}

@@ -111,3 +111,30 @@ func TestECMPLTNQRegisters(t *testing.T) {
 		t.Errorf("CH_CFG fields %#x, want bits 0-2", f)
 	}
 }
+
+func TestSyncMngrUserBlocks(t *testing.T) {
+	// gaudi3P.h: NUM_OF_EXPOSED_SM_BLOCKS = (2*4 - 1)*3 + 1.
+	n := 0
+	for hd := range NUM_OF_HDCORES + 1 {
+		for _, addr := range []uint64{SyncMngrObjsBlock(hd, 0), SyncMngrObjsBlock(hd, 1), SyncMngrGlblBlock(hd)} {
+			if _, ok := SyncMngrUserBlock(addr); ok {
+				n++
+			}
+		}
+	}
+	if n != 22 {
+		t.Errorf("%d user-mappable sync manager blocks, want 22", n)
+	}
+	if SyncMngrObjsBlock(1, 0) != 0x0300007FFE780000 || SyncMngrGlblBlock(0) != HD0_SYNC_MNGR_GLBL_BASE {
+		t.Errorf("HD1 OBJS %#x, HD0 GLBL %#x", SyncMngrObjsBlock(1, 0), SyncMngrGlblBlock(0))
+	}
+	if _, ok := SyncMngrUserBlock(SyncMngrObjsBlock(0, 0)); ok {
+		t.Error("HDCORE 0's group 0 is user-mappable")
+	}
+	if size, ok := SyncMngrUserBlock(SyncMngrObjsBlock(0, 1)); !ok || size != 0xF000 {
+		t.Errorf("HDCORE 0's group 1: %#x, %v", size, ok)
+	}
+	if SOB_OBJS_MON_STATUS_0+4*(HDCORE_NUM_OF_MON_PER_GRP-1) != 0xDFFC {
+		t.Error("MON_STATUS_0_1023 is not at 0xDFFC")
+	}
+}
