@@ -339,7 +339,19 @@ func TestServedPQM(t *testing.T) {
 		b.LinPDMA(packet.LinPDMA{Src: va + srcOff, Dst: va + dstOff, Size: n / 2,
 			WriteCompletion: true, CompletionAddr: va + doneOff + 8, CompletionData: 0x5eed})
 		b.LinPDMA(packet.LinPDMA{Src: va + srcOff + n/2, Dst: va + dstOff + n/2, Size: n / 2, AdvanceCompletionQueue: true})
+		// A sync object of HDCORE 1, which the client maps too.
+		b.MsgLong(packet.MsgLong{Addr: g3.SyncMngrObjsBlock(1, 0) + g3.SOBOffset(6), Value: 9})
+		b.MsgLong(packet.MsgLong{Addr: g3.SyncMngrObjsBlock(1, 0) + g3.SOBOffset(6), Value: g3.SOB_OBJ_INC_BY_ONE})
 	})
+	sh, ssize, err := mapBlock(f, g3.SyncMngrObjsBlock(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := unix.Mmap(f.MmapFile(), int64(MmapFileOffset(sh)), int(ssize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(objs) })
 	if err := f.copyOut(c.addr+ringOff, ring); err != nil {
 		t.Fatal(err)
 	}
@@ -367,6 +379,9 @@ func TestServedPQM(t *testing.T) {
 	if e := f.dev.PQMErrors(); e != 0 {
 		t.Errorf("%d channel errors", e)
 	}
+	if got := reg32(objs, g3.SOBOffset(6)).Load(); got != 10 {
+		t.Errorf("the client's mapping reads SOB 6 = %d, want 10", got)
+	}
 	// The release stops the channel and gives the registers back to the
 	// simulator.
 	f.Close()
@@ -376,5 +391,12 @@ func TestServedPQM(t *testing.T) {
 	st.mu.Unlock()
 	if bound != nil || running {
 		t.Errorf("after release: bound %v, channel running %v", bound != nil, running)
+	}
+	sm := s.Device(0).hardware().sm
+	sm.mu.Lock()
+	smBound := sm.mem.bound
+	sm.mu.Unlock()
+	if smBound != nil || sm.sob(2, 6) != 10 {
+		t.Errorf("after release: sync managers bound %v, SOB 6 = %d", smBound != nil, sm.sob(2, 6))
 	}
 }
