@@ -8,7 +8,9 @@ import (
 // HW blocks users may map (HL_MEM_OP_MAP_BLOCK, then mmap of the block
 // handle). Gaudi2 exposes the table gaudi2_user_mapped_blocks_init builds
 // (gaudi2/gaudi2.c); first-generation Gaudi exposes none
-// (gaudi_get_hw_block_id answers EPERM). The addresses are offsets from
+// (gaudi_get_hw_block_id answers EPERM); Gaudi3 the user-owned PDMA
+// channels' CH_A blocks (pqm.go) and 22 sync manager blocks (sm3.go). The
+// Gaudi2 addresses are offsets from
 // CFG_BASE, from the register map (include/gaudi2/asic_reg).
 
 // mmap offset types (HL_MMAP_TYPE_*, common/habanalabs.h), as byte offsets:

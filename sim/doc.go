@@ -81,7 +81,16 @@
 // (ECMPLTN_Q_*) counts the LIN_PDMAs that advance it in a 64-bit counter
 // in host memory and then sends its LBW message; a write of a user
 // interrupt's vector to the MSI-X doorbell raises it for WAIT_CS's
-// interrupt mode. INFO answers
+// interrupt mode. The eight HDCOREs' sync managers (sm3.go, syncmgr.go)
+// take the channels' messages and completion writes: sync objects set or
+// incremented (15 bits, long SOBs), monitors that fire on them and write
+// their payload or a completion queue (a 64-bit counter in host memory,
+// then the queue's LBW write, the MSI-X doorbell in Habana's tests);
+// MAP_BLOCK and mmap of the 22 sync manager blocks the driver exposes
+// (both groups and the GLBL block of every HDCORE but HDCORE 0, whose
+// group 1 alone is the user's) show the live registers, so a load polls a
+// sync object as Habana's tests do before their completion queues exist.
+// INFO answers
 // as the out-of-tree driver fills it for Gaudi3 (pdma_user_owned_ch_mask,
 // 32 MiB DRAM pages with user-chosen page sizes, 256 user interrupts,
 // the DRAM VA range from the end of the HBM, two dies).

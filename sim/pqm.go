@@ -90,8 +90,9 @@ import (
 //     the interrupt id to) raises that user interrupt (interrupt.go), which
 //     WAIT_CS's interrupt mode waits for; a channel's CH_A registers
 //     (FENCE_INC_n adds, others store); a group's CP_MSG_BASE_ADDR_0..15
-//     (in its PQM_CMN_B block); CH_B registers are accepted without
-//     effect; any other LBW address is a RAZWI. Other addresses are
+//     (in its PQM_CMN_B block); the sync managers' registers (sm3.go:
+//     sync objects, monitors, completion queues); CH_B registers are
+//     accepted without effect; any other LBW address is a RAZWI. Other addresses are
 //     memory.
 //   - Errors halt the channel until DESC_SUBMIT_FIFO_CFG is written again,
 //     as the PQM's error causes (gaudi3_pdma_pqm_sei_err_cause:

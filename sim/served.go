@@ -174,7 +174,8 @@ func (f *File) Pid() int {
 // command buffer's at its handle, a timestamp buffer's at MmapFileOffset
 // of its handle; on Gaudi3 a PDMA channel's CH_A registers at its block
 // handle from MAP_BLOCK on (pqm.go: the channel runs from then, since the
-// client's mapping of the node does not reach the simulator); other
+// client's mapping of the node does not reach the simulator), and the
+// sync managers' registers at theirs (sm3.go); other
 // offsets read as zeros (the other HW blocks, which the simulator does not
 // model). A server lets
 // its client map this file where the client maps the node. The descriptor
