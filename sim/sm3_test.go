@@ -251,3 +251,40 @@ func TestGaudi3CQMode(t *testing.T) {
 		t.Errorf("%d channel errors", d.PQMErrors())
 	}
 }
+
+// TestGaudi3SyncMngrClose: System.Close releases the sync managers'
+// register memfd, and a mapping made before keeps its memory readable.
+func TestGaudi3SyncMngrClose(t *testing.T) {
+	s := newTestSystem(t, Default(Gaudi3, 1))
+	f, err := s.Device(0).Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, size, err := mapBlock(f, g3.SyncMngrObjsBlock(3, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := countFDs(t)
+	win, err := f.Mmap(int64(h), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countFDs(t); n != before+1 {
+		t.Errorf("descriptors %d after the first mapping, want %d", n, before+1)
+	}
+	sm := s.Device(0).hardware().sm
+	sm.mu.Lock()
+	fd := sm.mem.fd
+	sm.mu.Unlock()
+	f.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
+		t.Errorf("register memfd %d still open after Close: %v", fd, err)
+	}
+	_ = reg32(win, 0).Load()
+	if err := unix.Munmap(win); err != nil {
+		t.Error(err)
+	}
+}
