@@ -103,6 +103,11 @@ func TestBlockName(t *testing.T) {
 		{device.Gaudi3, g3.PDMAChannelBlock(23), "PDMA ch 23 (die 1 group 3) PQM CH_A"},
 		{device.Gaudi3, g3.PDMAChannelBlock(12) + 4, "PDMA ch 12 (die 1 group 2) PQM CH_A +0x4"},
 		{device.Gaudi3, g3.PDMAChannelBlock(23) + g3.PDMA_CH_OFFSET, ""},
+		{device.Gaudi3, g3.SyncMngrObjsBlock(1, 0), "HD1 SYNC_MNGR OBJS group 0"},
+		{device.Gaudi3, g3.SyncMngrObjsBlock(0, 1), "HD0 SYNC_MNGR OBJS group 1"},
+		{device.Gaudi3, g3.SyncMngrGlblBlock(7), "HD7 SYNC_MNGR GLBL"},
+		{device.Gaudi3, g3.SyncMngrObjsBlock(0, 0), ""}, // the driver's own: not mappable
+		{device.Gaudi3, g3.SyncMngrGlblBlock(0), ""},
 		{device.Gaudi2, g3.PDMAChannelBlock(0), ""},
 		{device.ASICUnknown, g3.PDMAChannelBlock(0), ""},
 	} {

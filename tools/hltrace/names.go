@@ -216,11 +216,31 @@ func blockName(asic device.ASIC, addr uint64) string {
 	}
 	ch, ok := g3.PDMAChannelOfBlock(addr)
 	if !ok {
-		return ""
+		return syncMngrBlockName(addr)
 	}
 	n := fmt.Sprintf("PDMA ch %d (die %d group %d) PQM CH_A", ch, g3.PDMAChannelDie(ch), ch/g3.NUM_OF_PDMA_CH_PER_GRP)
 	if off := addr - g3.PDMAChannelBlock(ch); off != 0 {
 		n += fmt.Sprintf(" +%#x", off)
 	}
 	return n
+}
+
+// syncMngrBlockName names a Gaudi3 sync manager block the driver lets
+// users map (an OBJS group or a GLBL block, uapi/gaudi3
+// SyncMngrUserBlock), or returns "".
+func syncMngrBlockName(addr uint64) string {
+	if _, ok := g3.SyncMngrUserBlock(addr); !ok {
+		return ""
+	}
+	for hd := range g3.NUM_OF_HDCORES {
+		for grp := range 2 {
+			if addr == g3.SyncMngrObjsBlock(hd, grp) {
+				return fmt.Sprintf("HD%d SYNC_MNGR OBJS group %d", hd, grp)
+			}
+		}
+		if addr == g3.SyncMngrGlblBlock(hd) {
+			return fmt.Sprintf("HD%d SYNC_MNGR GLBL", hd)
+		}
+	}
+	return ""
 }
