@@ -397,7 +397,7 @@ func (r *runner) opPQM(rd *reader) func() string {
 	build := r.readPQMPackets(rd)
 	return func() string {
 		pkts := build()
-		iv := r.u(ci, kAny)
+		iv, pv := r.u(ci, kAny), r.u(piv, kAny)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if len(r.chans) == 0 {
@@ -423,7 +423,7 @@ func (r *runner) opPQM(rd *reader) func() string {
 		case 2:
 			c.pi += uint32(len(pkts)) + 8
 		case 3:
-			c.pi = uint32(r.u(piv, kAny))
+			c.pi = uint32(pv)
 		}
 		if !c.m.live {
 			return res + ", block unmapped"
