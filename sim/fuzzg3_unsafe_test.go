@@ -654,6 +654,19 @@ var gaudi3Seeds = []seedProg{
 	},
 }
 
+func init() {
+	// Resets beside mmaps of a channel block (TestPQMResetBesideBlockMmap).
+	calls := []call{{"call": opMem, "kind": mkMapBlock, "a0": lit(g3.PDMAChannelBlock(4))}}
+	for range 6 {
+		calls = append(calls, call{"call": opReset, "async": 3}, call{"call": opMmap, "which": 2, "h": res(0)}, call{"call": opJoin})
+	}
+	gaudi3Seeds = append(gaudi3Seeds, seedProg{
+		name: "pqm-reset-beside-mmap", asics: g3only, drivers: oot,
+		calls: func(ASIC) []call { return calls },
+		check: func(t *testing.T, _ ASIC, r *runner) { wantLine(t, r, 2, "ok 4096 bytes") },
+	})
+}
+
 var g3only = []ASIC{Gaudi3}
 
 // undefinedPQMOpcode is the first opcode a PQM does not execute.

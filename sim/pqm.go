@@ -344,9 +344,13 @@ func (st *pqmState) stopFile(f *File) {
 		c.q.mu.Lock()
 		c.q.fence = [4]uint32{}
 		c.q.mu.Unlock()
+	}
+	// Cleared before the channels may start again: a goroutine started
+	// by a new mapping owns the state clearRegs resets.
+	st.clearRegs(stop)
+	for _, c := range stop {
 		c.q.halted.Store(false)
 	}
-	st.clearRegs(stop)
 	if f != nil {
 		st.mu.Lock()
 		if st.bound == f {
@@ -857,7 +861,8 @@ func (d *Device) pqmClose() {
 	st.close()
 }
 
-// pqmReset clears every channel's registers after a hard reset.
+// pqmReset clears every channel's registers during a hard reset, while the
+// engines are halted and no channel goroutine runs.
 func (d *Device) pqmReset() {
 	if st := d.hardware().pqm(); st != nil {
 		st.clearRegs(nil)
