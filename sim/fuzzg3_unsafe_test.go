@@ -264,9 +264,9 @@ const (
 func (r *runner) readPQMPackets(rd *reader) func() []byte {
 	n := rd.choice("np", maxPackets+1)
 	type pkt struct {
-		typ                    int
-		am, bm                 int
-		a, b, c, d, e, f, g, h val
+		typ                 int
+		am, bm              int
+		a, b, c, d, e, f, g val
 	}
 	ps := make([]pkt, n)
 	for i := range ps {
