@@ -84,8 +84,9 @@ func (r *runner) memIoctlArena(fill func(in *hl.MemIn)) (*hl.MemArgs, error) {
 	return a, f.f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(a))
 }
 
-// hostVA returns the device address of arena host offset o (relative to
-// hostOff) through the newest host mapping covering it, or false.
+// hostVALocked returns the device address of arena host offset o
+// (relative to hostOff) through the newest host mapping covering it, or
+// false; r.mu is held.
 func (r *runner) hostVALocked(o uint64) (uint64, bool) {
 	addr := r.a.base + hostOff + o
 	for i := len(r.hostMaps) - 1; i >= 0; i-- {

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The seed corpus of FuzzProgramGaudi2 and FuzzProgramGaudi, written as
-// readable programs. A seedSrc runs a program from its description and
+// The seed corpus of the FuzzProgram targets, written as readable
+// programs (FuzzProgramGaudi3's in fuzzg3_unsafe_test.go). A seedSrc runs a program from its description and
 // records the bytes that decode to it; TestFuzzProgramSeeds checks that
 // testdata/fuzz holds exactly those bytes (go test ./sim -run
 // TestFuzzProgramSeeds -update-fuzz-seeds rewrites them) and that each
