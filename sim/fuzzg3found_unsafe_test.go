@@ -3,6 +3,7 @@ package sim
 import (
 	"sync"
 	"testing"
+	"time"
 
 	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"golang.org/x/sys/unix"
@@ -39,5 +40,58 @@ func TestPQMResetBesideBlockMmap(t *testing.T) {
 		if err := f.Munmap(win); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPQMResetBesideRelease: the release of a file that runs PDMA channels
+// stops them (stopFile). It used to stop them with the queues' halt flag,
+// which belongs to device resets, and to clear that flag when done; beside
+// a reset halting the engines, a channel block mapped by the next file
+// then started a goroutine that never saw the halt, and the reset waited
+// for it forever. Found by FuzzProgramGaudi3 (a reopen and a channel set
+// up beside an async reset); seed d5c34da5de387031.
+func TestPQMResetBesideRelease(t *testing.T) {
+	s := newTestSystem(t, Default(Gaudi3, 1))
+	t.Cleanup(func() { s.Close() })
+	d := s.Device(0)
+	for range 100 {
+		f, err := d.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, size, err := mapBlock(f, g3.PDMAChannelBlock(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		win, err := f.Mmap(int64(h), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			d.Reset()
+		}()
+		f.Munmap(win)
+		f.Close()
+		start := time.Now()
+		f2, err := d.Open()
+		for err != nil && time.Since(start) < time.Second { // the release may not have ended
+			f2, err = d.Open()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, size, err = mapBlock(f2, g3.PDMAChannelBlock(2)); err == nil {
+			if win, err := f2.Mmap(int64(h), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
+				defer f2.Munmap(win)
+			}
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a reset beside a release and a new mapping has not returned after 5 s\n%s", allStacks())
+		}
+		f2.Close()
 	}
 }

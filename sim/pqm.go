@@ -149,6 +149,11 @@ type pqmChan struct {
 	ci       uint32        // bytes consumed since the last reset
 	lastPI   uint32        // the MSQ_PI the channel last read
 	halted   bool          // an error stopped the channel
+	// stopping asks the goroutine to end (stopFile). It is the channel's
+	// own: the queue's halt flag belongs to device resets, and clearing it
+	// beside a reset let a channel start that the reset then waited for
+	// forever.
+	stopping atomic.Bool
 	ring     []byte        // fetch buffer
 	lastBusy time.Time
 }
@@ -336,7 +341,7 @@ func (st *pqmState) stopFile(f *File) {
 	}
 	st.mu.Unlock()
 	for _, c := range stop {
-		c.q.halted.Store(true)
+		c.stopping.Store(true)
 		c.wake()
 	}
 	for i, c := range stop {
@@ -349,7 +354,7 @@ func (st *pqmState) stopFile(f *File) {
 	// by a new mapping owns the state clearRegs resets.
 	st.clearRegs(stop)
 	for _, c := range stop {
-		c.q.halted.Store(false)
+		c.stopping.Store(false)
 	}
 	if f != nil {
 		st.mu.Lock()
@@ -395,6 +400,10 @@ func (st *pqmState) kickAll() {
 	}
 }
 
+// stopped reports whether the channel's goroutine must end: a reset
+// halts the engines, or stopFile stops the channel.
+func (c *pqmChan) stopped() bool { return c.q.halted.Load() || c.stopping.Load() }
+
 func (c *pqmChan) wake() {
 	select {
 	case c.kick <- struct{}{}:
@@ -428,7 +437,7 @@ func (c *pqmChan) run(f *File, done chan struct{}) {
 	c.lastBusy = time.Now()
 	idle := 0
 	var sleep time.Duration
-	for !c.q.halted.Load() {
+	for !c.stopped() {
 		if c.step() {
 			idle, sleep = 0, 0
 			c.lastBusy = time.Now()
@@ -506,7 +515,7 @@ func (c *pqmChan) drain(pi uint32) bool {
 	}
 	progress := false
 	for c.ci != pi {
-		if c.q.halted.Load() {
+		if c.stopped() {
 			return true
 		}
 		n, err := c.execAt(base, size, pi-c.ci)
@@ -717,7 +726,7 @@ func (c *pqmChan) fenceWait(id uint8, target, dec uint32) error {
 			}
 			continue
 		}
-		if c.q.halted.Load() {
+		if c.stopped() {
 			return errHalted
 		}
 		if spins < pqmSpins {
