@@ -143,18 +143,18 @@ type pqmChan struct {
 
 	// Owned by the goroutine while it runs, kept from one goroutine to
 	// the next (a mapping made again) until the registers are cleared.
-	f        *File
-	running  bool          // a goroutine serves the channel (st.mu)
-	done     chan struct{} // closed when the goroutine ends
-	ci       uint32        // bytes consumed since the last reset
-	lastPI   uint32        // the MSQ_PI the channel last read
-	halted   bool          // an error stopped the channel
+	f       *File
+	running bool          // a goroutine serves the channel (st.mu)
+	done    chan struct{} // closed when the goroutine ends
+	ci      uint32        // bytes consumed since the last reset
+	lastPI  uint32        // the MSQ_PI the channel last read
+	halted  bool          // an error stopped the channel
 	// stopping asks the goroutine to end (stopFile). It is the channel's
 	// own: the queue's halt flag belongs to device resets, and clearing it
 	// beside a reset let a channel start that the reset then waited for
 	// forever.
 	stopping atomic.Bool
-	ring     []byte        // fetch buffer
+	ring     []byte // fetch buffer
 	lastBusy time.Time
 }
 
