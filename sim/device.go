@@ -298,8 +298,11 @@ func (d *Device) reset(bits uint64) {
 	for _, f := range files {
 		f.abort()
 	}
-	d.restartEngines()
+	// The channels' registers and state are cleared while the engines
+	// are halted: a channel block mapped beside the reset cannot start
+	// its goroutine before (pqm.go startLocked).
 	d.pqmReset()
+	d.restartEngines()
 	d.mu.Lock()
 	d.state = Operational
 	d.mu.Unlock()

@@ -247,15 +247,23 @@
 //
 // # Fuzzing
 //
-// FuzzProgramGaudi2, FuzzProgramGaudi and FuzzProgramGaudi2OOT
-// (fuzzprog_unsafe_test.go) drive the simulator as syzkaller drives a
-// kernel: an input is a program of calls (the six ioctls with fuzzed ops,
+// FuzzProgramGaudi2, FuzzProgramGaudi, FuzzProgramGaudi2OOT and
+// FuzzProgramGaudi3 (fuzzprog_unsafe_test.go) drive the simulator as
+// syzkaller drives a kernel: an input is a program of calls (the six ioctls with fuzzed ops,
 // flags, sizes, handles, queues and pointers into the fuzzer's own
 // memory, its mappings or nowhere; mmap and munmap of CB, timestamp and
 // block handles; reopens, resets, fault injection; host pages taken away
 // under the device) whose arguments may name what earlier calls returned.
 // FuzzProgramGaudi2OOT runs the out-of-tree driver, and its programs also
 // call the NIC ioctl, MEMORY REG_DMABUF_FD and that driver's INFO ops.
+// FuzzProgramGaudi3 (fuzzg3_unsafe_test.go) runs the Gaudi3 profile, whose
+// programs also set PDMA channels up (MAP_BLOCK, mmap of the block, a
+// ring in host memory mapped to the device), store fuzzed values into any
+// register of a mapped block, write PQM packets into the rings (mostly
+// LIN_PDMA with fuzzed addresses, sizes, flags, fences and completions;
+// MSG, FENCE, WAIT, STOP, CH_WREG and garbage) and move MSQ_PI, beside
+// interrupt waits, unmapped rings and buffers, resets and closes with the
+// channels' goroutines running; closing must end those goroutines too.
 // Strict mode is on: the violations a program causes on purpose are
 // expected (Device.ExpectViolations), the others fail it. After each
 // program everything is closed, and the target fails on a panic, on a

@@ -41,15 +41,21 @@ const (
 	opSleep                // let the engines run
 	opJoin                 // wait for the async calls
 	opNIC                  // NIC ioctl (out-of-tree driver programs only)
+	opChan                 // a PDMA channel set up: MAP_BLOCK, mmap, ring, registers (Gaudi3 only)
+	opReg                  // a store to a register of a mapped channel block (Gaudi3 only)
+	opPQM                  // PQM packets into a channel's ring, and MSQ_PI moved (Gaudi3 only)
 	numOps
 
 	// numUpstreamOps is how many ops a program of the upstream driver
 	// chooses from: the ops the out-of-tree driver adds come last, so
 	// that the upstream targets' corpora keep their meaning.
 	numUpstreamOps = opNIC
+	// numOOTOps is how many ops a Gaudi2 program of the out-of-tree
+	// driver chooses from; Gaudi3 programs choose from all.
+	numOOTOps = opNIC + 1
 )
 
-var opNames = [...]string{"INFO", "CB", "CS", "WAIT_CS", "MEMORY", "DEBUG", "mmap", "munmap", "write", "file", "reset", "fault", "state", "event", "host", "sleep", "join", "NIC"}
+var opNames = [...]string{"INFO", "CB", "CS", "WAIT_CS", "MEMORY", "DEBUG", "mmap", "munmap", "write", "file", "reset", "fault", "state", "event", "host", "sleep", "join", "NIC", "chan", "reg", "pqm"}
 
 func (o opKind) String() string { return opNames[o] }
 
@@ -58,7 +64,7 @@ func (o opKind) String() string { return opNames[o] }
 // run alone; file ops keep the bookkeeping simple.
 func (o opKind) asyncable() bool {
 	switch o {
-	case opMunmap, opWrite, opHost, opFile, opSleep, opJoin:
+	case opMunmap, opWrite, opHost, opFile, opSleep, opJoin, opChan, opReg, opPQM:
 		return false
 	}
 	return true
@@ -159,6 +165,7 @@ type runner struct {
 	maps     []*mapRec
 	writes   []writeRec
 	hostMaps []hostMap
+	chans    []*chanRec        // PDMA channels set up (Gaudi3)
 	bufSize  map[uint64]uint64 // mmap handle -> buffer size
 	cbVAs    map[uint64]uint64 // CB device VA -> CB handle
 	written  map[uint64]uint64 // CB handle -> packet bytes written into its mapping
@@ -222,8 +229,11 @@ func newRunner(t testing.TB, env *fuzzEnv, asic ASIC, s source) *runner {
 		t: t, a: env.a, asic: asic, fm: packet.Gaudi2, sys: sys, d: sys.Device(0), legacy: legacy, driver: driver, order: order,
 		bufSize: map[uint64]uint64{}, cbVAs: map[uint64]uint64{}, written: map[uint64]uint64{}, evfd: -1,
 	}
-	if asic == Gaudi {
+	switch asic {
+	case Gaudi:
 		r.fm = packet.Gaudi
+	case Gaudi3:
+		r.fm = packet.Gaudi3
 	}
 	r.d.ExpectViolations(expectedViolations...)
 	r.trace = append(r.trace, rd.line.String())
@@ -282,6 +292,9 @@ func (r *runner) initSpecials() {
 	r.spec = specials(&r.d.prof)
 	if r.oot() {
 		r.spec[kInfoOp] = append(r.spec[kInfoOp], ootInfoOpList...)
+	}
+	if r.asic == Gaudi3 {
+		gaudi3Specials(&r.spec)
 	}
 }
 
@@ -532,7 +545,7 @@ func (r *runner) pickFile(sel int) *fileRec {
 func (r *runner) run(s source) {
 	for n := 0; n < maxCalls && s.next() && !r.stopped; n++ {
 		rd := &reader{s: s}
-		op := opKind(rd.s.choice("call", r.choices(int(numUpstreamOps), int(numOps-numUpstreamOps))))
+		op := opKind(rd.s.choice("call", r.numOpChoices()))
 		fmt.Fprintf(&rd.line, "#%d %v", n, op)
 		async := rd.choice("async", 4) == 3 && op.asyncable()
 		exec := r.decode(op, rd)
@@ -606,6 +619,12 @@ func (r *runner) decode(op opKind, rd *reader) func() string {
 		return r.opSleep(rd)
 	case opNIC:
 		return r.opNIC(rd)
+	case opChan:
+		return r.opChan(rd)
+	case opReg:
+		return r.opReg(rd)
+	case opPQM:
+		return r.opPQM(rd)
 	}
 	return func() string { r.async.Wait(); return "joined" }
 }

@@ -16,15 +16,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The seed corpus of FuzzProgramGaudi2 and FuzzProgramGaudi, written as
-// readable programs. A seedSrc runs a program from its description and
+// The seed corpus of the FuzzProgram targets, written as readable
+// programs (FuzzProgramGaudi3's in fuzzg3_unsafe_test.go). A seedSrc runs a program from its description and
 // records the bytes that decode to it; TestFuzzProgramSeeds checks that
 // testdata/fuzz holds exactly those bytes (go test ./sim -run
 // TestFuzzProgramSeeds -update-fuzz-seeds rewrites them) and that each
 // seed reaches what it was written for. Crashers the fuzz engine finds are
 // kept next to the seeds under their hash names.
 
-var updateSeeds = flag.Bool("update-fuzz-seeds", false, "rewrite the seed files of FuzzProgramGaudi2 and FuzzProgramGaudi")
+var updateSeeds = flag.Bool("update-fuzz-seeds", false, "rewrite the seed files of the FuzzProgram targets")
 
 // call is one call of a seed program: argument names (see the ops in
 // fuzzops_unsafe_test.go) and values. "call" is the op; arguments left out
@@ -320,6 +320,7 @@ var fuzzTargets = []fuzzTarget{
 	{"FuzzProgramGaudi2", Gaudi2, DriverUpstream},
 	{"FuzzProgramGaudi", Gaudi, DriverUpstream},
 	{"FuzzProgramGaudi2OOT", Gaudi2, DriverOutOfTree},
+	{"FuzzProgramGaudi3", Gaudi3, DriverOutOfTree},
 }
 
 // holds reports whether target tg's corpus holds the seed.
@@ -1460,7 +1461,7 @@ func TestFuzzProgramSeeds(t *testing.T) {
 		asic := tg.asic
 		env := &fuzzEnv{a: a, lockDir: lockDir, driver: tg.driver}
 		dir := filepath.Join("testdata", "fuzz", tg.name)
-		for _, sp := range seedProgs {
+		for _, sp := range slices.Concat(seedProgs, gaudi3Seeds) {
 			if !sp.holds(tg) {
 				continue
 			}

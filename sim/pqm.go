@@ -163,13 +163,18 @@ type pqmChan struct {
 
 	// Owned by the goroutine while it runs, kept from one goroutine to
 	// the next (a mapping made again) until the registers are cleared.
-	f        *File
-	running  bool          // a goroutine serves the channel (st.mu)
-	done     chan struct{} // closed when the goroutine ends
-	ci       uint32        // bytes consumed since the last reset
-	lastPI   uint32        // the MSQ_PI the channel last read
-	halted   bool          // an error stopped the channel
-	ring     []byte        // fetch buffer
+	f       *File
+	running bool          // a goroutine serves the channel (st.mu)
+	done    chan struct{} // closed when the goroutine ends
+	ci      uint32        // bytes consumed since the last reset
+	lastPI  uint32        // the MSQ_PI the channel last read
+	halted  bool          // an error stopped the channel
+	// stopping asks the goroutine to end (stopFile). It is the channel's
+	// own: the queue's halt flag belongs to device resets, and clearing it
+	// beside a reset let a channel start that the reset then waited for
+	// forever.
+	stopping atomic.Bool
+	ring     []byte // fetch buffer
 	lastBusy time.Time
 }
 
@@ -356,7 +361,7 @@ func (st *pqmState) stopFile(f *File) {
 	}
 	st.mu.Unlock()
 	for _, c := range stop {
-		c.q.halted.Store(true)
+		c.stopping.Store(true)
 		c.wake()
 	}
 	for i, c := range stop {
@@ -364,9 +369,13 @@ func (st *pqmState) stopFile(f *File) {
 		c.q.mu.Lock()
 		c.q.fence = [4]uint32{}
 		c.q.mu.Unlock()
-		c.q.halted.Store(false)
 	}
+	// Cleared before the channels may start again: a goroutine started
+	// by a new mapping owns the state clearRegs resets.
 	st.clearRegs(stop)
+	for _, c := range stop {
+		c.stopping.Store(false)
+	}
 	if f != nil {
 		st.mu.Lock()
 		if st.bound == f {
@@ -430,6 +439,10 @@ func (st *pqmState) kickAll() {
 	}
 }
 
+// stopped reports whether the channel's goroutine must end: a reset
+// halts the engines, or stopFile stops the channel.
+func (c *pqmChan) stopped() bool { return c.q.halted.Load() || c.stopping.Load() }
+
 func (c *pqmChan) wake() {
 	select {
 	case c.kick <- struct{}{}:
@@ -463,7 +476,7 @@ func (c *pqmChan) run(f *File, done chan struct{}) {
 	c.lastBusy = time.Now()
 	idle := 0
 	var sleep time.Duration
-	for !c.q.halted.Load() {
+	for !c.stopped() {
 		if c.step() {
 			idle, sleep = 0, 0
 			c.lastBusy = time.Now()
@@ -542,7 +555,7 @@ func (c *pqmChan) drain(pi uint32) bool {
 	}
 	progress := false
 	for c.ci != pi {
-		if c.q.halted.Load() {
+		if c.stopped() {
 			return true
 		}
 		n, err := c.execAt(base, size, pi-c.ci)
@@ -784,7 +797,7 @@ func (c *pqmChan) fenceWait(id uint8, target, dec uint32) error {
 			}
 			continue
 		}
-		if c.q.halted.Load() {
+		if c.stopped() {
 			return errHalted
 		}
 		if spins < pqmSpins {
@@ -947,7 +960,8 @@ func (d *Device) pqmClose() {
 	d.hardware().sm.close3()
 }
 
-// pqmReset clears every channel's registers after a hard reset.
+// pqmReset clears every channel's registers during a hard reset, while the
+// engines are halted and no channel goroutine runs.
 func (d *Device) pqmReset() {
 	if st := d.hardware().pqm(); st != nil {
 		st.clearRegs(nil)
