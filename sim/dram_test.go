@@ -259,3 +259,63 @@ func TestFullChunks(t *testing.T) {
 		t.Error("clear of one byte did not drop exactly its chunk")
 	}
 }
+
+// TestSparseCopyShortRange checks the page-by-page probe of a short copy
+// (nextData below probeSpan): written pages are copied, a hole between
+// them stays a hole in the destination, and the bytes are right.
+func TestSparseCopyShortRange(t *testing.T) {
+	s := newTestSystem(t, Default(Gaudi2, 1))
+	d := s.Device(0)
+	m := d.dram
+	const src, dst = 1 << 30, 2 << 30
+	a := bytes.Repeat([]byte{0xA1}, pageSize)
+	c := bytes.Repeat([]byte{0xC3}, pageSize)
+	if err := m.WriteAt(a, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteAt(c, src+2*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	before := d.ResidentDRAM()
+	if err := m.Copy(dst+100, src+100, 3*pageSize-200); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 3*pageSize)
+	if err := m.ReadAt(got, dst); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 3*pageSize)
+	copy(want[100:pageSize], a[100:])
+	copy(want[2*pageSize:3*pageSize-100], c)
+	if !bytes.Equal(got, want) {
+		t.Error("the copied range differs from its source")
+	}
+	if grew := d.ResidentDRAM() - before; grew > 2*pageResident {
+		t.Errorf("the copy made %d bytes resident, want the two written pages at most", grew)
+	}
+}
+
+// BenchmarkDRAMCopy4KiBInData copies 4 KiB from the start of 64 MiB of
+// written device memory: what a copy costs does not depend on how much
+// written memory surrounds it (one SEEK_HOLE walked all 64 MiB).
+func BenchmarkDRAMCopy4KiBInData(b *testing.B) {
+	s, err := New(Config{Devices: Default(Gaudi2, 1).Devices, LockDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	m := s.Device(0).dram
+	buf := bytes.Repeat([]byte{1}, 64<<20)
+	for _, off := range []uint64{1 << 30, 2 << 30} {
+		if err := m.WriteAt(buf, off); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.Copy(2<<30, 1<<30, 4096); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
