@@ -343,27 +343,10 @@ func (b *Batch) encode(jobs []*job, store []job) ([]*job, error) {
 			return nil
 		}
 	}
-	for _, o := range b.ops {
-		stripes := uint64(1)
-		if o.n >= e.opts.StripeSize {
-			stripes = min(uint64(len(e.q.byDir[o.dir].ids)), o.n/(e.opts.StripeSize/2))
-		}
-		per := (o.n + stripes - 1) / stripes
-		for s := uint64(0); s < stripes; s++ {
-			q := e.queue(o.dir)
-			off := s * per
-			end := min(off+per, o.n)
-			for off < end {
-				n := min(end-off, maxPacket)
-				src := o.src + off
-				if o.memset {
-					src = o.src
-				}
-				if err := add(q, o.memset, src, o.dst+off, uint32(n)); err != nil {
-					return jobs, fmt.Errorf("encode transfer: %w", err)
-				}
-				off += n
-			}
+	for i := range b.ops {
+		o := &b.ops[i]
+		if err := e.split(o, func(q uint32, src, dst uint64, n uint32) error { return add(q, o.memset, src, dst, n) }); err != nil {
+			return jobs, fmt.Errorf("encode transfer: %w", err)
 		}
 	}
 	if len(jobs) == first {
@@ -443,4 +426,33 @@ func (b *Batch) run(ctx context.Context) error {
 		return err
 	}
 	return t.Wait(ctx)
+}
+
+// split calls fn for each piece of op o: striped from StripeSize up over
+// the engine's queues (PDMA channels on Gaudi3) of its direction, each
+// stripe cut into pieces of at most maxPacket bytes; a memset's source is
+// its value, the same for every piece.
+func (e *Engine) split(o *op, fn func(q uint32, src, dst uint64, n uint32) error) error {
+	stripes := uint64(1)
+	if o.n >= e.opts.StripeSize {
+		stripes = min(uint64(len(e.q.byDir[o.dir].ids)), o.n/(e.opts.StripeSize/2))
+	}
+	per := (o.n + stripes - 1) / stripes
+	for s := uint64(0); s < stripes; s++ {
+		q := e.queue(o.dir)
+		off := s * per
+		end := min(off+per, o.n)
+		for off < end {
+			n := min(end-off, maxPacket)
+			src := o.src + off
+			if o.memset {
+				src = o.src
+			}
+			if err := fn(q, src, o.dst+off, uint32(n)); err != nil {
+				return err
+			}
+			off += n
+		}
+	}
+	return nil
 }

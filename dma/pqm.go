@@ -180,26 +180,8 @@ func (b *Batch) encodePQM(jobs []*job, store []job) ([]*job, error) {
 	}
 	for i := range b.ops {
 		o := &b.ops[i]
-		stripes := uint64(1)
-		if o.n >= e.opts.StripeSize {
-			stripes = min(uint64(len(e.q.byDir[o.dir].ids)), o.n/(e.opts.StripeSize/2))
-		}
-		per := (o.n + stripes - 1) / stripes
-		for s := uint64(0); s < stripes; s++ {
-			q := e.queue(o.dir)
-			off := s * per
-			end := min(off+per, o.n)
-			for off < end {
-				n := min(end-off, maxPacket)
-				src := o.src + off
-				if o.memset {
-					src = o.src
-				}
-				if err := add(q, o, src, o.dst+off, uint32(n)); err != nil {
-					return jobs, fmt.Errorf("encode transfer: %w", err)
-				}
-				off += n
-			}
+		if err := e.split(o, func(q uint32, src, dst uint64, n uint32) error { return add(q, o, src, dst, n) }); err != nil {
+			return jobs, fmt.Errorf("encode transfer: %w", err)
 		}
 	}
 	if len(jobs) == first {
