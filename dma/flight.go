@@ -162,8 +162,7 @@ func (t *Transfer) reap() bool {
 	var first error
 	var last time.Duration
 	for _, seq := range t.seqs {
-		var troubled time.Time
-		pause := time.Millisecond
+		tr := trouble{pause: time.Millisecond}
 		for {
 			if t.isReleased() {
 				return true // a Wait saw it done
@@ -176,14 +175,10 @@ func (t *Transfer) reap() bool {
 				last = max(last, ts)
 				break
 			}
-			if troubled.IsZero() {
-				troubled = time.Now()
-			} else if time.Since(troubled) > abandonAfter {
+			if !tr.retry() {
 				t.abandon(err)
 				return false
 			}
-			time.Sleep(pause)
-			pause = min(2*pause, 100*time.Millisecond)
 		}
 	}
 	t.finish(first, last)
@@ -213,4 +208,25 @@ func (t *Transfer) abandonAfter(d time.Duration, cause error) {
 	e.mu.Unlock()
 	e.untrack(t, nil)
 	e.inflight.Done()
+}
+
+// trouble paces a reaper's retries of a wait the device keeps failing:
+// the pause doubles up to 100 ms, and after abandonAfter of failures the
+// reaper gives the transfer up.
+type trouble struct {
+	since time.Time
+	pause time.Duration
+}
+
+// retry sleeps before the next try, or reports false once the device has
+// failed the wait for longer than abandonAfter.
+func (tr *trouble) retry() bool {
+	if tr.since.IsZero() {
+		tr.since = time.Now()
+	} else if time.Since(tr.since) > abandonAfter {
+		return false
+	}
+	time.Sleep(tr.pause)
+	tr.pause = min(2*tr.pause, 100*time.Millisecond)
+	return true
 }

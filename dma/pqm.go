@@ -269,8 +269,7 @@ func (t *Transfer) reapPQM() bool {
 	e := t.e
 	var first error
 	for _, tk := range t.tickets {
-		var troubled time.Time
-		pause := time.Millisecond
+		tr := trouble{pause: time.Millisecond}
 		for {
 			if t.isReleased() {
 				return true
@@ -287,14 +286,10 @@ func (t *Transfer) reapPQM() bool {
 				t.abandonAfter(e.pqTimeout(0), err)
 				return false
 			}
-			if troubled.IsZero() {
-				troubled = time.Now()
-			} else if time.Since(troubled) > abandonAfter {
+			if !tr.retry() {
 				t.abandon(err)
 				return false
 			}
-			time.Sleep(pause)
-			pause = min(2*pause, 100*time.Millisecond)
 		}
 	}
 	t.finish(first, 0)
