@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"os"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -67,58 +63,15 @@ func BenchmarkTracedIoctl(b *testing.B) {
 	}
 }
 
-// tracerProcess is hltrace running as a child process.
-type tracerProcess struct {
-	cmd    *exec.Cmd
-	stdout bytes.Buffer
-}
-
-// startTracer starts this test binary as hltrace with args and waits
-// until its probes are attached.
-func startTracer(tb testing.TB, args ...string) *tracerProcess {
-	tb.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &tracerProcess{cmd: exec.Command(exe, args...)}
-	p.cmd.Env = append(os.Environ(), "HLTRACE_TEST_MAIN=1")
-	p.cmd.Stdout = &p.stdout
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "Ctrl-C to stop") {
-			go func() { // keep draining
-				for sc.Scan() {
-				}
-			}()
-			return p
-		}
-		tb.Logf("hltrace: %s", sc.Text())
-	}
-	p.cmd.Wait()
-	tb.Fatalf("hltrace exited before attaching: %v", sc.Err())
-	return nil
-}
-
 var summaryTotals = regexp.MustCompile(`(?m)^(\d+) events, (\d+) lost$`)
 
 // stop interrupts hltrace and returns the events it counted and lost.
 func (p *tracerProcess) stop(tb testing.TB) (events, lost int) {
 	tb.Helper()
-	p.cmd.Process.Signal(os.Interrupt)
-	if err := p.cmd.Wait(); err != nil {
-		tb.Fatalf("hltrace: %v\n%s", err, p.stdout.String())
-	}
-	m := summaryTotals.FindStringSubmatch(p.stdout.String())
+	out := p.interrupt(tb)
+	m := summaryTotals.FindStringSubmatch(out)
 	if m == nil {
-		tb.Fatalf("no totals in hltrace's summary:\n%s", p.stdout.String())
+		tb.Fatalf("no totals in hltrace's summary:\n%s", out)
 	}
 	events, _ = strconv.Atoi(m[1])
 	lost, _ = strconv.Atoi(m[2])

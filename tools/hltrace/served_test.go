@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,42 +40,7 @@ func TestIntegrationServedNode(t *testing.T) {
 		t.Fatalf("go build examples/dma: %v\n%s", err, out)
 	}
 
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := exec.Command(exe, "-transfers", "-decode-cb", "-c", comm)
-	tr.Env = append(os.Environ(), "HLTRACE_TEST_MAIN=1")
-	var out bytes.Buffer
-	tr.Stdout = &out
-	stderr, err := tr.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Process.Kill()
-	banner := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var all []string
-		for sc.Scan() {
-			all = append(all, sc.Text())
-			if strings.Contains(sc.Text(), "Ctrl-C to stop") {
-				banner <- strings.Join(all, "\n")
-			}
-		}
-		banner <- strings.Join(all, "\n")
-	}()
-	select {
-	case b := <-banner:
-		if !strings.Contains(b, "Ctrl-C to stop") {
-			t.Fatalf("hltrace did not start:\n%s", b)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("hltrace did not start within a minute")
-	}
+	tr := startTracer(t, "-transfers", "-decode-cb", "-c", comm)
 
 	run := exec.Command(example, "-size", "4194304")
 	run.Env = s.Env()
@@ -84,11 +48,7 @@ func TestIntegrationServedNode(t *testing.T) {
 		t.Fatalf("examples/dma on the served node: %v\n%s", err, b)
 	}
 	time.Sleep(200 * time.Millisecond) // the last events cross the ring buffer
-	tr.Process.Signal(syscall.SIGINT)
-	if err := tr.Wait(); err != nil {
-		t.Fatalf("hltrace: %v\n%s", err, out.String())
-	}
-	got := out.String()
+	got := tr.interrupt(t)
 	t.Logf("hltrace:\n%s", got)
 	// Every CS of the copies completed, paired with its wait.
 	cs := regexp.MustCompile(`(?m)^\S+\s+\d+\s+` + regexp.QuoteMeta(comm) + `\s+CS fd=\d+ seq=(\d+) .*-> COMPLETED after .* \(\d+ wait\(s\)`)
@@ -138,38 +98,7 @@ func TestIntegrationServedGaudi3(t *testing.T) {
 		prog.Wait()
 	}()
 
-	tr := exec.Command(exe, "-decode-cb", "-p", strconv.Itoa(prog.Process.Pid))
-	tr.Env = append(os.Environ(), "HLTRACE_TEST_MAIN=1")
-	var out bytes.Buffer
-	tr.Stdout = &out
-	stderr, err := tr.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Process.Kill()
-	banner := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var all []string
-		for sc.Scan() {
-			all = append(all, sc.Text())
-			if strings.Contains(sc.Text(), "Ctrl-C to stop") {
-				banner <- strings.Join(all, "\n")
-			}
-		}
-		banner <- strings.Join(all, "\n")
-	}()
-	select {
-	case b := <-banner:
-		if !strings.Contains(b, "Ctrl-C to stop") {
-			t.Fatalf("hltrace did not start:\n%s", b)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("hltrace did not start within a minute")
-	}
+	tr := startTracer(t, "-decode-cb", "-p", strconv.Itoa(prog.Process.Pid))
 
 	// The program opens the device, copies host to device and back, and
 	// says "verified" (or why not).
@@ -179,11 +108,7 @@ func TestIntegrationServedGaudi3(t *testing.T) {
 		t.Fatalf("the Gaudi3 DMA program: %q, %v\n%s", line, err, progErr.String())
 	}
 	time.Sleep(500 * time.Millisecond) // the events cross the ring buffer, the rings are read
-	tr.Process.Signal(syscall.SIGINT)
-	if err := tr.Wait(); err != nil {
-		t.Fatalf("hltrace: %v\n%s", err, out.String())
-	}
-	got := out.String()
+	got := tr.interrupt(t)
 	t.Logf("hltrace:\n%s", got)
 	for _, c := range []struct {
 		what string
