@@ -186,7 +186,14 @@ func (f *File) mmapBlock(off uint64, length int, prot, flags int) ([]byte, error
 	if id >= uint64(len(gaudi2UserBlocks)) || size != uint64(gaudi2UserBlocks[id].size) {
 		return nil, unix.EINVAL
 	}
-	mem, err := unix.Mmap(-1, 0, length, prot, flags|unix.MAP_ANONYMOUS)
+	return mmapBlock(-1, 0, length, prot, flags|unix.MAP_ANONYMOUS)
+}
+
+// mmapBlock maps length bytes of fd at off as a hardware block's
+// registers: like the driver's block mmap (VM_DONTCOPY, VM_DONTDUMP), the
+// mapping is neither inherited by a child nor dumped.
+func mmapBlock(fd int, off int64, length, prot, flags int) ([]byte, error) {
+	mem, err := unix.Mmap(fd, off, length, prot, flags)
 	if err != nil {
 		return nil, err
 	}

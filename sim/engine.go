@@ -671,6 +671,22 @@ func (x *execEnv) razwi(addr uint64) {
 	x.hw.d.RecordRazwi(addr, []uint16{uint16(x.q.props.engine)}, hl.HL_RAZWI_WRITE|hl.HL_RAZWI_LBW)
 }
 
+// smWrite writes val to the sync manager register at addr and delivers
+// the writes its monitors and completion queues make in turn. A delivery
+// that faults is recorded as a page fault; the engine or channel that set
+// the sync object goes on.
+func (x *execEnv) smWrite(addr uint64, val uint32) {
+	hw := x.hw
+	for _, p := range hw.sm.write(addr, val) {
+		if err := x.deliver(p); err != nil {
+			var pf *pageFault
+			if errors.As(err, &pf) {
+				hw.d.RecordPageFault(pf.addr, x.c.userMappings(hw.isHostVA(pf.addr))...)
+			}
+		}
+	}
+}
+
 // write32 is a 32-bit write by the QMAN or a monitor: a register in the
 // CFG space or memory.
 func (x *execEnv) write32(addr uint64, val uint32) error {
@@ -684,16 +700,7 @@ func (x *execEnv) write32(addr uint64, val uint32) error {
 		return x.store(addr, b[:])
 	}
 	if blk, _ := hw.sm.block(addr); blk != nil {
-		for _, p := range hw.sm.write(addr, val) {
-			if err := x.deliver(p); err != nil {
-				// The sync manager's write faulted; the stream that set
-				// the SOB goes on.
-				var pf *pageFault
-				if errors.As(err, &pf) {
-					hw.d.RecordPageFault(pf.addr, x.c.userMappings(hw.isHostVA(pf.addr))...)
-				}
-			}
-		}
+		x.smWrite(addr, val)
 		return nil
 	}
 	off := addr - hw.cfgBase

@@ -312,15 +312,9 @@ func (st *pqmState) mapChannel(f *File, ch int, length, prot, flags int) ([]byte
 			return nil, err
 		}
 	}
-	mem, err := unix.Mmap(st.fd, st.off+int64(ch*pqmPage), length, prot, flags)
+	mem, err := mmapBlock(st.fd, st.off+int64(ch*pqmPage), length, prot, flags)
 	if err != nil {
 		return nil, err
-	}
-	for _, advice := range []int{unix.MADV_DONTFORK, unix.MADV_DONTDUMP} {
-		if err := unix.Madvise(mem, advice); err != nil {
-			unix.Munmap(mem)
-			return nil, err
-		}
 	}
 	st.startLocked(f, ch)
 	return mem, nil
@@ -849,16 +843,7 @@ func (st *pqmState) write32(x *execEnv, addr uint64, val uint32) error {
 			x.razwi(addr)
 			return nil
 		}
-		for _, p := range hw.sm.write(addr, val) {
-			if err := x.deliver(p); err != nil {
-				// A monitor's or completion queue's write faulted; the
-				// channel that set the sync object goes on.
-				var pf *pageFault
-				if errors.As(err, &pf) {
-					hw.d.RecordPageFault(pf.addr, x.c.userMappings(hw.isHostVA(pf.addr))...)
-				}
-			}
-		}
+		x.smWrite(addr, val)
 		return nil
 	}
 	if ch, ok := g3.PDMAChannelOfBlock(addr); ok {

@@ -196,17 +196,7 @@ func (s *syncMgr) mapBlock3(f *File, r, length, prot, flags int) ([]byte, error)
 	if s.mem.bound == nil {
 		s.mem.mapped = true
 	}
-	mem, err := unix.Mmap(s.mem.fd, s.mem.off+int64(r*sm3Region), length, prot, flags)
-	if err != nil {
-		return nil, err
-	}
-	for _, advice := range []int{unix.MADV_DONTFORK, unix.MADV_DONTDUMP} {
-		if err := unix.Madvise(mem, advice); err != nil {
-			unix.Munmap(mem)
-			return nil, err
-		}
-	}
-	return mem, nil
+	return mmapBlock(s.mem.fd, s.mem.off+int64(r*sm3Region), length, prot, flags)
 }
 
 // sm3FileBase is where a served file's memory file holds region 0: the
