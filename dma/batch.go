@@ -305,17 +305,8 @@ func (b *Batch) encode(jobs []*job, store []job) ([]*job, error) {
 	}
 	enc := e.enc
 	first := len(jobs)
-	// current returns the job being filled for queue q: the last one.
-	current := func(q uint32) *job {
-		for i := len(jobs) - 1; i >= first; i-- {
-			if jobs[i].queue == q {
-				return jobs[i]
-			}
-		}
-		return nil
-	}
 	add := func(q uint32, memset bool, src, dst uint64, n uint32) error {
-		j := current(q)
+		j := current(jobs[first:], q)
 		for {
 			if j == nil {
 				cb, err := e.cbs.get(cbSize)
@@ -452,6 +443,17 @@ func (e *Engine) split(o *op, fn func(q uint32, src, dst uint64, n uint32) error
 				return err
 			}
 			off += n
+		}
+	}
+	return nil
+}
+
+// current returns the job of jobs being filled for queue q: the last one
+// for q, or nil.
+func current(jobs []*job, q uint32) *job {
+	for i := len(jobs) - 1; i >= 0; i-- {
+		if jobs[i].queue == q {
+			return jobs[i]
 		}
 	}
 	return nil

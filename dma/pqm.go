@@ -148,16 +148,8 @@ func (e *Engine) putJobs(jobs []*job) {
 func (b *Batch) encodePQM(jobs []*job, store []job) ([]*job, error) {
 	e := b.e
 	first := len(jobs)
-	current := func(q uint32) *job {
-		for i := len(jobs) - 1; i >= first; i-- {
-			if jobs[i].queue == q {
-				return jobs[i]
-			}
-		}
-		return nil
-	}
 	add := func(q uint32, o *op, src, dst uint64, n uint32) error {
-		j := current(q)
+		j := current(jobs[first:], q)
 		for {
 			if j == nil {
 				if len(store) > 0 {
