@@ -886,11 +886,12 @@ func (st *pqmState) write32(x *execEnv, addr uint64, val uint32) error {
 const pqmCmnBCPMsgBase0 = 0x100
 
 // fail halts the channel on err, recording it as the device's error
-// capture would.
+// capture would. The error count moves last, so that whoever sees it
+// (PQMErrors) also sees the records and the strict mode violation.
 func (c *pqmChan) fail(err error, at uint64) {
 	c.halted = true
 	st := c.st
-	st.errors.Add(1)
+	defer st.errors.Add(1)
 	d := st.hw.d
 	x := &c.q.x
 	var pf *pageFault
