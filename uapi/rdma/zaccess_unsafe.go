@@ -31,3 +31,63 @@ func (s *UverbsAttrAttrData) Reserved() uint16 { return *(*uint16)(unsafe.Add(un
 
 // SetReserved sets the reserved member of the union the attr_data member of struct ib_uverbs_attr.
 func (s *UverbsAttrAttrData) SetReserved(v uint16) { *(*uint16)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+
+// ImmData returns the imm_data member of the union the ex member of struct ib_uverbs_wc.
+func (s *UverbsWcEx) ImmData() uint32 { return *(*uint32)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// SetImmData sets the imm_data member of the union the ex member of struct ib_uverbs_wc.
+func (s *UverbsWcEx) SetImmData(v uint32) { *(*uint32)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+
+// InvalidateRKEY returns the invalidate_rkey member of the union the ex member of struct ib_uverbs_wc.
+func (s *UverbsWcEx) InvalidateRKEY() uint32 { return *(*uint32)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// SetInvalidateRKEY sets the invalidate_rkey member of the union the ex member of struct ib_uverbs_wc.
+func (s *UverbsWcEx) SetInvalidateRKEY(v uint32) { *(*uint32)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+
+// ImmData returns the imm_data member of the union the ex member of struct ib_uverbs_send_wr.
+func (s *UverbsSendWrEx) ImmData() uint32 { return *(*uint32)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// SetImmData sets the imm_data member of the union the ex member of struct ib_uverbs_send_wr.
+func (s *UverbsSendWrEx) SetImmData(v uint32) { *(*uint32)(unsafe.Add(unsafe.Pointer(s), 0)) = v }
+
+// InvalidateRKEY returns the invalidate_rkey member of the union the ex member of struct ib_uverbs_send_wr.
+func (s *UverbsSendWrEx) InvalidateRKEY() uint32 { return *(*uint32)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// SetInvalidateRKEY sets the invalidate_rkey member of the union the ex member of struct ib_uverbs_send_wr.
+func (s *UverbsSendWrEx) SetInvalidateRKEY(v uint32) {
+	*(*uint32)(unsafe.Add(unsafe.Pointer(s), 0)) = v
+}
+
+// RDMA returns a pointer to the rdma member of the union the wr member of struct ib_uverbs_send_wr.
+func (s *UverbsSendWrWr) RDMA() *UverbsSendWrWrRDMA {
+	return (*UverbsSendWrWrRDMA)(unsafe.Add(unsafe.Pointer(s), 0))
+}
+
+// Atomic returns a pointer to the atomic member of the union the wr member of struct ib_uverbs_send_wr.
+func (s *UverbsSendWrWr) Atomic() *UverbsSendWrWrAtomic {
+	return (*UverbsSendWrWrAtomic)(unsafe.Add(unsafe.Pointer(s), 0))
+}
+
+// UD returns a pointer to the ud member of the union the wr member of struct ib_uverbs_send_wr.
+func (s *UverbsSendWrWr) UD() *UverbsSendWrWrUD {
+	return (*UverbsSendWrWrUD)(unsafe.Add(unsafe.Pointer(s), 0))
+}
+
+// U6Addr8 returns a pointer to the u6_addr8 member of the union the in6_u member of struct in6_addr.
+func (s *In6AddrIn6U) U6Addr8() *[16]uint8 { return (*[16]uint8)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// U6Addr16 returns a pointer to the u6_addr16 member of the union the in6_u member of struct in6_addr.
+func (s *In6AddrIn6U) U6Addr16() *[8]uint16 { return (*[8]uint16)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// U6Addr32 returns a pointer to the u6_addr32 member of the union the in6_u member of struct in6_addr.
+func (s *In6AddrIn6U) U6Addr32() *[4]uint32 { return (*[4]uint32)(unsafe.Add(unsafe.Pointer(s), 0)) }
+
+// Conn returns a pointer to the conn member of the union the param member of struct rdma_ucm_event_resp.
+func (s *RDMAUcmEventRespParam) Conn() *RDMAUcmConnParam {
+	return (*RDMAUcmConnParam)(unsafe.Add(unsafe.Pointer(s), 0))
+}
+
+// UD returns a pointer to the ud member of the union the param member of struct rdma_ucm_event_resp.
+func (s *RDMAUcmEventRespParam) UD() *RDMAUcmUDParam {
+	return (*RDMAUcmUDParam)(unsafe.Add(unsafe.Pointer(s), 0))
+}

@@ -93,6 +93,20 @@ type UverbsGIDEntry struct {
 	NetdevIfindex uint32
 }
 
+// UverbsAsyncEventDesc mirrors struct ib_uverbs_async_event_desc.
+type UverbsAsyncEventDesc struct {
+	_         structs.HostLayout
+	Element   uint64
+	EventType uint32
+	Reserved  uint32
+}
+
+// UverbsCompEventDesc mirrors struct ib_uverbs_comp_event_desc.
+type UverbsCompEventDesc struct {
+	_        structs.HostLayout
+	CQHandle uint64
+}
+
 // UverbsCmdHdr mirrors struct ib_uverbs_cmd_hdr.
 type UverbsCmdHdr struct {
 	_        structs.HostLayout
@@ -256,4 +270,606 @@ type UverbsReregMRResp struct {
 type UverbsDeregMR struct {
 	_        structs.HostLayout
 	MRHandle uint32
+}
+
+// UverbsCreateCompChannel mirrors struct ib_uverbs_create_comp_channel.
+type UverbsCreateCompChannel struct {
+	_        structs.HostLayout
+	Response uint64
+}
+
+// UverbsCreateCompChannelResp mirrors struct ib_uverbs_create_comp_channel_resp.
+type UverbsCreateCompChannelResp struct {
+	_  structs.HostLayout
+	FD uint32
+}
+
+// UverbsCreateCQ mirrors struct ib_uverbs_create_cq.
+// The flexible array member driver_data (elements of uint64) follows it in memory.
+type UverbsCreateCQ struct {
+	_           structs.HostLayout
+	Response    uint64
+	UserHandle  uint64
+	Cqe         uint32
+	CompVector  uint32
+	CompChannel int32
+	Reserved    uint32
+}
+
+// UverbsCreateCQResp mirrors struct ib_uverbs_create_cq_resp.
+// The flexible array member driver_data (elements of uint64) follows it in memory.
+type UverbsCreateCQResp struct {
+	_        structs.HostLayout
+	_        [0]uint64
+	CQHandle uint32
+	Cqe      uint32
+}
+
+// UverbsWc mirrors struct ib_uverbs_wc.
+type UverbsWc struct {
+	_            structs.HostLayout
+	WrID         uint64
+	Status       uint32
+	Opcode       uint32
+	VendorErr    uint32
+	ByteLen      uint32
+	Ex           UverbsWcEx
+	QPNum        uint32
+	SrcQP        uint32
+	WcFlags      uint32
+	PKEYIndex    uint16
+	Slid         uint16
+	Sl           uint8
+	DlidPathBits uint8
+	PortNum      uint8
+	Reserved     uint8
+}
+
+// UverbsWcEx mirrors the ex member of struct ib_uverbs_wc.
+// Its members share storage and are reached through methods.
+type UverbsWcEx struct {
+	_   structs.HostLayout
+	raw [1]uint32
+}
+
+// UverbsReqNotifyCQ mirrors struct ib_uverbs_req_notify_cq.
+type UverbsReqNotifyCQ struct {
+	_             structs.HostLayout
+	CQHandle      uint32
+	SolicitedOnly uint32
+}
+
+// UverbsDestroyCQ mirrors struct ib_uverbs_destroy_cq.
+type UverbsDestroyCQ struct {
+	_        structs.HostLayout
+	Response uint64
+	CQHandle uint32
+	Reserved uint32
+}
+
+// UverbsDestroyCQResp mirrors struct ib_uverbs_destroy_cq_resp.
+type UverbsDestroyCQResp struct {
+	_                   structs.HostLayout
+	CompEventsReported  uint32
+	AsyncEventsReported uint32
+}
+
+// UverbsGlobalRoute mirrors struct ib_uverbs_global_route.
+type UverbsGlobalRoute struct {
+	_            structs.HostLayout
+	Dgid         [16]uint8
+	FlowLabel    uint32
+	SgidIndex    uint8
+	HopLimit     uint8
+	TrafficClass uint8
+	Reserved     uint8
+}
+
+// UverbsAHAttr mirrors struct ib_uverbs_ah_attr.
+type UverbsAHAttr struct {
+	_           structs.HostLayout
+	Grh         UverbsGlobalRoute
+	Dlid        uint16
+	Sl          uint8
+	SrcPathBits uint8
+	StaticRate  uint8
+	IsGlobal    uint8
+	PortNum     uint8
+	Reserved    uint8
+}
+
+// UverbsQPAttr mirrors struct ib_uverbs_qp_attr.
+type UverbsQPAttr struct {
+	_                structs.HostLayout
+	QPAttrMask       uint32
+	QPState          uint32
+	CurQPState       uint32
+	PathMTU          uint32
+	PathMigState     uint32
+	QKEY             uint32
+	RQPSN            uint32
+	SQPSN            uint32
+	DestQPNum        uint32
+	QPAccessFlags    uint32
+	AHAttr           UverbsAHAttr
+	AltAHAttr        UverbsAHAttr
+	MaxSendWr        uint32
+	MaxRecvWr        uint32
+	MaxSendSge       uint32
+	MaxRecvSge       uint32
+	MaxInlineData    uint32
+	PKEYIndex        uint16
+	AltPKEYIndex     uint16
+	EnSqdAsyncNotify uint8
+	SQDraining       uint8
+	MaxRdAtomic      uint8
+	MaxDestRdAtomic  uint8
+	MinRnrTimer      uint8
+	PortNum          uint8
+	Timeout          uint8
+	RetryCnt         uint8
+	RnrRetry         uint8
+	AltPortNum       uint8
+	AltTimeout       uint8
+	Reserved         [5]uint8
+}
+
+// UverbsCreateQP mirrors struct ib_uverbs_create_qp.
+// The flexible array member driver_data (elements of uint64) follows it in memory.
+type UverbsCreateQP struct {
+	_             structs.HostLayout
+	Response      uint64
+	UserHandle    uint64
+	PDHandle      uint32
+	SendCQHandle  uint32
+	RecvCQHandle  uint32
+	SRQHandle     uint32
+	MaxSendWr     uint32
+	MaxRecvWr     uint32
+	MaxSendSge    uint32
+	MaxRecvSge    uint32
+	MaxInlineData uint32
+	SQSigAll      uint8
+	QPType        uint8
+	IsSRQ         uint8
+	Reserved      uint8
+}
+
+// UverbsCreateQPResp mirrors struct ib_uverbs_create_qp_resp.
+// The flexible array member driver_data (elements of uint32) follows it in memory.
+type UverbsCreateQPResp struct {
+	_             structs.HostLayout
+	QPHandle      uint32
+	Qpn           uint32
+	MaxSendWr     uint32
+	MaxRecvWr     uint32
+	MaxSendSge    uint32
+	MaxRecvSge    uint32
+	MaxInlineData uint32
+	Reserved      uint32
+}
+
+// UverbsQPDest mirrors struct ib_uverbs_qp_dest.
+type UverbsQPDest struct {
+	_            structs.HostLayout
+	Dgid         [16]uint8
+	FlowLabel    uint32
+	Dlid         uint16
+	Reserved     uint16
+	SgidIndex    uint8
+	HopLimit     uint8
+	TrafficClass uint8
+	Sl           uint8
+	SrcPathBits  uint8
+	StaticRate   uint8
+	IsGlobal     uint8
+	PortNum      uint8
+}
+
+// UverbsModifyQP mirrors struct ib_uverbs_modify_qp.
+// The flexible array member driver_data (elements of uint64) follows it in memory.
+type UverbsModifyQP struct {
+	_                structs.HostLayout
+	_                [0]uint64
+	Dest             UverbsQPDest
+	AltDest          UverbsQPDest
+	QPHandle         uint32
+	AttrMask         uint32
+	QKEY             uint32
+	RQPSN            uint32
+	SQPSN            uint32
+	DestQPNum        uint32
+	QPAccessFlags    uint32
+	PKEYIndex        uint16
+	AltPKEYIndex     uint16
+	QPState          uint8
+	CurQPState       uint8
+	PathMTU          uint8
+	PathMigState     uint8
+	EnSqdAsyncNotify uint8
+	MaxRdAtomic      uint8
+	MaxDestRdAtomic  uint8
+	MinRnrTimer      uint8
+	PortNum          uint8
+	Timeout          uint8
+	RetryCnt         uint8
+	RnrRetry         uint8
+	AltPortNum       uint8
+	AltTimeout       uint8
+	Reserved         [2]uint8
+}
+
+// UverbsDestroyQP mirrors struct ib_uverbs_destroy_qp.
+type UverbsDestroyQP struct {
+	_        structs.HostLayout
+	Response uint64
+	QPHandle uint32
+	Reserved uint32
+}
+
+// UverbsDestroyQPResp mirrors struct ib_uverbs_destroy_qp_resp.
+type UverbsDestroyQPResp struct {
+	_              structs.HostLayout
+	EventsReported uint32
+}
+
+// UverbsPostSend mirrors struct ib_uverbs_post_send.
+// The flexible array member send_wr (elements of UverbsSendWr) follows it in memory.
+type UverbsPostSend struct {
+	_        structs.HostLayout
+	Response uint64
+	QPHandle uint32
+	WrCount  uint32
+	SgeCount uint32
+	WqeSize  uint32
+}
+
+// UverbsSendWr mirrors struct ib_uverbs_send_wr.
+type UverbsSendWr struct {
+	_         structs.HostLayout
+	WrID      uint64
+	NumSge    uint32
+	Opcode    uint32
+	SendFlags uint32
+	Ex        UverbsSendWrEx
+	Wr        UverbsSendWrWr
+}
+
+// UverbsSendWrEx mirrors the ex member of struct ib_uverbs_send_wr.
+// Its members share storage and are reached through methods.
+type UverbsSendWrEx struct {
+	_   structs.HostLayout
+	raw [1]uint32
+}
+
+// UverbsSendWrWr mirrors the wr member of struct ib_uverbs_send_wr.
+// Its members share storage and are reached through methods.
+type UverbsSendWrWr struct {
+	_   structs.HostLayout
+	raw [4]uint64
+}
+
+// UverbsSendWrWrRDMA mirrors the wr.rdma member of struct ib_uverbs_send_wr.
+type UverbsSendWrWrRDMA struct {
+	_          structs.HostLayout
+	RemoteAddr uint64
+	RKEY       uint32
+	Reserved   uint32
+}
+
+// UverbsSendWrWrAtomic mirrors the wr.atomic member of struct ib_uverbs_send_wr.
+type UverbsSendWrWrAtomic struct {
+	_          structs.HostLayout
+	RemoteAddr uint64
+	CompareAdd uint64
+	Swap       uint64
+	RKEY       uint32
+	Reserved   uint32
+}
+
+// UverbsSendWrWrUD mirrors the wr.ud member of struct ib_uverbs_send_wr.
+type UverbsSendWrWrUD struct {
+	_          structs.HostLayout
+	AH         uint32
+	RemoteQpn  uint32
+	RemoteQKEY uint32
+	Reserved   uint32
+}
+
+// UverbsPostSendResp mirrors struct ib_uverbs_post_send_resp.
+type UverbsPostSendResp struct {
+	_     structs.HostLayout
+	BadWr uint32
+}
+
+// RDMAUcmCmdHdr mirrors struct rdma_ucm_cmd_hdr.
+type RDMAUcmCmdHdr struct {
+	_   structs.HostLayout
+	Cmd uint32
+	In  uint16
+	Out uint16
+}
+
+// RDMAUcmCreateID mirrors struct rdma_ucm_create_id.
+type RDMAUcmCreateID struct {
+	_        structs.HostLayout
+	UID      uint64
+	Response uint64
+	Ps       uint16
+	QPType   uint8
+	Reserved [5]uint8
+}
+
+// RDMAUcmCreateIDResp mirrors struct rdma_ucm_create_id_resp.
+type RDMAUcmCreateIDResp struct {
+	_  structs.HostLayout
+	ID uint32
+}
+
+// RDMAUcmDestroyID mirrors struct rdma_ucm_destroy_id.
+type RDMAUcmDestroyID struct {
+	_        structs.HostLayout
+	Response uint64
+	ID       uint32
+	Reserved uint32
+}
+
+// RDMAUcmDestroyIDResp mirrors struct rdma_ucm_destroy_id_resp.
+type RDMAUcmDestroyIDResp struct {
+	_              structs.HostLayout
+	EventsReported uint32
+}
+
+// RDMAUcmBindIP mirrors struct rdma_ucm_bind_ip.
+type RDMAUcmBindIP struct {
+	_        structs.HostLayout
+	Response uint64
+	Addr     SockaddrIn6
+	ID       uint32
+}
+
+// SockaddrIn6 mirrors struct sockaddr_in6.
+type SockaddrIn6 struct {
+	_            structs.HostLayout
+	Sin6Family   uint16
+	Sin6Port     uint16
+	Sin6Flowinfo uint32
+	Sin6Addr     In6Addr
+	Sin6ScopeID  uint32
+}
+
+// In6Addr mirrors struct in6_addr.
+type In6Addr struct {
+	_    structs.HostLayout
+	In6U In6AddrIn6U
+}
+
+// In6AddrIn6U mirrors the in6_u member of struct in6_addr.
+// Its members share storage and are reached through methods.
+type In6AddrIn6U struct {
+	_   structs.HostLayout
+	raw [4]uint32
+}
+
+// RDMAUcmResolveIP mirrors struct rdma_ucm_resolve_ip.
+type RDMAUcmResolveIP struct {
+	_         structs.HostLayout
+	SrcAddr   SockaddrIn6
+	DstAddr   SockaddrIn6
+	ID        uint32
+	TimeoutMs uint32
+}
+
+// RDMAUcmResolveRoute mirrors struct rdma_ucm_resolve_route.
+type RDMAUcmResolveRoute struct {
+	_         structs.HostLayout
+	ID        uint32
+	TimeoutMs uint32
+}
+
+// RDMAUcmQuery mirrors struct rdma_ucm_query.
+type RDMAUcmQuery struct {
+	_        structs.HostLayout
+	Response uint64
+	ID       uint32
+	Option   uint32
+}
+
+// RDMAUcmQueryRouteResp mirrors struct rdma_ucm_query_route_resp.
+type RDMAUcmQueryRouteResp struct {
+	_          structs.HostLayout
+	NodeGUID   uint64
+	IBRoute    [2]UserPathRec
+	SrcAddr    SockaddrIn6
+	DstAddr    SockaddrIn6
+	NumPaths   uint32
+	PortNum    uint8
+	Reserved   [3]uint8
+	IbdevIndex uint32
+	Reserved1  uint32
+}
+
+// UserPathRec mirrors struct ib_user_path_rec.
+type UserPathRec struct {
+	_                      structs.HostLayout
+	Dgid                   [16]uint8
+	Sgid                   [16]uint8
+	Dlid                   uint16
+	Slid                   uint16
+	RawTraffic             uint32
+	FlowLabel              uint32
+	Reversible             uint32
+	MTU                    uint32
+	PKEY                   uint16
+	HopLimit               uint8
+	TrafficClass           uint8
+	NumbPath               uint8
+	Sl                     uint8
+	MTUSelector            uint8
+	RateSelector           uint8
+	Rate                   uint8
+	PacketLifeTimeSelector uint8
+	PacketLifeTime         uint8
+	Preference             uint8
+}
+
+// RDMAUcmConnParam mirrors struct rdma_ucm_conn_param.
+type RDMAUcmConnParam struct {
+	_                  structs.HostLayout
+	QPNum              uint32
+	QKEY               uint32
+	PrivateData        [256]uint8
+	PrivateDataLen     uint8
+	SRQ                uint8
+	ResponderResources uint8
+	InitiatorDepth     uint8
+	FlowControl        uint8
+	RetryCount         uint8
+	RnrRetryCount      uint8
+	Valid              uint8
+}
+
+// RDMAUcmEce mirrors struct rdma_ucm_ece.
+type RDMAUcmEce struct {
+	_        structs.HostLayout
+	VendorID uint32
+	AttrMod  uint32
+}
+
+// RDMAUcmConnect mirrors struct rdma_ucm_connect.
+type RDMAUcmConnect struct {
+	_         structs.HostLayout
+	ConnParam RDMAUcmConnParam
+	ID        uint32
+	Reserved  uint32
+	Ece       RDMAUcmEce
+}
+
+// RDMAUcmListen mirrors struct rdma_ucm_listen.
+type RDMAUcmListen struct {
+	_       structs.HostLayout
+	ID      uint32
+	Backlog uint32
+}
+
+// RDMAUcmAccept mirrors struct rdma_ucm_accept.
+type RDMAUcmAccept struct {
+	_         structs.HostLayout
+	UID       uint64
+	ConnParam RDMAUcmConnParam
+	ID        uint32
+	Reserved  uint32
+	Ece       RDMAUcmEce
+}
+
+// RDMAUcmReject mirrors struct rdma_ucm_reject.
+type RDMAUcmReject struct {
+	_              structs.HostLayout
+	ID             uint32
+	PrivateDataLen uint8
+	Reason         uint8
+	Reserved       [2]uint8
+	PrivateData    [256]uint8
+}
+
+// RDMAUcmDisconnect mirrors struct rdma_ucm_disconnect.
+type RDMAUcmDisconnect struct {
+	_  structs.HostLayout
+	ID uint32
+}
+
+// RDMAUcmInitQPAttr mirrors struct rdma_ucm_init_qp_attr.
+type RDMAUcmInitQPAttr struct {
+	_        structs.HostLayout
+	Response uint64
+	ID       uint32
+	QPState  uint32
+}
+
+// RDMAUcmGetEvent mirrors struct rdma_ucm_get_event.
+type RDMAUcmGetEvent struct {
+	_        structs.HostLayout
+	Response uint64
+}
+
+// RDMAUcmEventResp mirrors struct rdma_ucm_event_resp.
+type RDMAUcmEventResp struct {
+	_        structs.HostLayout
+	UID      uint64
+	ID       uint32
+	Event    uint32
+	Status   uint32
+	Param    RDMAUcmEventRespParam
+	Reserved uint32
+	Ece      RDMAUcmEce
+}
+
+// RDMAUcmEventRespParam mirrors the param member of struct rdma_ucm_event_resp.
+// Its members share storage and are reached through methods.
+type RDMAUcmEventRespParam struct {
+	_   structs.HostLayout
+	raw [76]uint32
+}
+
+// RDMAUcmUDParam mirrors struct rdma_ucm_ud_param.
+type RDMAUcmUDParam struct {
+	_              structs.HostLayout
+	QPNum          uint32
+	QKEY           uint32
+	AHAttr         UverbsAHAttr
+	PrivateData    [256]uint8
+	PrivateDataLen uint8
+	Reserved       [7]uint8
+}
+
+// RDMAUcmSetOption mirrors struct rdma_ucm_set_option.
+type RDMAUcmSetOption struct {
+	_       structs.HostLayout
+	Optval  uint64
+	ID      uint32
+	Level   uint32
+	Optname uint32
+	Optlen  uint32
+}
+
+// RxeSge mirrors struct rxe_sge.
+type RxeSge struct {
+	_      structs.HostLayout
+	Addr   uint64
+	Length uint32
+	LKEY   uint32
+}
+
+// Mminfo mirrors struct mminfo.
+type Mminfo struct {
+	_      structs.HostLayout
+	Offset uint64
+	Size   uint32
+	Pad    uint32
+}
+
+// RxeCreateCQResp mirrors struct rxe_create_cq_resp.
+type RxeCreateCQResp struct {
+	_  structs.HostLayout
+	Mi Mminfo
+}
+
+// RxeCreateQPResp mirrors struct rxe_create_qp_resp.
+type RxeCreateQPResp struct {
+	_    structs.HostLayout
+	RQMi Mminfo
+	SQMi Mminfo
+}
+
+// RxeQueueBuf mirrors struct rxe_queue_buf.
+// The flexible array member data (elements of uint8) follows it in memory.
+type RxeQueueBuf struct {
+	_             structs.HostLayout
+	Log2ElemSize  uint32
+	IndexMask     uint32
+	Pad1          [30]uint32
+	ProducerIndex uint32
+	Pad2          [31]uint32
+	ConsumerIndex uint32
+	Pad3          [31]uint32
 }

@@ -116,6 +116,18 @@ func (g *gen) load(ksrc string) error {
 			}
 		}
 	}
+	if g.spec.supplied != "" {
+		h, err := parseHeader(g.spec.supplied)
+		if err != nil {
+			return fmt.Errorf("supplied declarations: %w", err)
+		}
+		for _, a := range h.aggs {
+			if _, dup := g.aggByName[a.cName()]; dup {
+				return fmt.Errorf("supplied declarations: %s is also in a header", a.cName())
+			}
+			g.aggByName[a.cName()] = a
+		}
+	}
 	for name, v := range g.spec.builtins {
 		g.values[name] = value{v: big.NewInt(v.val)}
 	}

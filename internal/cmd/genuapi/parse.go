@@ -310,6 +310,32 @@ func (p *parser) parseMember() ([]*member, error) {
 		}
 		return []*member{{name: args[len(args)-2].text, typ: &ctype{kind: kindScalar, name: "__aligned_u64"}, line: line}}, nil
 	}
+	if p.peek().text == "__DECLARE_FLEX_ARRAY" {
+		// __DECLARE_FLEX_ARRAY(type, name) declares a flexible array member
+		// (linux/stddef.h), allowed there even inside a union.
+		p.next()
+		if err := p.expect("("); err != nil {
+			return nil, err
+		}
+		typ, err := p.parseTypeSpec()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expect(","); err != nil {
+			return nil, err
+		}
+		name := p.next()
+		if name.kind != tokIdent {
+			return nil, fmt.Errorf("line %d: bad __DECLARE_FLEX_ARRAY", line)
+		}
+		if err := p.expect(")"); err != nil {
+			return nil, err
+		}
+		if err := p.expect(";"); err != nil {
+			return nil, err
+		}
+		return []*member{{name: name.text, typ: typ, dims: [][]token{nil}, line: line}}, nil
+	}
 	typ, err := p.parseTypeSpec()
 	if err != nil {
 		return nil, err
