@@ -22,16 +22,16 @@ type extraRequest struct {
 
 // pkgSpec is the generator's table for one uapi package.
 type pkgSpec struct {
-	dir           string // output directory, relative to the module root
-	pkg           string // Go package name
-	doc           string // one line for the package overview
-	headers       []hdrSpec
-	prelude       string // C text the check puts before the includes
+	dir     string // output directory, relative to the module root
+	pkg     string // Go package name
+	doc     string // one line for the package overview
+	headers []hdrSpec
+	prelude string // C text the check puts before the includes
 	// supplied declares, in C, aggregates the headers use but take from
 	// headers the parser cannot read (linux/in6.h's conditionals, for
 	// one). They are emitted only where a kept type uses them, and the ABI
 	// proof checks them against the real headers like every other type.
-	supplied string
+	supplied      string
 	includeDirs   []string
 	stripPrefixes []string
 	builtins      map[string]builtin
