@@ -188,43 +188,127 @@ func (r *recordingVerbs) write(b []byte, n int) error {
 	return r.verbsFile.write(b, n)
 }
 
-// The layouts TestKernelRDMAWrite writes by hand, filled by gcc the same
-// way: the rxe send WQE with one sge and the three MODIFY_QP requests.
+// The data path's layouts, filled by gcc the same way: rxe send WQEs of
+// every operation, a receive WQE, and the MODIFY_QP requests of RC's
+// transitions.
 var rdmaWriteSnippets = []abicheck.Snippet{
-	{Name: "rxe_write_wqe", Type: "struct rxe_send_wqe", Extra: 16, Code: `
-p->wr.wr_id = 0xabc; p->wr.opcode = 0; p->wr.send_flags = 2;
+	{Name: "rxe_write_wqe", Type: "struct rxe_send_wqe", Extra: 32, Code: `
+p->wr.wr_id = 0xabc; p->wr.opcode = IB_UVERBS_WR_RDMA_WRITE; p->wr.send_flags = 2;
 p->wr.wr.rdma.remote_addr = 0x7f0000200000ULL; p->wr.wr.rdma.rkey = 0x355;
-p->iova = 0x7f0000200000ULL; p->dma.length = 8192; p->dma.resid = 8192; p->dma.num_sge = 1;
-p->dma.sge[0].addr = 0x7f0000100000ULL; p->dma.sge[0].length = 8192; p->dma.sge[0].lkey = 0x344;`},
+p->iova = 0x7f0000200000ULL; p->dma.length = 8192 + 16; p->dma.resid = 8192 + 16; p->dma.num_sge = 2;
+p->dma.sge[0].addr = 0x7f0000100000ULL; p->dma.sge[0].length = 8192; p->dma.sge[0].lkey = 0x344;
+p->dma.sge[1].addr = 0x7f0000300000ULL; p->dma.sge[1].length = 16; p->dma.sge[1].lkey = 0x345;`},
+	{Name: "rxe_write_imm_wqe", Type: "struct rxe_send_wqe", Extra: 16, Code: `
+p->wr.wr_id = 7; p->wr.opcode = IB_UVERBS_WR_RDMA_WRITE_WITH_IMM; p->wr.send_flags = 2 | 4; p->wr.ex.imm_data = __builtin_bswap32(0xdeadbeef);
+p->wr.wr.rdma.remote_addr = 0x1000; p->wr.wr.rdma.rkey = 9; p->iova = 0x1000; p->dma.length = 64; p->dma.resid = 64; p->dma.num_sge = 1;
+p->dma.sge[0].addr = 0x2000; p->dma.sge[0].length = 64; p->dma.sge[0].lkey = 3;`},
+	{Name: "rxe_send_imm_wqe", Type: "struct rxe_send_wqe", Extra: 16, Code: `
+p->wr.wr_id = 8; p->wr.opcode = IB_UVERBS_WR_SEND_WITH_IMM; p->wr.ex.imm_data = __builtin_bswap32(77);
+p->dma.length = 64; p->dma.resid = 64; p->dma.num_sge = 1;
+p->dma.sge[0].addr = 0x2000; p->dma.sge[0].length = 64; p->dma.sge[0].lkey = 3;`},
+	{Name: "rxe_send_wqe", Type: "struct rxe_send_wqe", Code: `
+p->wr.wr_id = 9; p->wr.opcode = IB_UVERBS_WR_SEND; p->wr.send_flags = 1;`},
+	{Name: "rxe_read_wqe", Type: "struct rxe_send_wqe", Extra: 16, Code: `
+p->wr.wr_id = 10; p->wr.opcode = IB_UVERBS_WR_RDMA_READ; p->wr.send_flags = 2;
+p->wr.wr.rdma.remote_addr = 0x5000; p->wr.wr.rdma.rkey = 11; p->iova = 0x5000; p->dma.length = 4096; p->dma.resid = 4096; p->dma.num_sge = 1;
+p->dma.sge[0].addr = 0x6000; p->dma.sge[0].length = 4096; p->dma.sge[0].lkey = 12;`},
+	{Name: "rxe_recv_wqe", Type: "struct rxe_recv_wqe", Extra: 32, Code: `
+p->wr_id = 0x55; p->dma.length = 300; p->dma.resid = 300; p->dma.num_sge = 2;
+p->dma.sge[0].addr = 0x7000; p->dma.sge[0].length = 100; p->dma.sge[0].lkey = 13;
+p->dma.sge[1].addr = 0x8000; p->dma.sge[1].length = 200; p->dma.sge[1].lkey = 14;`},
+	{Name: "post_send_doorbell", Type: "struct ib_uverbs_post_send", Code: `
+p->qp_handle = 6; p->wqe_size = sizeof(struct ib_uverbs_send_wr);`},
 	{Name: "modify_init", Type: "struct ib_uverbs_modify_qp", Code: `
-p->qp_state = 1; p->port_num = 1; p->qp_access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_WRITE;`},
+p->qp_handle = 4; p->attr_mask = 0x1 | 0x8 | 0x10 | 0x20;
+p->qp_state = 1; p->port_num = 1; p->pkey_index = 2; p->qp_access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_WRITE;`},
 	{Name: "modify_rtr", Type: "struct ib_uverbs_modify_qp", Code: `
-p->qp_state = 2; for (int i = 0; i < 16; i++) p->dest.dgid[i] = i + 1; p->dest.sgid_index = 1; p->dest.hop_limit = 1;
-p->dest.is_global = 1; p->dest.port_num = 1; p->path_mtu = 3; p->dest_qp_num = 18; p->max_dest_rd_atomic = 1; p->min_rnr_timer = 12;`},
+p->qp_handle = 4; p->attr_mask = 0x129181;
+p->qp_state = 2; for (int i = 0; i < 16; i++) p->dest.dgid[i] = i + 1; p->dest.sgid_index = 1; p->dest.hop_limit = 64;
+p->dest.flow_label = 0x12345; p->dest.dlid = 0xbeef; p->dest.traffic_class = 3; p->dest.sl = 4; p->dest.src_path_bits = 5; p->dest.static_rate = 6;
+p->dest.is_global = 1; p->dest.port_num = 1; p->path_mtu = 3; p->dest_qp_num = 18; p->rq_psn = 0x123456; p->max_dest_rd_atomic = 1; p->min_rnr_timer = 12;`},
 	{Name: "modify_rts", Type: "struct ib_uverbs_modify_qp", Code: `
-p->qp_state = 3; p->timeout = 14; p->retry_cnt = 7; p->rnr_retry = 7; p->max_rd_atomic = 1;`},
+p->qp_handle = 4; p->attr_mask = 0x12E01;
+p->qp_state = 3; p->sq_psn = 0xabcdef; p->timeout = 14; p->retry_cnt = 7; p->rnr_retry = 7; p->max_rd_atomic = 1;
+p->alt_port_num = 2; p->alt_timeout = 3; p->alt_pkey_index = 9; p->cur_qp_state = 2; p->path_mig_state = 1; p->en_sqd_async_notify = 1;
+p->alt_dest.dgid[0] = 0xfe; p->alt_dest.port_num = 2; p->qkey = 0x11111111; p->alt_dest.is_global = 1;`},
+	{Name: "qp_attr", Type: "struct ib_uverbs_qp_attr", Code: `
+p->qp_attr_mask = 0x129181 | (1 << 25); p->qp_state = 2; p->cur_qp_state = 1; p->path_mtu = 3; p->path_mig_state = 2;
+p->qkey = 0x1234; p->rq_psn = 0x111; p->sq_psn = 0x222; p->dest_qp_num = 0x333; p->qp_access_flags = 7;
+for (int i = 0; i < 16; i++) p->ah_attr.grh.dgid[i] = 0x10 + i;
+p->ah_attr.grh.flow_label = 0x5555; p->ah_attr.grh.sgid_index = 1; p->ah_attr.grh.hop_limit = 64; p->ah_attr.grh.traffic_class = 2;
+p->ah_attr.dlid = 0x77; p->ah_attr.sl = 3; p->ah_attr.src_path_bits = 4; p->ah_attr.static_rate = 5; p->ah_attr.is_global = 1; p->ah_attr.port_num = 1;
+p->alt_ah_attr.port_num = 2; p->alt_ah_attr.grh.dgid[15] = 0xee;
+p->max_send_wr = 99; p->pkey_index = 0x102; p->alt_pkey_index = 0x103; p->en_sqd_async_notify = 1; p->max_rd_atomic = 4;
+p->max_dest_rd_atomic = 5; p->min_rnr_timer = 12; p->port_num = 1; p->timeout = 17; p->retry_cnt = 7; p->rnr_retry = 6;
+p->alt_port_num = 2; p->alt_timeout = 9;`},
 }
 
 func checkRDMAWrite(t *testing.T, c map[string][]byte) {
 	t.Helper()
-	wqe := make([]byte, 208+16)
-	fillWriteWQE(wqe, 0xabc, 0x7f0000200000, 0x355, 0x7f0000100000, 8192, 0x344)
-	if d := cmp.Diff(c["rxe_write_wqe"], wqe); d != "" {
-		t.Errorf("rxe send WQE differs from C (-C +Go):\n%s", d)
+	cmpBytes := func(name string, got []byte) {
+		t.Helper()
+		if d := cmp.Diff(c[name], got); d != "" {
+			t.Errorf("%s differs from C (-C +Go):\n%s", name, d)
+		}
 	}
+	wqe := func(extra int, wr SendWR) []byte {
+		w := make([]byte, rxeSendWQESize+extra)
+		var n uint32
+		for _, s := range wr.SG {
+			n += s.Length
+		}
+		encodeSendWQE(w, &wr, n)
+		return w
+	}
+	cmpBytes("rxe_write_wqe", wqe(32, SendWR{ID: 0xabc, Op: OpRDMAWrite, Flags: SendSignaled, RemoteAddr: 0x7f0000200000, RKey: 0x355,
+		SG: []SGE{{Addr: 0x7f0000100000, Length: 8192, LKey: 0x344}, {Addr: 0x7f0000300000, Length: 16, LKey: 0x345}}}))
+	cmpBytes("rxe_write_imm_wqe", wqe(16, SendWR{ID: 7, Op: OpRDMAWriteImm, Flags: SendSignaled | SendSolicited, Imm: 0xdeadbeef,
+		RemoteAddr: 0x1000, RKey: 9, SG: []SGE{{Addr: 0x2000, Length: 64, LKey: 3}}}))
+	cmpBytes("rxe_send_imm_wqe", wqe(16, SendWR{ID: 8, Op: OpSendImm, Imm: 77, RemoteAddr: 0xdead, RKey: 0xbeef,
+		SG: []SGE{{Addr: 0x2000, Length: 64, LKey: 3}}}))
+	cmpBytes("rxe_send_wqe", wqe(0, SendWR{ID: 9, Op: OpSend, Flags: SendFence, Imm: 5}))
+	cmpBytes("rxe_read_wqe", wqe(16, SendWR{ID: 10, Op: OpRDMARead, Flags: SendSignaled, RemoteAddr: 0x5000, RKey: 11,
+		SG: []SGE{{Addr: 0x6000, Length: 4096, LKey: 12}}}))
+	rw := make([]byte, rxeRecvWQESize+32)
+	encodeRecvWQE(rw, &RecvWR{ID: 0x55, SG: []SGE{{Addr: 0x7000, Length: 100, LKey: 13}, {Addr: 0x8000, Length: 200, LKey: 14}}}, 300)
+	cmpBytes("rxe_recv_wqe", rw)
+	bell := newDoorbell(6)
+	le := binary.LittleEndian
+	if cmd, in, out := le.Uint32(bell), le.Uint16(bell[4:]), le.Uint16(bell[6:]); cmd != uint32(rdma.IB_USER_VERBS_CMD_POST_SEND) || int(in)*4 != 8+len(c["post_send_doorbell"]) || out != 1 {
+		t.Errorf("doorbell header: command %d, %d words in, %d out; want POST_SEND, %d, 1", cmd, in, out, (8+len(c["post_send_doorbell"]))/4)
+	}
+	db := append([]byte(nil), bell[8:32]...)
+	le.PutUint64(db, 0)
+	cmpBytes("post_send_doorbell", db)
+
 	var gid [16]byte
 	for i := range gid {
 		gid[i] = byte(i + 1)
 	}
-	for name, fill := range map[string]func([]byte) uint32{
-		"modify_init": modifyToInit,
-		"modify_rtr":  func(m []byte) uint32 { return modifyToRTR(m, gid, 1, 18) },
-		"modify_rts":  modifyToRTS,
-	} {
-		m := make([]byte, 112)
-		fill(m)
-		if d := cmp.Diff(c[name], m); d != "" {
-			t.Errorf("%s differs from C (-C +Go):\n%s", name, d)
-		}
+	cmpBytes("modify_init", encodeModifyQP(4, &QPAttr{Mask: AttrState | AttrAccessFlags | AttrPKeyIndex | AttrPort,
+		State: QPSInit, Port: 1, PKeyIndex: 2, Access: AccessLocalWrite | AccessRemoteWrite}))
+	cmpBytes("modify_rtr", encodeModifyQP(4, &QPAttr{Mask: AttrState | AttrAV | AttrPathMTU | AttrDestQPN | AttrRQPSN | AttrMaxDestRdAtomic | AttrMinRNRTimer,
+		State: QPSRTR, PathMTU: 3, DestQPN: 18, RQPSN: 0x123456, MaxDestRdAtomic: 1, MinRNRTimer: 12,
+		AH: AH{DGID: gid, SGIDIndex: 1, HopLimit: 64, FlowLabel: 0x12345, DLID: 0xbeef, TrafficClass: 3, SL: 4, SrcPathBits: 5, StaticRate: 6, IsGlobal: true, Port: 1}}))
+	cmpBytes("modify_rts", encodeModifyQP(4, &QPAttr{Mask: AttrState | AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic,
+		State: QPSRTS, SQPSN: 0xabcdef, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1,
+		AltPort: 2, AltTimeout: 3, AltPKeyIndex: 9, CurState: QPSRTR, PathMigState: 1, EnSQDAsync: 1, QKey: 0x11111111,
+		AltAH: AH{DGID: [16]byte{0xfe}, Port: 2, IsGlobal: true}}))
+
+	got, err := DecodeQPAttr(c["qp_attr"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dgid [16]byte
+	for i := range dgid {
+		dgid[i] = byte(0x10 + i)
+	}
+	want := QPAttr{Mask: 0x129181, State: QPSRTR, CurState: QPSInit, PathMTU: 3, PathMigState: 2, QKey: 0x1234, RQPSN: 0x111, SQPSN: 0x222,
+		DestQPN: 0x333, Access: 7, PKeyIndex: 0x102, AltPKeyIndex: 0x103, EnSQDAsync: 1, MaxRdAtomic: 4, MaxDestRdAtomic: 5,
+		MinRNRTimer: 12, Port: 1, Timeout: 17, RetryCnt: 7, RNRRetry: 6, AltPort: 2, AltTimeout: 9,
+		AH:    AH{DGID: dgid, FlowLabel: 0x5555, SGIDIndex: 1, HopLimit: 64, TrafficClass: 2, DLID: 0x77, SL: 3, SrcPathBits: 4, StaticRate: 5, IsGlobal: true, Port: 1},
+		AltAH: AH{DGID: [16]byte{15: 0xee}, Port: 2}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("DecodeQPAttr of gcc's struct ib_uverbs_qp_attr (-want +got):\n%s", d)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gaudi-go/gaudi/uapi/rdma"
 	"golang.org/x/sys/unix"
@@ -33,9 +34,17 @@ type Context struct {
 	numCompVectors uint32
 	coreSupport    uint64
 
-	mu     sync.Mutex
-	closed bool
-	pds    map[*PD]struct{}
+	// prov is the driver's data path, nil when the package has none.
+	prov provider
+	// nextHandle numbers the user handles of CQs and QPs.
+	nextHandle atomic.Uint64
+
+	mu       sync.Mutex
+	closed   bool
+	pds      map[*PD]struct{}
+	qps      map[*QP]struct{}
+	cqs      map[*CQ]struct{}
+	channels map[*CompChannel]struct{}
 }
 
 // Open opens the device's uverbs node and creates a user context on it,
@@ -100,7 +109,11 @@ func newContext(dev Device, f verbsFile) (*Context, error) {
 		drv:      driverDataFor(dev.DriverID),
 		f:        f,
 		asyncFD:  -1,
+		prov:     providerFor(dev.DriverID),
 		pds:      map[*PD]struct{}{},
+		qps:      map[*QP]struct{}{},
+		cqs:      map[*CQ]struct{}{},
+		channels: map[*CompChannel]struct{}{},
 	}
 	err := c.getContext()
 	if isUnsupported(err) {
@@ -286,9 +299,12 @@ func (c *Context) use(op string) error {
 	return nil
 }
 
-// Close closes every memory region and protection domain still open on
-// the Context, then the file (and the event descriptor of a legacy
-// context). It returns their errors, joined; closing twice returns nil.
+// Close releases everything still open on the Context: it unmaps the
+// queues of its queue pairs and CQs, closes its completion channels, marks
+// its memory regions and protection domains closed, then closes the file
+// (and the event descriptor of a legacy context); the kernel destroys
+// every object of a uverbs file when the file and its mappings are gone.
+// It returns their errors, joined; closing twice returns nil.
 func (c *Context) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -296,20 +312,31 @@ func (c *Context) Close() error {
 		return nil
 	}
 	c.closed = true
-	pds := c.pds
-	c.pds = nil
+	pds, qps, cqs, chs := c.pds, c.qps, c.cqs, c.channels
+	c.pds, c.qps, c.cqs, c.channels = nil, nil, nil, nil
 	c.mu.Unlock()
+	var errs []error
 	// The kernel destroys every object of the file when it is closed, so
-	// the objects only need to learn that they are gone.
+	// the objects only need to learn that they are gone, and drop their
+	// mappings (which would keep the file open).
+	for qp := range qps {
+		errs = append(errs, qp.abandon())
+	}
+	for cq := range cqs {
+		errs = append(errs, cq.abandon())
+	}
+	for ch := range chs {
+		errs = append(errs, ch.abandon())
+	}
 	for pd := range pds {
 		pd.abandon()
 	}
-	err := c.f.close()
+	errs = append(errs, c.f.close())
 	if c.asyncFD >= 0 {
 		if e := unix.Close(c.asyncFD); e != nil {
-			err = errors.Join(err, fmt.Errorf("close async event fd: %w", e))
+			errs = append(errs, fmt.Errorf("close async event fd: %w", e))
 		}
 		c.asyncFD = -1
 	}
-	return err
+	return errors.Join(errs...)
 }

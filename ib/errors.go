@@ -119,6 +119,18 @@ const (
 	opRegMR         = "REG_MR"
 	opRegDMABufMR   = "REG_DMABUF_MR"
 	opDeregMR       = "DEREG_MR"
+
+	opCreateCompChannel = "CREATE_COMP_CHANNEL"
+	opGetCompEvent      = "GET_COMP_EVENT"
+	opCreateCQ          = "CREATE_CQ"
+	opDestroyCQ         = "DESTROY_CQ"
+	opPollCQ            = "POLL_CQ"
+	opReqNotifyCQ       = "REQ_NOTIFY_CQ"
+	opCreateQP          = "CREATE_QP"
+	opModifyQP          = "MODIFY_QP"
+	opDestroyQP         = "DESTROY_QP"
+	opPostSend          = "POST_SEND"
+	opPostRecv          = "POST_RECV"
 )
 
 // closedErr is the error of a call on a closed object.

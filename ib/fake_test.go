@@ -362,3 +362,8 @@ func fakeGID(o []byte, idx uint32, gid [16]byte) {
 func fakeContext(k *fakeKernel, id DriverID) (*Context, error) {
 	return newContext(Device{Name: "fake0", DriverID: id, DriverIDSource: "test", UverbsPath: "/dev/infiniband/uverbs9"}, k)
 }
+
+// The fake kernel has no driver queues to map.
+func (k *fakeKernel) mmap(int64, int) ([]byte, error) { return nil, unix.ENODEV }
+
+func (k *fakeKernel) munmap([]byte) error { return nil }

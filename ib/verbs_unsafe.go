@@ -64,6 +64,10 @@ type verbsFile interface {
 	// write issues write(2) of b, a legacy command laid out by
 	// newWriteCmd (b[:n]; the rest is its response area).
 	write(b []byte, n int) error
+	// mmap maps size bytes of the file at offset off, shared and
+	// read-write (a driver's queue), and munmap unmaps what mmap returned.
+	mmap(off int64, size int) ([]byte, error)
+	munmap(b []byte) error
 	// close releases the file; closing twice returns nil.
 	close() error
 }
@@ -120,6 +124,17 @@ func (k *kernelVerbs) write(b []byte, n int) error {
 	}
 	return nil
 }
+
+func (k *kernelVerbs) mmap(off int64, size int) ([]byte, error) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if k.fd < 0 {
+		return nil, unix.EBADF
+	}
+	return unix.Mmap(k.fd, off, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}
+
+func (k *kernelVerbs) munmap(b []byte) error { return unix.Munmap(b) }
 
 func (k *kernelVerbs) close() error {
 	k.mu.Lock()
