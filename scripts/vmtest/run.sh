@@ -28,7 +28,7 @@
 # figures are taken under the same load; all figures end the output.
 #
 # The guest has: /dev/infiniband/uverbs0 (rxe0, port 1 ACTIVE, GIDs of
-# 10.77.0.1 on netdev rxe_dummy), /dev/udmabuf, tracefs at
+# 10.77.0.1 on netdev rxe_dummy), /dev/infiniband/rdma_cm (rdma_ucm), /dev/udmabuf, tracefs at
 # /sys/kernel/tracing, debugfs, bpffs at /sys/fs/bpf, busybox, iproute2's ip
 # and rdma, and no libc (test binaries must be static).
 #
@@ -45,7 +45,8 @@ set -euo pipefail
 
 # The package table: directory, -test.run filter, -test.bench filter (- for none).
 PACKAGES='
-./ib             ^TestKernel           RegMR1MiB
+./ib             ^TestKernel           RegMR1MiB|KernelPostPoll
+./ib/cm          ^TestKernel           -
 ./sim            ^TestUdmabufExport    -
 ./tools/hltrace  ^(TestVM|TestIntegrationCommandTree) -
 ./examples/rdma  ^TestKernel           -
@@ -53,7 +54,7 @@ PACKAGES='
 '
 
 # Kernel modules loaded in the guest (their dependencies come along).
-MODULES="rdma_rxe ib_uverbs crc32_generic dummy"
+MODULES="rdma_rxe ib_uverbs rdma_ucm crc32_generic dummy"
 # Host binaries copied into the guest with their shared libraries.
 HOST_BINS="/usr/sbin/ip /usr/bin/rdma"
 # Rounds of the C benchmark (libibverbs ibv_reg_mr + ibv_dereg_mr of 1 MiB).
@@ -286,6 +287,7 @@ t=$(now)
 	set -e
 	modprobe rdma_rxe
 	modprobe crc32_generic # rxe needs the crc32 shash; no module dependency says so
+	modprobe rdma_ucm      # /dev/infiniband/rdma_cm: no device alias loads it
 	modprobe dummy numdummies=0
 	/usr/sbin/ip link add rxe_dummy type dummy
 	/usr/sbin/ip link set rxe_dummy up
@@ -294,6 +296,7 @@ t=$(now)
 	rdma link show
 	rdma link show | grep -q 'rxe0/1 state ACTIVE'
 	test -c /dev/infiniband/uverbs0
+	test -c /dev/infiniband/rdma_cm
 	test -c /dev/udmabuf
 )
 result "rxe0 + uverbs0 + udmabuf" $? "$t"
