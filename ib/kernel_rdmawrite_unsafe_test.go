@@ -132,7 +132,9 @@ func TestKernelRDMAWrite(t *testing.T) {
 			t.Fatalf("completion %+v; want id %#x, success, opcode %d, QP %d, %d bytes", wc, id, op, qp.Num(), byteLen)
 		}
 	}
-	sge := func(mr *MR, buf []byte) []SGE { return []SGE{{Addr: mr.IOVA(), Length: uint32(len(buf)), LKey: mr.LKey()}} }
+	sge := func(mr *MR, buf []byte) []SGE {
+		return []SGE{{Addr: mr.IOVA(), Length: uint32(len(buf)), LKey: mr.LKey()}}
+	}
 
 	// RDMA WRITE.
 	fill(1)
