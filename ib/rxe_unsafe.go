@@ -132,9 +132,6 @@ func (q *rxeQueue) slot(i uint32) []byte {
 	return q.mem[off : off+1<<q.log2 : off+1<<q.log2]
 }
 
-// capacity is the number of elements the ring holds.
-func (q *rxeQueue) capacity() uint32 { return q.mask }
-
 func (q *rxeQueue) unmap() error {
 	if q.mem == nil {
 		return nil
