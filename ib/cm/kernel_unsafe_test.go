@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"testing"
@@ -79,7 +80,8 @@ type end struct {
 	ctx *ib.Context
 	pd  *ib.PD
 	ch  *ib.CompChannel
-	cq  *ib.CQ
+	cq  *ib.CQ // sends
+	rcq *ib.CQ // receives
 	qp  *ib.QP
 	buf []byte
 	mr  *ib.MR
@@ -114,7 +116,10 @@ func makeEnd(id *ID, buf []byte) (*end, error) {
 	if e.cq, err = e.ctx.CreateCQ(ib.CQOptions{Entries: 64, Channel: e.ch}); err != nil {
 		return nil, err
 	}
-	if e.qp, err = e.pd.CreateQP(ib.QPOptions{SendCQ: e.cq, RecvCQ: e.cq, Caps: ib.QPCaps{MaxSendWR: 16, MaxRecvWR: 16}}); err != nil {
+	if e.rcq, err = e.ctx.CreateCQ(ib.CQOptions{Entries: 64, Channel: e.ch}); err != nil {
+		return nil, err
+	}
+	if e.qp, err = e.pd.CreateQP(ib.QPOptions{SendCQ: e.cq, RecvCQ: e.rcq, Caps: ib.QPCaps{MaxSendWR: 16, MaxRecvWR: 16}}); err != nil {
 		return nil, err
 	}
 	if e.mr, err = e.pd.RegBytes(e.buf, ib.AccessLocalWrite|ib.AccessRemoteWrite|ib.AccessRemoteRead); err != nil {
@@ -130,23 +135,37 @@ func (e *end) sge(off, n int) []ib.SGE {
 	return []ib.SGE{{Addr: e.mr.IOVA() + uint64(off), Length: uint32(n), LKey: e.mr.LKey()}}
 }
 
-func (e *end) wait(t *testing.T) ib.WC {
+// wait returns the next send completion, waitRecv the next receive
+// completion; both fail the test on an error completion.
+func (e *end) wait(t *testing.T) ib.WC     { t.Helper(); return waitCQ(t, e.cq) }
+func (e *end) waitRecv(t *testing.T) ib.WC { t.Helper(); return waitCQ(t, e.rcq) }
+
+func waitCQ(t *testing.T, cq *ib.CQ) ib.WC {
 	t.Helper()
+	wc, err := nextWC(cq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wc
+}
+
+// nextWC waits for one successful completion of cq; any goroutine.
+func nextWC(cq *ib.CQ) (ib.WC, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	wc := make([]ib.WC, 1)
-	if _, err := e.cq.Wait(ctx, wc); err != nil {
-		t.Fatalf("wait for a completion: %v", err)
+	if _, err := cq.Wait(ctx, wc); err != nil {
+		return ib.WC{}, fmt.Errorf("wait for a completion: %w", err)
 	}
 	if err := wc[0].Err(); err != nil {
-		t.Fatalf("completion %+v: %v", wc[0], err)
+		return wc[0], fmt.Errorf("completion %+v: %w", wc[0], err)
 	}
-	return wc[0]
+	return wc[0], nil
 }
 
 func (e *end) close(t *testing.T) {
 	t.Helper()
-	for _, c := range []interface{ Close() error }{e.qp, e.cq, e.ch, e.mr, e.pd, e.ctx, e.id, e.id} {
+	for _, c := range []interface{ Close() error }{e.qp, e.cq, e.rcq, e.ch, e.mr, e.pd, e.ctx, e.id, e.id} {
 		if err := c.Close(); err != nil {
 			t.Errorf("%T.Close: %v", c, err)
 		}
@@ -262,7 +281,7 @@ func TestKernelConnectLoopback(t *testing.T) {
 	if wc := c.wait(t); wc.ID != 2 || wc.Opcode != ib.WCSend {
 		t.Fatalf("send completion %+v", wc)
 	}
-	if wc := srv.wait(t); wc.ID != 100 || wc.Opcode != ib.WCRecv || wc.ByteLen != n/2 {
+	if wc := srv.waitRecv(t); wc.ID != 100 || wc.Opcode != ib.WCRecv || wc.ByteLen != n/2 {
 		t.Fatalf("receive completion %+v", wc)
 	}
 	if !bytes.Equal(srv.buf[n/2:], c.buf[n/2:]) {

@@ -55,8 +55,13 @@ PACKAGES='
 
 # Kernel modules loaded in the guest (their dependencies come along).
 MODULES="rdma_rxe ib_uverbs rdma_ucm crc32_generic dummy"
-# Host binaries copied into the guest with their shared libraries.
-HOST_BINS="/usr/sbin/ip /usr/bin/rdma"
+# Host binaries copied into the guest with their shared libraries: the
+# real RDMA peers the ib/cm tests talk to (rping from rdmacm-utils,
+# perftest's ib_*_bw) among them, with libibverbs' rxe provider and its
+# driver file and libgcc_s (which glibc loads for pthread_exit) in
+# HOST_FILES, copied to the same path.
+HOST_BINS="/usr/sbin/ip /usr/bin/rdma /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
+HOST_FILES="/etc/libibverbs.d/rxe.driver /usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
 # Rounds of the C benchmark (libibverbs ibv_reg_mr + ibv_dereg_mr of 1 MiB).
 BENCH_ROUNDS=2000
 
@@ -111,7 +116,7 @@ step "host packages"
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 need=""
-for p in qemu-system-x86 gcc libc6-dev libibverbs-dev; do have_pkg "$p" || need="$need $p"; done
+for p in qemu-system-x86 gcc libc6-dev libibverbs-dev ibverbs-providers rdmacm-utils perftest; do have_pkg "$p" || need="$need $p"; done
 APT_UPDATED=
 if [ -n "$need" ]; then
 	say "installing$need"
@@ -178,7 +183,7 @@ fi
 
 # ---- the base initramfs: busybox, modules, ip, rdma, /init (cached) -----------
 step "base initramfs"
-KEY=$(cat "$SELF" "$BB" $HOST_BINS | sha256sum | cut -c1-12)
+KEY=$(cat "$SELF" "$BB" $HOST_BINS $HOST_FILES | sha256sum | cut -c1-12)
 BASE=$W/base-$KVER-$KEY.cpio.gz
 if [ ! -e "$BASE" ]; then
 	MD=$K/lib/modules/$KVER
@@ -226,6 +231,10 @@ if [ ! -e "$BASE" ]; then
 	for b in $HOST_BINS; do
 		put "$b"
 		for l in $(ldd "$b" | grep -o '/[^ ]*'); do put "$l"; done
+	done
+	for f in $HOST_FILES; do
+		mkdir -p "$R$(dirname "$f")"
+		cp -L "$f" "$R$f"
 	done
 
 	cat >"$R/init" <<-'EOF'
