@@ -27,14 +27,58 @@
 // the ioctl interface a Context uses write(2) throughout. DecodeIoctl
 // decodes a request for tracers and tests.
 //
+// # Data path
+//
+// Context.CreateCompChannel, Context.CreateCQ and PD.CreateQP make the
+// objects of a reliable-connected (RC) connection through the uverbs write
+// commands; QP.Modify moves a QP through INIT, RTR and RTS with the
+// attributes that package ib/cm (the kernel's RDMA CM) answers, or that
+// the caller sets (DecodeQPAttr reads the CM's form). QP.PostSend (SEND,
+// SEND_WITH_IMM, RDMA WRITE, WRITE_WITH_IMM, RDMA READ) and QP.PostRecv
+// write work requests straight into the queues the driver shares with
+// user space; CQ.Poll reads completions from there; CQ.Arm and CQ.Wait
+// sleep on the completion channel, in the Go runtime's poller, until a
+// completion or the end of a ctx. Posting and polling allocate nothing
+// (pass a reused slice: PostSend(wrs...)); a failed completion's Err
+// matches ErrFlushed, ErrRemoteAccess, ErrRetryExceeded or ErrLocalLength.
+// The memory ordering between a work request and the index that publishes
+// it is argued in rxe_unsafe.go.
+//
+// # Providers
+//
+// The queues are the driver's. The package has the Soft-RoCE (rxe) data
+// path: kernel-allocated rings mapped from the uverbs file at the offsets
+// of the create responses (include/uapi/rdma/rdma_user_rxe.h), and a
+// POST_SEND write as the send doorbell. Other drivers get ErrNotSupported
+// from CreateCQ and CreateQP. A provider (provider.go) supplies the
+// driver's private create data, makes the rings from the create answers,
+// and encodes work requests and completions. An mlx5 (ConnectX) provider
+// needs, from include/uapi/rdma/mlx5-abi.h and the public WQE formats: a
+// GET_CONTEXT with the mlx5 request (bfregs, lib_caps) and its answer
+// (bf_reg_size, cqe_version...), which the driver table already sends; the
+// UAR page mapped from the uverbs file (offset by command and index) for
+// the BlueFlame or 64-bit doorbell stores; user-allocated, page-aligned
+// CQ and QP buffers plus doorbell records whose addresses go in CREATE_CQ
+// and CREATE_QP's private input (the kernel pins them), so they must be
+// mmap'd memory that outlives the objects; the ctrl, remote-address and
+// data WQE segments (64-byte basic blocks, big-endian) and the 64-byte
+// CQE with its owner bit; and the doorbell sequence: WQE stores, a store
+// barrier, the doorbell record, then the UAR write, which needs
+// write-combining stores and an sfence, a few lines of assembly. No mlx5
+// model exists in QEMU or the kernel, so its tests would be golden bytes
+// only.
+//
 // # Lifetimes
 //
-// Every object has an owner and an idempotent Close: an MR belongs to its
-// PD, a PD to its Context. PD.Close deregisters the regions left in it;
+// Every object has an owner and an idempotent Close: an MR and a QP
+// belong to their PD, a PD, CQ and completion channel to their Context.
+// QP.Close moves the QP to the error state first (outstanding work
+// completes as flushed) and destroys it before its queues are unmapped;
+// a CQ that QPs report to refuses Close with EBUSY. PD.Close deregisters the regions left in it;
 // Context.Close releases everything still open on it and the file (the
 // kernel destroys the objects of a uverbs file when it is closed). A
 // RegisteredBuffer owns its MR and its dma-buf. Context, PD, MR and
-// RegisteredBuffer are safe for concurrent use.
+// RegisteredBuffer, CompChannel, CQ and QP are safe for concurrent use.
 //
 // # Errors
 //
