@@ -1,0 +1,237 @@
+package cm
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gaudi-go/gaudi/ib"
+)
+
+// Interoperability with perftest's -R mode (Debian's perftest 4.5, version
+// string "6.06"): both the control channel and the data QPs are RDMA CM
+// RC connections to the same port. Facts from perftest's
+// perftest_communication.c and write_bw.c, as gathered in the team's
+// rdma-datapath notes: every control message is a SEND of exactly its
+// size into the peer's 64-byte receive, the client sending first in each
+// exchange; the sequence for ib_write_bw is the version (16 bytes), the
+// cycle buffer and cache line size (be32 each), the MTU (the ibv_mtu
+// enum's digit and a NUL), a pingpong_dest (56 bytes, big-endian: lid@0,
+// out_reads@4, qpn@8, psn@12, rkey@16, vaddr@24, gid@32, srqn@48,
+// gid_index@52), then the data connection, four more dests (the server's
+// rkey and vaddr in them), the test, a dest, the client's report (size
+// and iterations be64, peak, average and message rate as big-endian
+// doubles) and a last dest.
+
+// ctrl is one end of a perftest control connection.
+type ctrl struct {
+	*end
+	t *testing.T
+}
+
+const (
+	ctrlSend = 0    // send area in the end's buffer
+	ctrlRecv = 1024 // receive area
+)
+
+func (c *ctrl) postRecv() {
+	c.t.Helper()
+	if _, err := c.qp.PostRecv(ib.RecvWR{ID: 5, SG: c.sge(ctrlRecv, 64)}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// xchg sends msg and returns the peer's message of the same size.
+func (c *ctrl) xchg(msg []byte) []byte {
+	c.t.Helper()
+	copy(c.buf[ctrlSend:], msg)
+	if _, err := c.qp.PostSend(ib.SendWR{ID: 5, Op: ib.OpSend, Flags: ib.SendSignaled, SG: c.sge(ctrlSend, len(msg))}); err != nil {
+		c.t.Fatal(err)
+	}
+	c.wait(c.t)
+	wc := c.waitRecv(c.t)
+	if int(wc.ByteLen) != len(msg) {
+		c.t.Fatalf("perftest answered %d bytes to a %d-byte message", wc.ByteLen, len(msg))
+	}
+	got := append([]byte(nil), c.buf[ctrlRecv:ctrlRecv+len(msg)]...)
+	c.postRecv()
+	return got
+}
+
+// perftestDest is a pingpong_dest.
+func perftestDest(qpn, rkey uint32, vaddr uint64, gid netip.Addr, gidIndex uint32) []byte {
+	b := make([]byte, 56)
+	be := binary.BigEndian
+	be.PutUint32(b[8:], qpn)
+	be.PutUint32(b[12:], 0x123456)
+	be.PutUint32(b[16:], rkey)
+	be.PutUint64(b[24:], vaddr)
+	g := gid.As16()
+	copy(b[32:48], g[:])
+	be.PutUint32(b[52:], gidIndex)
+	return b
+}
+
+func doubleBE(f float64) []byte { return binary.BigEndian.AppendUint64(nil, math.Float64bits(f)) }
+
+// connectRetry connects a new ID to dst with an end made by mk, retrying
+// while nobody listens yet (REJECTED with reason 8, as perftest's own
+// client retries), until ctx ends or peerDone reports the peer gone.
+func connectRetry(ctx context.Context, t *testing.T, ch *Channel, dst netip.AddrPort, n int, peerDone <-chan error) *end {
+	t.Helper()
+	for {
+		id, err := ch.CreateID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := id.ResolveRoute(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e := newEnd(t, id, n)
+		if _, err := e.qp.PostRecv(ib.RecvWR{ID: 5, SG: e.sge(ctrlRecv, 64)}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = id.Connect(ctx, e.qp, ConnParam{})
+		if err == nil {
+			return e
+		}
+		e.close(t)
+		var ee *EventError
+		if !errors.As(err, &ee) || ee.Status != RejectInvalidServiceID {
+			t.Fatalf("connect to %v: %v", dst, err)
+		}
+		select {
+		case err := <-peerDone:
+			t.Fatalf("the peer exited before we connected: %v", err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// runPeer starts a perftest binary; done reports its exit (after its
+// output is logged), out its output once done.
+func runPeer(ctx context.Context, t *testing.T, name string, args ...string) (done <-chan error, out *bytes.Buffer) {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		skipOrFail(t, "no "+name+" (apt-get install perftest)")
+	}
+	cmd := exec.CommandContext(ctx, p, args...)
+	out = new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		t.Logf("%s %v:\n%s", name, args, out.String())
+		ch <- err
+	}()
+	return ch, out
+}
+
+// TestKernelWriteBWServer is our client against ib_write_bw -R's server:
+// the control protocol, a data connection, RDMA WRITEs of 64 KiB to the
+// buffer the server advertised, and our report, which the server prints
+// as its result.
+func TestKernelWriteBWServer(t *testing.T) {
+	addr := kernelAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	const port, size, iters = 18620, 65536, 200
+	done, out := runPeer(ctx, t, "ib_write_bw", "-R", "-d", "rxe0", "-p", strconv.Itoa(port), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters))
+	ch, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	dst := netip.AddrPortFrom(addr, port)
+	c := &ctrl{end: connectRetry(ctx, t, ch, dst, 4096, done), t: t}
+	gid := netip.AddrFrom16(addr.As16()) // ::ffff:a.b.c.d, the RoCE v2 GID
+
+	ver := c.xchg(append([]byte("6.06"), make([]byte, 12)...))
+	if v, _ := strconv.ParseFloat(string(bytes.TrimRight(ver, "\x00")), 64); v < 5.70 {
+		t.Fatalf("server version %q", ver)
+	}
+	c.xchg(binary.BigEndian.AppendUint32(nil, 4096)) // cycle buffer
+	c.xchg(binary.BigEndian.AppendUint32(nil, 64))   // cache line
+	c.xchg([]byte{'3', 0})                           // MTU 1024
+	c.xchg(perftestDest(0, 0, 0, gid, 1))            // placeholder before the data connection
+
+	d := connectRetry(ctx, t, ch, dst, 2*size, done)
+	var srv []byte
+	for i := range 4 {
+		srv = c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
+		_ = i
+	}
+	rkey, vaddr := binary.BigEndian.Uint32(srv[16:]), binary.BigEndian.Uint64(srv[24:])
+	t.Logf("server buffer %#x rkey %#x", vaddr, rkey)
+
+	// The test: iters signaled writes, at most 16 outstanding.
+	for i := range d.buf[:size] {
+		d.buf[i] = byte(i)
+	}
+	wrs := []ib.SendWR{{Op: ib.OpRDMAWrite, Flags: ib.SendSignaled, RemoteAddr: vaddr, RKey: rkey, SG: d.sge(0, size)}}
+	wcs := make([]ib.WC, 16)
+	start := time.Now()
+	posted, completed := 0, 0
+	for completed < iters {
+		for posted < iters && posted-completed < 16 {
+			wrs[0].ID = uint64(posted)
+			if _, err := d.qp.PostSend(wrs...); err != nil {
+				t.Fatal(err)
+			}
+			posted++
+		}
+		n, err := d.cq.Poll(wcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, wc := range wcs[:n] {
+			if err := wc.Err(); err != nil {
+				t.Fatalf("write %d: %v", wc.ID, err)
+			}
+		}
+		completed += n
+	}
+	el := time.Since(start).Seconds()
+	avg := float64(size) * iters / el / (1 << 20)
+	t.Logf("our writes: %d x %d bytes in %.3f s: %.2f MB/s", iters, size, el, avg)
+
+	c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
+	c.xchg(binary.BigEndian.AppendUint64(nil, size))
+	c.xchg(binary.BigEndian.AppendUint64(nil, iters))
+	c.xchg(doubleBE(avg))
+	c.xchg(doubleBE(avg))
+	c.xchg(doubleBE(iters / el / 1e6))
+	c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
+	for _, e := range []*end{d, c.end} {
+		if err := e.id.Disconnect(e.qp); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("ib_write_bw server: %v", err)
+	}
+	want := fmt.Sprintf(" %d       %d ", size, iters)
+	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), strings.Join(strings.Fields(want), " ")+" ") {
+		t.Errorf("the server's report has no line for %d bytes, %d iterations", size, iters)
+	}
+	d.close(t)
+	c.close(t)
+}
