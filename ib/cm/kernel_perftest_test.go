@@ -174,6 +174,7 @@ func TestKernelWriteBWServer(t *testing.T) {
 	c.xchg(perftestDest(0, 0, 0, gid, 1))            // placeholder before the data connection
 
 	d := connectRetry(ctx, t, ch, dst, 2*size, done)
+	const depth = 64 // outstanding writes; every 16th is signaled
 	var srv []byte
 	for i := range 4 {
 		srv = c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
@@ -182,17 +183,22 @@ func TestKernelWriteBWServer(t *testing.T) {
 	rkey, vaddr := binary.BigEndian.Uint32(srv[16:]), binary.BigEndian.Uint64(srv[24:])
 	t.Logf("server buffer %#x rkey %#x", vaddr, rkey)
 
-	// The test: iters signaled writes, at most 16 outstanding.
+	// The test: iters writes, at most depth outstanding, every 16th and
+	// the last signaled (a completion stands for the 16 before it).
 	for i := range d.buf[:size] {
 		d.buf[i] = byte(i)
 	}
-	wrs := []ib.SendWR{{Op: ib.OpRDMAWrite, Flags: ib.SendSignaled, RemoteAddr: vaddr, RKey: rkey, SG: d.sge(0, size)}}
+	wrs := []ib.SendWR{{Op: ib.OpRDMAWrite, RemoteAddr: vaddr, RKey: rkey, SG: d.sge(0, size)}}
 	wcs := make([]ib.WC, 16)
 	start := time.Now()
 	posted, completed := 0, 0
 	for completed < iters {
-		for posted < iters && posted-completed < 16 {
+		for posted < iters && posted-completed < depth {
 			wrs[0].ID = uint64(posted)
+			wrs[0].Flags = 0
+			if posted%16 == 15 || posted == iters-1 {
+				wrs[0].Flags = ib.SendSignaled
+			}
 			if _, err := d.qp.PostSend(wrs...); err != nil {
 				t.Fatal(err)
 			}
@@ -206,8 +212,8 @@ func TestKernelWriteBWServer(t *testing.T) {
 			if err := wc.Err(); err != nil {
 				t.Fatalf("write %d: %v", wc.ID, err)
 			}
+			completed = int(wc.ID) + 1
 		}
-		completed += n
 	}
 	el := time.Since(start).Seconds()
 	avg := float64(size) * iters / el / (1 << 20)
@@ -231,6 +237,125 @@ func TestKernelWriteBWServer(t *testing.T) {
 	want := fmt.Sprintf(" %d       %d ", size, iters)
 	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), strings.Join(strings.Fields(want), " ")+" ") {
 		t.Errorf("the server's report has no line for %d bytes, %d iterations", size, iters)
+	}
+	d.close(t)
+	c.close(t)
+}
+
+// recvFrom waits for the peer's message of n bytes on a server-side
+// control connection (the client speaks first) and answers with reply.
+func (c *ctrl) answer(n int, reply []byte) []byte {
+	c.t.Helper()
+	wc := c.waitRecv(c.t)
+	if int(wc.ByteLen) != n {
+		c.t.Fatalf("perftest sent %d bytes, want %d", wc.ByteLen, n)
+	}
+	got := append([]byte(nil), c.buf[ctrlRecv:ctrlRecv+n]...)
+	c.postRecv()
+	copy(c.buf[ctrlSend:], reply)
+	if _, err := c.qp.PostSend(ib.SendWR{ID: 6, Op: ib.OpSend, Flags: ib.SendSignaled, SG: c.sge(ctrlSend, len(reply))}); err != nil {
+		c.t.Fatal(err)
+	}
+	c.wait(c.t)
+	return got
+}
+
+// acceptEnd takes the next connection request on l and accepts it with a
+// new end of n bytes, a receive posted.
+func acceptEnd(ctx context.Context, t *testing.T, l *ID, n int) *end {
+	t.Helper()
+	id, _, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnd(t, id, n)
+	if _, err := e.qp.PostRecv(ib.RecvWR{ID: 5, SG: e.sge(ctrlRecv, 64)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Accept(ctx, e.qp, ConnParam{}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestKernelWriteBWClient is ib_write_bw -R's client against our server:
+// we answer its control protocol and expose a buffer it RDMA WRITEs; it
+// measures and prints its bandwidth, and its data must land in our buffer.
+func TestKernelWriteBWClient(t *testing.T) {
+	addr := kernelAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	const port, size, iters = 18621, 65536, 200
+	ch, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	l, err := ch.CreateID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	done, out := runPeer(ctx, t, "ib_write_bw", "-R", "-d", "rxe0", "-p", strconv.Itoa(port), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters), addr.String())
+	c := &ctrl{end: acceptEnd(ctx, t, l, 4096), t: t}
+	gid := netip.AddrFrom16(addr.As16())
+	if v := c.answer(16, append([]byte("6.06"), make([]byte, 12)...)); !bytes.HasPrefix(v, []byte("6.")) && !bytes.HasPrefix(v, []byte("5.")) {
+		t.Fatalf("client version %q", v)
+	}
+	c.answer(4, binary.BigEndian.AppendUint32(nil, 4096))
+	c.answer(4, binary.BigEndian.AppendUint32(nil, 64))
+	c.answer(2, []byte{'3', 0})
+	c.answer(56, perftestDest(0, 0, 0, gid, 1))
+
+	d := acceptEnd(ctx, t, l, size)
+	clear(d.buf)
+	for range 4 {
+		c.answer(56, perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
+	}
+	// The client writes now; its next message says it is done.
+	c.answer(56, perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
+	rep := make([][]byte, 5)
+	for i, n := range []int{8, 8, 8, 8, 8} {
+		rep[i] = c.answer(n, make([]byte, n))
+	}
+	if s, n := binary.BigEndian.Uint64(rep[0]), binary.BigEndian.Uint64(rep[1]); s != size || n != iters {
+		t.Errorf("client report: %d bytes x %d, want %d x %d", s, n, size, iters)
+	}
+	c.answer(56, perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
+	// The client disconnects both connections and waits for our replies
+	// (DREP, which DISCONNECT sends once a DREQ came: ucma.c).
+	errs := make(chan error, 2)
+	for _, e := range []*end{d, c.end} {
+		go func() {
+			if _, err := e.id.await(ctx, "DISCONNECT", EventDisconnected); err != nil {
+				errs <- err
+				return
+			}
+			errs <- e.id.Disconnect(e.qp)
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("after the client's disconnect: %v", err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("ib_write_bw client: %v", err)
+	}
+	// perftest writes whatever its buffer holds; at least the last write
+	// reached ours, which was zeroed: look for its bytes.
+	if bytes.Count(d.buf, []byte{0}) == len(d.buf) {
+		t.Error("no byte of the client's writes reached our buffer")
+	}
+	t.Logf("ib_write_bw client average %.2f MB/s (its report to us)", math.Float64frombits(binary.BigEndian.Uint64(rep[3])))
+	if !strings.Contains(out.String(), "BW average") {
+		t.Error("the client printed no report")
 	}
 	d.close(t)
 	c.close(t)

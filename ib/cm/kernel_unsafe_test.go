@@ -113,13 +113,13 @@ func makeEnd(id *ID, buf []byte) (*end, error) {
 	if e.ch, err = e.ctx.CreateCompChannel(); err != nil {
 		return nil, err
 	}
-	if e.cq, err = e.ctx.CreateCQ(ib.CQOptions{Entries: 64, Channel: e.ch}); err != nil {
+	if e.cq, err = e.ctx.CreateCQ(ib.CQOptions{Entries: 128, Channel: e.ch}); err != nil {
 		return nil, err
 	}
 	if e.rcq, err = e.ctx.CreateCQ(ib.CQOptions{Entries: 64, Channel: e.ch}); err != nil {
 		return nil, err
 	}
-	if e.qp, err = e.pd.CreateQP(ib.QPOptions{SendCQ: e.cq, RecvCQ: e.rcq, Caps: ib.QPCaps{MaxSendWR: 16, MaxRecvWR: 16}}); err != nil {
+	if e.qp, err = e.pd.CreateQP(ib.QPOptions{SendCQ: e.cq, RecvCQ: e.rcq, Caps: ib.QPCaps{MaxSendWR: 64, MaxRecvWR: 16}}); err != nil {
 		return nil, err
 	}
 	if e.mr, err = e.pd.RegBytes(e.buf, ib.AccessLocalWrite|ib.AccessRemoteWrite|ib.AccessRemoteRead); err != nil {
