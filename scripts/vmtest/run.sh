@@ -23,9 +23,11 @@
 # environment: a test must fail, not skip, when that is set and the kernel
 # feature it needs is missing. Benchmarks run with -test.benchmem and
 # -test.cpu 1,N (N = guest CPUs). For ./ib, regmr_bench.c (libibverbs'
-# ibv_reg_mr + ibv_dereg_mr of 1 MiB, linked statically with the rxe
-# provider) runs right before and right after its benchmark, so the two
-# figures are taken under the same load; all figures end the output.
+# ibv_reg_mr + ibv_dereg_mr of 1 MiB) and postpoll_bench.c (libibverbs'
+# ibv_post_send of a 64-byte RDMA WRITE and ibv_poll_cq of its completion),
+# linked statically with the rxe provider, run right before and right
+# after its benchmarks, so the figures are taken under the same load; all
+# figures end the output.
 #
 # The guest has: /dev/infiniband/uverbs0 (rxe0, port 1 ACTIVE, GIDs of
 # 10.77.0.1 on netdev rxe_dummy), /dev/infiniband/rdma_cm (rdma_ucm), /dev/udmabuf, tracefs at
@@ -317,21 +319,24 @@ BUILD_FAILED=0
 # same load on the host.
 CBENCH=
 if [[ " ${SEL_PKG[*]:-} " == *" ./ib "* ]] && [ "${GAUDI_VMTEST_BENCH:-}" != off ]; then
-	if gcc -static -O2 -DRDMA_STATIC_PROVIDERS=rxe -o "$G/regmr_bench" "$HERE/regmr_bench.c" \
-		-Wl,--start-group -lrxe-rdmav34 -libverbs -lnl-route-3 -lnl-3 -Wl,--end-group -lpthread \
-		2> >(grep -vE 'statically linked applications|: in function' >&2); then
-		CBENCH="/guest/regmr_bench $BENCH_ROUNDS rxe0"
-	else
-		say "building regmr_bench.c (static libibverbs with the rxe provider) failed"
-		BUILD_FAILED=1
-	fi
+	for c in regmr_bench postpoll_bench; do
+		if gcc -static -O2 -DRDMA_STATIC_PROVIDERS=rxe -o "$G/$c" "$HERE/$c.c" \
+			-Wl,--start-group -lrxe-rdmav34 -libverbs -lnl-route-3 -lnl-3 -Wl,--end-group -lpthread \
+			2> >(grep -vE 'statically linked applications|: in function' >&2); then
+			CBENCH+="/guest/$c $BENCH_ROUNDS rxe0 && "
+		else
+			say "building $c.c (static libibverbs with the rxe provider) failed"
+			BUILD_FAILED=1
+		fi
+	done
+	CBENCH+=true
 fi
 cbench() { # the guest lines that run the C benchmark, when built
 	[ -n "$CBENCH" ] || return 0
 	cat <<-EOF
 
 	t=\$(now)
-	echo "=== libibverbs: ibv_reg_mr + ibv_dereg_mr of 1 MiB on rxe0 ($1)"
+	echo "=== libibverbs: ibv_reg_mr + ibv_dereg_mr of 1 MiB, post + poll of a 64-byte RDMA WRITE, on rxe0 ($1)"
 	$CBENCH
 	result "libibverbs benchmark ($1)" \$? "\$t"
 	EOF
@@ -403,7 +408,7 @@ step ""
 echo
 say "results (console: $W/console.log)"
 grep '^VMTEST_RESULT ' "$LOG" | sed 's/^VMTEST_RESULT /  /' >&2 || true
-grep -E '^(Benchmark|ibv_reg_mr\+ibv_dereg_mr)' "$LOG" | sed 's/^/  bench: /' >&2 || true
+grep -E '^(Benchmark|ibv_reg_mr\+ibv_dereg_mr|ibv_post_send\+ibv_poll_cq)' "$LOG" | sed 's/^/  bench: /' >&2 || true
 say "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "total %.1f s", b-a}')"
 rc=0
 if [ "$QRC" = 124 ]; then
