@@ -293,3 +293,37 @@ func BenchmarkKernelPostPoll(b *testing.B) {
 		}
 	}
 }
+
+// TestKernelSendTooLarge sends more than the posted receive holds: both
+// sides get a typed error completion (rxe in 6.12: the receive fails with
+// a local QP operation error, the send with a remote operation error).
+func TestKernelSendTooLarge(t *testing.T) {
+	p := newKernelPair(t)
+	buf := hostBuffer(t, 8192)
+	mr, err := p.pd.RegBytes(buf, AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.qp[1].PostRecv(RecvWR{ID: 7, SG: []SGE{{Addr: mr.IOVA() + 4096, Length: 64, LKey: mr.LKey()}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.qp[0].PostSend(SendWR{ID: 8, Op: OpSend, Flags: SendSignaled, SG: []SGE{{Addr: mr.IOVA(), Length: 1024, LKey: mr.LKey()}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wc := make([]WC, 1)
+	if _, err := p.cq[1].Wait(ctx, wc); err != nil {
+		t.Fatal(err)
+	}
+	if wc[0].ID != 7 || wc[0].Status != WCLocQPOpErr {
+		t.Fatalf("receive of 1024 bytes into 64: %+v (%v), want a local QP operation error", wc[0], wc[0].Err())
+	}
+	if _, err := p.cq[0].Wait(ctx, wc); err != nil {
+		t.Fatal(err)
+	}
+	if err := wc[0].Err(); wc[0].ID != 8 || !errors.Is(err, ErrRemoteOperation) {
+		t.Fatalf("send of 1024 bytes into 64: %+v (%v), want ErrRemoteOperation", wc[0], err)
+	}
+	t.Logf("sender: %v", wc[0].Err())
+}

@@ -186,8 +186,9 @@ type WC struct {
 
 // Err returns nil for a successful completion, else a *WCError that
 // matches ErrFlushed (the QP went to the error state before the request
-// ran), ErrRemoteAccess (the peer refused the remote key or range) and
-// the other sentinels of WCError.
+// ran), ErrRemoteAccess (the peer refused the remote key or range),
+// ErrRemoteOperation (the peer could not take a SEND) and the other
+// sentinels of WCError.
 func (wc *WC) Err() error {
 	if wc.Status == WCSuccess {
 		return nil

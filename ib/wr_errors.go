@@ -30,9 +30,14 @@ var (
 	// receive.
 	ErrRetryExceeded = errors.New("retries exceeded")
 
-	// ErrLocalLength matches a completion whose data did not fit: a SEND
-	// larger than the posted receive.
+	// ErrLocalLength matches a completion whose local data length was
+	// wrong for the request (WCLocLenErr).
 	ErrLocalLength = errors.New("local length error")
+
+	// ErrRemoteOperation matches a completion the peer could not carry
+	// out (WCRemOpErr): on rxe, a SEND larger than the receive the peer
+	// posted, whose own receive then fails with WCLocQPOpErr.
+	ErrRemoteOperation = errors.New("remote operation error")
 )
 
 // WCError is a failed work completion.
@@ -51,7 +56,8 @@ func (e *WCError) Error() string {
 
 // Is matches the data path's sentinels: ErrFlushed (WCFlushErr),
 // ErrRemoteAccess (WCRemAccessErr), ErrRetryExceeded (WCRetryExcErr,
-// WCRNRRetryExcErr), ErrLocalLength (WCLocLenErr).
+// WCRNRRetryExcErr), ErrLocalLength (WCLocLenErr), ErrRemoteOperation
+// (WCRemOpErr).
 func (e *WCError) Is(target error) bool {
 	switch target {
 	case ErrFlushed:
@@ -62,6 +68,8 @@ func (e *WCError) Is(target error) bool {
 		return e.Status == WCRetryExcErr || e.Status == WCRNRRetryExcErr
 	case ErrLocalLength:
 		return e.Status == WCLocLenErr
+	case ErrRemoteOperation:
+		return e.Status == WCRemOpErr
 	}
 	return false
 }

@@ -1,0 +1,106 @@
+package cm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestKernelConnectRejected has our server reject a request with private
+// data: the client's Connect fails with ErrRejected, the consumer's reason
+// (28) and the data.
+func TestKernelConnectRejected(t *testing.T) {
+	addr := kernelAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ch, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	l, err := ch.CreateID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const port = 18640
+	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := ch.CreateID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(addr, port)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.ResolveRoute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := newEnd(t, cli, 4096)
+	res := make(chan error, 1)
+	go func() {
+		_, err := cli.Connect(ctx, c.qp, ConnParam{})
+		res <- err
+	}()
+	req, _, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Reject(bytes.Repeat([]byte("busy"), 40)); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("Reject with 160 bytes: %v, want ErrBadArgument", err)
+	}
+	if err := req.Reject([]byte("busy")); err != nil {
+		t.Fatal(err)
+	}
+	err = <-res
+	var ee *EventError
+	if !errors.Is(err, ErrRejected) || !errors.As(err, &ee) || ee.Status != RejectConsumer || !bytes.HasPrefix(ee.PrivateData, []byte("busy")) {
+		t.Fatalf("Connect to a rejecting server: %v; want ErrRejected, reason %d, data \"busy\"", err, RejectConsumer)
+	}
+	t.Logf("rejected: %v (%d bytes of private data)", err, len(ee.PrivateData))
+	for _, c := range []interface{ Close() error }{req, l} {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	c.close(t)
+}
+
+// TestKernelResolveNoRoute resolves an address the guest has no route to
+// (TEST-NET-1, RFC 5737): a typed error, at once or as ADDR_ERROR. It
+// runs only in the VM harness, whose guest has no network beyond its
+// dummy device, so nothing leaves the machine.
+func TestKernelResolveNoRoute(t *testing.T) {
+	kernelAddr(t)
+	if os.Getenv("GAUDI_VMTEST") != "1" {
+		t.Skip("resolves an outside address: only in the VM harness's isolated guest")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ch, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	id, err := ch.CreateID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = id.ResolveAddr(ctx, netip.AddrPort{}, netip.MustParseAddrPort("192.0.2.1:18641"))
+	if !errors.Is(err, ErrAddrResolution) && !errors.Is(err, unix.ENETUNREACH) && !errors.Is(err, unix.EHOSTUNREACH) {
+		t.Fatalf("resolve an unroutable address: %v; want ErrAddrResolution or ENETUNREACH", err)
+	}
+	t.Logf("no route: %v", err)
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPort{}); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("resolve no address: %v, want ErrBadArgument", err)
+	}
+}
