@@ -18,7 +18,7 @@ import (
 )
 
 // Interoperability with perftest's -R mode (Debian's perftest 4.5, version
-// string "6.06"): both the control channel and the data QPs are RDMA CM
+// string "6.06"; ib_write_bw and ib_read_bw, whose sequences match): both the control channel and the data QPs are RDMA CM
 // RC connections to the same port. Facts from perftest's
 // perftest_communication.c and write_bw.c, as gathered in the team's
 // rdma-datapath notes: every control message is a SEND of exactly its
@@ -76,6 +76,7 @@ func (c *ctrl) xchg(msg []byte) []byte {
 func perftestDest(qpn, rkey uint32, vaddr uint64, gid netip.Addr, gidIndex uint32) []byte {
 	b := make([]byte, 56)
 	be := binary.BigEndian
+	be.PutUint32(b[4:], 1) // out_reads
 	be.PutUint32(b[8:], qpn)
 	be.PutUint32(b[12:], 0x123456)
 	be.PutUint32(b[16:], rkey)
@@ -150,16 +151,34 @@ func runPeer(ctx context.Context, t *testing.T, name string, args ...string) (do
 	return ch, out
 }
 
-// TestKernelWriteBWServer is our client against ib_write_bw -R's server:
-// the control protocol, a data connection, RDMA WRITEs of 64 KiB to the
-// buffer the server advertised, and our report, which the server prints
-// as its result.
-func TestKernelWriteBWServer(t *testing.T) {
+// bwTools are the perftest bandwidth tools whose -R protocol the tests
+// speak, with the operation the client issues (read_bw follows write_bw's
+// sequence: perftest's read_bw.c).
+var bwTools = []struct {
+	name string
+	op   ib.SendOp
+	port uint16
+}{
+	{"ib_write_bw", ib.OpRDMAWrite, 18620},
+	{"ib_read_bw", ib.OpRDMARead, 18622},
+}
+
+// TestKernelBWServer is our client against the -R server of ib_write_bw
+// and ib_read_bw: the control protocol, a data connection, RDMA WRITEs
+// (READs) of 64 KiB to (from) the buffer the server advertised, and our
+// report, which the server prints as its result.
+func TestKernelBWServer(t *testing.T) {
+	for _, tool := range bwTools {
+		t.Run(tool.name, func(t *testing.T) { bwServer(t, tool.name, tool.op, tool.port) })
+	}
+}
+
+func bwServer(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	addr := kernelAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	const port, size, iters = 18620, 65536, 200
-	done, out := runPeer(ctx, t, "ib_write_bw", "-R", "-d", "rxe0", "-p", strconv.Itoa(port), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters))
+	const size, iters = 65536, 200
+	done, out := runPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters))
 	ch, err := Open()
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +212,7 @@ func TestKernelWriteBWServer(t *testing.T) {
 	for i := range d.buf[:size] {
 		d.buf[i] = byte(i)
 	}
-	wrs := []ib.SendWR{{Op: ib.OpRDMAWrite, RemoteAddr: vaddr, RKey: rkey, SG: d.sge(0, size)}}
+	wrs := []ib.SendWR{{Op: op, RemoteAddr: vaddr, RKey: rkey, SG: d.sge(0, size)}}
 	wcs := make([]ib.WC, 16)
 	start := time.Now()
 	posted, completed := 0, 0
@@ -222,7 +241,7 @@ func TestKernelWriteBWServer(t *testing.T) {
 	}
 	el := time.Since(start).Seconds()
 	avg := float64(size) * iters / el / (1 << 20)
-	t.Logf("our writes: %d x %d bytes in %.3f s: %.2f MB/s", iters, size, el, avg)
+	t.Logf("our %v: %d x %d bytes in %.3f s: %.2f MB/s", op, iters, size, el, avg)
 
 	c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
 	c.xchg(binary.BigEndian.AppendUint64(nil, size))
@@ -237,7 +256,7 @@ func TestKernelWriteBWServer(t *testing.T) {
 		}
 	}
 	if err := <-done; err != nil {
-		t.Fatalf("ib_write_bw server: %v", err)
+		t.Fatalf("%s server: %v", tool, err)
 	}
 	want := fmt.Sprintf(" %d       %d ", size, iters)
 	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), strings.Join(strings.Fields(want), " ")+" ") {
@@ -300,14 +319,21 @@ func acceptEnd(ctx context.Context, t *testing.T, l *ID, n int) *end {
 	return e
 }
 
-// TestKernelWriteBWClient is ib_write_bw -R's client against our server:
-// we answer its control protocol and expose a buffer it RDMA WRITEs; it
-// measures and prints its bandwidth, and its data must land in our buffer.
-func TestKernelWriteBWClient(t *testing.T) {
+// TestKernelBWClient is the -R client of ib_write_bw and ib_read_bw
+// against our server: we answer its control protocol and expose a buffer
+// it RDMA WRITEs (READs); it measures and prints its bandwidth; a writer's
+// data must land in our buffer.
+func TestKernelBWClient(t *testing.T) {
+	for _, tool := range bwTools {
+		t.Run(tool.name, func(t *testing.T) { bwClient(t, tool.name, tool.op, tool.port+1) })
+	}
+}
+
+func bwClient(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	addr := kernelAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	const port, size, iters = 18621, 65536, 200
+	const size, iters = 65536, 200
 	ch, err := Open()
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +350,7 @@ func TestKernelWriteBWClient(t *testing.T) {
 	if err := l.Listen(0); err != nil {
 		t.Fatal(err)
 	}
-	done, out := runPeer(ctx, t, "ib_write_bw", "-R", "-d", "rxe0", "-p", strconv.Itoa(port), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters), addr.String())
+	done, out := runPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters), addr.String())
 	c := &ctrl{end: acceptEnd(ctx, t, l, 4096), t: t}
 	gid := netip.AddrFrom16(addr.As16())
 	if v := c.answer(16, append([]byte("6.06"), make([]byte, 12)...)); !bytes.HasPrefix(v, []byte("6.")) && !bytes.HasPrefix(v, []byte("5.")) {
@@ -370,14 +396,14 @@ func TestKernelWriteBWClient(t *testing.T) {
 		}
 	}
 	if err := <-done; err != nil {
-		t.Fatalf("ib_write_bw client: %v", err)
+		t.Fatalf("%s client: %v", tool, err)
 	}
 	// perftest writes whatever its buffer holds; at least the last write
 	// reached ours, which was zeroed: look for its bytes.
-	if bytes.Count(d.buf, []byte{0}) == len(d.buf) {
+	if op == ib.OpRDMAWrite && bytes.Count(d.buf, []byte{0}) == len(d.buf) {
 		t.Error("no byte of the client's writes reached our buffer")
 	}
-	t.Logf("ib_write_bw client average %.2f MB/s (its report to us)", math.Float64frombits(binary.BigEndian.Uint64(rep[3])))
+	t.Logf("%s client average %.2f MB/s (its report to us)", tool, math.Float64frombits(binary.BigEndian.Uint64(rep[3])))
 	if !strings.Contains(out.String(), "BW average") {
 		t.Error("the client printed no report")
 	}
