@@ -136,7 +136,10 @@ func (ch *Channel) deliver(r rawEvent) {
 		r.ev.request = req
 	}
 	ch.mu.Unlock()
-	id.push(r.ev)
+	if !id.push(r.ev) && r.ev.request != nil {
+		// The listener closed meanwhile: nobody will take the request.
+		r.ev.request.Close()
+	}
 }
 
 // newIDLocked registers an ID for kernel handle h.

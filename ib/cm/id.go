@@ -74,15 +74,17 @@ const (
 	opInitQPAttr   = "INIT_QP_ATTR"
 )
 
-func (id *ID) push(ev Event) {
+// push queues ev; it reports false when the ID is closed.
+func (id *ID) push(ev Event) bool {
 	id.mu.Lock()
 	if id.closed {
 		id.mu.Unlock()
-		return
+		return false
 	}
 	id.events = append(id.events, ev)
 	id.mu.Unlock()
 	id.wake()
+	return true
 }
 
 func (id *ID) wake() {
@@ -536,8 +538,9 @@ func (id *ID) use(op string) error {
 }
 
 // Close destroys the ID (DESTROY_ID; a connected ID sends a disconnect
-// request first, as the kernel does) and drops its queued events. Closing
-// twice does nothing.
+// request first, as the kernel does) and drops its queued events. A
+// listener's requests that GetRequest has not taken are destroyed with
+// it, which rejects their clients. Closing twice does nothing.
 func (id *ID) Close() error {
 	id.mu.Lock()
 	if id.closed {
@@ -545,8 +548,15 @@ func (id *ID) Close() error {
 		return nil
 	}
 	id.closed = true
+	queued := id.events
 	id.events = nil
 	id.mu.Unlock()
+	var errs []error
+	for _, ev := range queued {
+		if ev.request != nil {
+			errs = append(errs, ev.request.Close())
+		}
+	}
 	id.ch.forget(id)
 	// struct rdma_ucm_destroy_id {response@0, id@8, reserved}; answer
 	// {events_reported}.
@@ -556,9 +566,9 @@ func (id *ID) Close() error {
 	binary.LittleEndian.PutUint32(body[8:], id.handle)
 	err := id.ch.command(opDestroyID, rdma.RDMA_USER_CM_CMD_DESTROY_ID, body, resp)
 	if errors.Is(err, ErrClosed) {
-		return nil // the Channel closed: the kernel destroyed it
+		err = nil // the Channel closed: the kernel destroyed it
 	}
-	return err
+	return errors.Join(append(errs, err)...)
 }
 
 // abandon marks the ID closed for a closing Channel.

@@ -104,3 +104,82 @@ func TestKernelResolveNoRoute(t *testing.T) {
 		t.Fatalf("resolve no address: %v, want ErrBadArgument", err)
 	}
 }
+
+// TestKernelListenerCloseRejectsQueued closes a listener whose connection
+// request was read from the kernel but not yet taken by GetRequest: the
+// request's ID must be destroyed with it, which rejects the client at
+// once, instead of leaving the client waiting for an answer that never
+// comes and the ID alive until the Channel closes.
+func TestKernelListenerCloseRejectsQueued(t *testing.T) {
+	addr := kernelAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	chS, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chS.Close()
+	chC, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chC.Close()
+	l, err := chS.CreateID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const port = 18642
+	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := chC.CreateID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(addr, port)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.ResolveRoute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := newEnd(t, cli, 4096)
+	defer c.close(t)
+	// The client waits for its answer at most 20 s: the CM's own timeout
+	// for a REQ nobody answers is far longer.
+	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ccancel()
+	res := make(chan error, 1)
+	go func() {
+		_, err := cli.Connect(cctx, c.qp, ConnParam{})
+		res <- err
+	}()
+	// Wait until the request sits in the listener's queue.
+	for {
+		l.mu.Lock()
+		n := len(l.events)
+		l.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no connection request reached the listener")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; !errors.Is(err, ErrRejected) {
+		t.Fatalf("Connect to a listener closed with the request queued: %v, want ErrRejected", err)
+	}
+	chS.mu.Lock()
+	left := len(chS.ids)
+	chS.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d IDs left on the server's Channel after its listener closed", left)
+	}
+}
