@@ -157,6 +157,12 @@ func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ) error {
 	}
 }
 
+// interrupt wakes the waiter in the poller, which looks at its CQ's flag
+// again (another CQ's waiter clears the deadline and goes on waiting).
+func (ch *CompChannel) interrupt() {
+	ch.f.SetReadDeadline(aLongTimeAgo)
+}
+
 // Close closes the channel's descriptor; a wait in progress returns
 // ErrClosed. Closing twice does nothing.
 func (ch *CompChannel) Close() error {

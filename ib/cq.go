@@ -220,6 +220,10 @@ func (cq *CQ) Close() error {
 	c.mu.Unlock()
 	if cq.ch != nil {
 		cq.ch.detach(cq)
+		// Wake a Wait sleeping on the channel for this CQ: it finds the
+		// flag, polls and gets ErrClosed.
+		cq.notified.Store(true)
+		cq.ch.interrupt()
 	}
 	var err error
 	if !gone {

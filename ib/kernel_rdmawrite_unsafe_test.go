@@ -327,3 +327,34 @@ func TestKernelSendTooLarge(t *testing.T) {
 	}
 	t.Logf("sender: %v", wc[0].Err())
 }
+
+// TestKernelCQCloseWakesWait closes a CQ while a Wait sleeps on its
+// channel: the Wait returns ErrClosed at once, not when its ctx ends.
+func TestKernelCQCloseWakesWait(t *testing.T) {
+	p := newKernelPair(t)
+	cq, err := p.ctx.CreateCQ(CQOptions{Entries: 8, Channel: p.ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() {
+		_, err := cq.Wait(ctx, make([]WC, 1))
+		res <- err
+	}()
+	// Wait until the waiter holds the channel, that is, sleeps in it.
+	for len(p.ch.sem) == 0 {
+		select {
+		case err := <-res:
+			t.Fatalf("Wait returned before Close: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := cq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Wait on a CQ closed under it: %v, want ErrClosed", err)
+	}
+}
