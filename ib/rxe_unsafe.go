@@ -290,12 +290,7 @@ func encodeSendWQE(w []byte, wr *SendWR, n uint32) {
 	le.PutUint32(w[rxeWQELength:], n)
 	le.PutUint32(w[rxeWQEResid:], n)
 	le.PutUint32(w[rxeWQENumSGE:], uint32(len(wr.SG)))
-	for i, sg := range wr.SG {
-		e := w[rxeSendWQESize+i*rxeSGESize:]
-		le.PutUint64(e[0:], sg.Addr)
-		le.PutUint32(e[8:], sg.Length)
-		le.PutUint32(e[12:], sg.LKey)
-	}
+	putSGEs(w[rxeSendWQESize:], wr.SG)
 }
 
 // rxeRQ is rxe's receive queue. It has no doorbell: the responder reads it
@@ -335,11 +330,17 @@ func encodeRecvWQE(w []byte, wr *RecvWR, n uint32) {
 	le.PutUint32(w[rxeRecvLength:], n)
 	le.PutUint32(w[rxeRecvResid:], n)
 	le.PutUint32(w[rxeRecvNumSGE:], uint32(len(wr.SG)))
-	for i, sg := range wr.SG {
-		e := w[rxeRecvWQESize+i*rxeSGESize:]
-		le.PutUint64(e[0:], sg.Addr)
-		le.PutUint32(e[8:], sg.Length)
-		le.PutUint32(e[12:], sg.LKey)
+	putSGEs(w[rxeRecvWQESize:], wr.SG)
+}
+
+// putSGEs writes sg as struct rxe_sge {addr, length, lkey} elements.
+func putSGEs(b []byte, sg []SGE) {
+	le := binary.LittleEndian
+	for i := range sg {
+		e := b[i*rxeSGESize : (i+1)*rxeSGESize]
+		le.PutUint64(e[0:], sg[i].Addr)
+		le.PutUint32(e[8:], sg[i].Length)
+		le.PutUint32(e[12:], sg[i].LKey)
 	}
 }
 

@@ -19,32 +19,10 @@ func TestKernelConnectRejected(t *testing.T) {
 	addr := kernelAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ch, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	l, err := ch.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := openChannel(t)
 	const port = 18640
-	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Listen(0); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := ch.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.ResolveRoute(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l := listenAt(t, ch, addr, port)
+	cli := resolved(ctx, t, ch, netip.AddrPortFrom(addr, port))
 	c := newEnd(t, cli, 4096)
 	res := make(chan error, 1)
 	go func() {
@@ -86,12 +64,7 @@ func TestKernelResolveNoRoute(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ch, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	id, err := ch.CreateID()
+	id, err := openChannel(t).CreateID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,37 +87,10 @@ func TestKernelListenerCloseRejectsQueued(t *testing.T) {
 	addr := kernelAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	chS, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chS.Close()
-	chC, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chC.Close()
-	l, err := chS.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	chS, chC := openChannel(t), openChannel(t)
 	const port = 18642
-	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Listen(0); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := chC.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.ResolveRoute(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l := listenAt(t, chS, addr, port)
+	cli := resolved(ctx, t, chC, netip.AddrPortFrom(addr, port))
 	c := newEnd(t, cli, 4096)
 	defer c.close(t)
 	// The client waits for its answer at most 20 s: the CM's own timeout

@@ -95,21 +95,12 @@ func doubleBE(f float64) []byte { return binary.BigEndian.AppendUint64(nil, math
 func connectRetry(ctx context.Context, t *testing.T, ch *Channel, dst netip.AddrPort, n int, peerDone <-chan error) *end {
 	t.Helper()
 	for {
-		id, err := ch.CreateID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst); err != nil {
-			t.Fatal(err)
-		}
-		if err := id.ResolveRoute(ctx); err != nil {
-			t.Fatal(err)
-		}
+		id := resolved(ctx, t, ch, dst)
 		e := newEnd(t, id, n)
 		if _, err := e.qp.PostRecv(ib.RecvWR{ID: 5, SG: e.sge(ctrlRecv, 64)}); err != nil {
 			t.Fatal(err)
 		}
-		_, err = id.Connect(ctx, e.qp, ConnParam{})
+		_, err := id.Connect(ctx, e.qp, ConnParam{})
 		if err == nil {
 			return e
 		}
@@ -179,11 +170,7 @@ func bwServer(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	defer cancel()
 	const size, iters = 65536, 200
 	done, out := runPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters))
-	ch, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
+	ch := openChannel(t)
 	dst := netip.AddrPortFrom(addr, port)
 	c := &ctrl{end: connectRetry(ctx, t, ch, dst, 4096, done), t: t}
 	gid := netip.AddrFrom16(addr.As16()) // ::ffff:a.b.c.d, the RoCE v2 GID
@@ -334,22 +321,8 @@ func bwClient(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	const size, iters = 65536, 200
-	ch, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	l, err := ch.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenAt(t, openChannel(t), addr, port)
 	defer l.Close()
-	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Listen(0); err != nil {
-		t.Fatal(err)
-	}
 	done, out := runPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters), addr.String())
 	c := &ctrl{end: acceptEnd(ctx, t, l, 4096), t: t}
 	gid := netip.AddrFrom16(addr.As16())

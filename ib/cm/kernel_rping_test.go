@@ -91,27 +91,13 @@ func TestKernelRpingServer(t *testing.T) {
 	defer cancel()
 	const port, count = 18610, 3
 	done := rpingRun(ctx, t, "-s", "-v", "-a", addr.String(), "-p", strconv.Itoa(port), "-S", strconv.Itoa(rpingSize))
-	ch, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-
+	ch := openChannel(t)
 	bufs := hostBuffer(t, 4096) // start@0, rdma@1024, send@2048, recv@3072
 	var c *end
 	for c == nil {
 		// rping listens when it gets there: retry the rejections its CM
 		// sends until then (reason 8, no listener), as perftest does.
-		id, err := ch.CreateID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(addr, port)); err != nil {
-			t.Fatal(err)
-		}
-		if err := id.ResolveRoute(ctx); err != nil {
-			t.Fatal(err)
-		}
+		id := resolved(ctx, t, ch, netip.AddrPortFrom(addr, port))
 		e, err := makeEnd(id, bufs)
 		if err != nil {
 			t.Fatal(err)
@@ -184,21 +170,7 @@ func TestKernelRpingClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	const port, count = 18611, 3
-	ch, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	l, err := ch.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Listen(0); err != nil {
-		t.Fatal(err)
-	}
+	l := listenAt(t, openChannel(t), addr, port)
 	done := rpingRun(ctx, t, "-c", "-v", "-V", "-a", addr.String(), "-p", strconv.Itoa(port), "-S", strconv.Itoa(rpingSize), "-C", strconv.Itoa(count))
 	id, _, err := l.GetRequest(ctx)
 	if err != nil {

@@ -23,35 +23,10 @@ func TestKernelPeerGoneMidTransfer(t *testing.T) {
 	fds := openFDs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	chS, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	chC, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := chS.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	chS, chC := openChannel(t), openChannel(t)
 	const port, n = 18630, 1 << 16
-	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Listen(0); err != nil {
-		t.Fatal(err)
-	}
-	cid, err := chC.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cid.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cid.ResolveRoute(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l := listenAt(t, chS, addr, port)
+	cid := resolved(ctx, t, chC, netip.AddrPortFrom(addr, port))
 	c := newEnd(t, cid, n)
 	connected := make(chan error, 1)
 	go func() {
@@ -140,17 +115,11 @@ func TestKernelPeerGoneMidTransfer(t *testing.T) {
 // deregistered and unmapped right after, with no fault.
 func TestKernelQPCloseOutstanding(t *testing.T) {
 	kernelAddr(t)
-	ch, err := Open()
+	l, err := openChannel(t).CreateID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ch.Close()
-	l, err := ch.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := kernelAddr(t)
-	if err := l.Bind(netip.AddrPortFrom(addr, 18631)); err != nil {
+	if err := l.Bind(netip.AddrPortFrom(kernelAddr(t), 18631)); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnd(t, l, 1<<16)

@@ -233,16 +233,7 @@ func TestKernelConnectLoopback(t *testing.T) {
 		done <- result{srv: srv, err: req.Accept(ctx, srv.qp, ConnParam{PrivateData: pd})}
 	}()
 
-	cli, err := ch.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(addr, port)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.ResolveRoute(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cli := resolved(ctx, t, ch, netip.AddrPortFrom(addr, port))
 	r, err := cli.Route()
 	if err != nil {
 		t.Fatal(err)
@@ -316,23 +307,9 @@ func TestKernelConnectNoListener(t *testing.T) {
 	addr := kernelAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ch, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	cli, err := ch.CreateID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(addr, 18601)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.ResolveRoute(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cli := resolved(ctx, t, openChannel(t), netip.AddrPortFrom(addr, 18601))
 	c := newEnd(t, cli, 4096)
-	_, err = cli.Connect(ctx, c.qp, ConnParam{})
+	_, err := cli.Connect(ctx, c.qp, ConnParam{})
 	var ee *EventError
 	if !errors.Is(err, ErrRejected) || !errors.As(err, &ee) || ee.Status != RejectInvalidServiceID {
 		t.Fatalf("Connect to no listener: %v; want ErrRejected with reason %d", err, RejectInvalidServiceID)
@@ -374,4 +351,47 @@ func openFDs(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return len(e)
+}
+
+// openChannel opens the CM device and closes it at the end of the test.
+func openChannel(t *testing.T) *Channel {
+	t.Helper()
+	ch, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	return ch
+}
+
+// listenAt makes a listener on ch at addr:port.
+func listenAt(t *testing.T, ch *Channel, addr netip.Addr, port uint16) *ID {
+	t.Helper()
+	l, err := ch.CreateID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Bind(netip.AddrPortFrom(addr, port)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// resolved makes an ID on ch with dst's address and route resolved.
+func resolved(ctx context.Context, t *testing.T, ch *Channel, dst netip.AddrPort) *ID {
+	t.Helper()
+	id, err := ch.CreateID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveRoute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -8,36 +8,14 @@
  * "ibv_post_send+ibv_poll_cq 64B write: <ns> ns/op (<rounds> rounds)".
  * run.sh builds it statically against libibverbs with the rxe provider.
  */
+#define BENCH_NAME "postpoll_bench"
+#include "bench_util.h"
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static struct ibv_context *open_named(const char *want)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int n, i;
-
-	list = ibv_get_device_list(&n);
-	if (list == NULL)
-		return NULL;
-	for (i = 0; i < n && ctx == NULL; i++)
-		if (want == NULL || strcmp(ibv_get_device_name(list[i]), want) == 0)
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
 
 static int to_rts(struct ibv_qp *qp, uint32_t peer, union ibv_gid *gid, int gidx)
 {

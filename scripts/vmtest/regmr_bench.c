@@ -5,6 +5,8 @@
  * It prints one line: "ibv_reg_mr+ibv_dereg_mr 1MiB: <ns> ns/op (<rounds> rounds)".
  * run.sh builds it statically against libibverbs with the rxe provider.
  */
+#define BENCH_NAME "regmr_bench"
+#include "bench_util.h"
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,35 +15,6 @@
 #include <time.h>
 
 #define BUF_SIZE (1u << 20)
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static struct ibv_context *open_named(const char *want)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int n, i;
-
-	list = ibv_get_device_list(&n);
-	if (list == NULL) {
-		perror("regmr_bench: ibv_get_device_list");
-		return NULL;
-	}
-	for (i = 0; i < n && ctx == NULL; i++) {
-		if (want == NULL || strcmp(ibv_get_device_name(list[i]), want) == 0)
-			ctx = ibv_open_device(list[i]);
-	}
-	ibv_free_device_list(list);
-	if (ctx == NULL)
-		fprintf(stderr, "regmr_bench: no usable device %s (%d listed)\n", want ? want : "", n);
-	return ctx;
-}
 
 int main(int argc, char **argv)
 {
