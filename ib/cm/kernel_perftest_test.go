@@ -154,12 +154,29 @@ var bwTools = []struct {
 	{"ib_read_bw", ib.OpRDMARead, 18622},
 }
 
-// TestKernelBWServer is our client against the -R server of ib_write_bw
-// and ib_read_bw: the control protocol, a data connection, RDMA WRITEs
-// (READs) of 64 KiB to (from) the buffer the server advertised, and our
-// report, which the server prints as its result.
+// destsBefore is how many pingpong_dest exchanges follow the data
+// connection before the test runs: send_bw has one more, after which its
+// server posts its receives (perftest's send_bw.c).
+func destsBefore(op ib.SendOp) int {
+	if op == ib.OpSend {
+		return 5
+	}
+	return 4
+}
+
+// TestKernelBWServer is our client against the -R server of ib_write_bw,
+// ib_read_bw and ib_send_bw: the control protocol, a data connection,
+// RDMA WRITEs (READs) of 64 KiB to (from) the buffer the server
+// advertised, or SENDs into its receives, and its report: ours, which a
+// write or read server prints as its result, or its own count of our
+// SENDs.
 func TestKernelBWServer(t *testing.T) {
-	for _, tool := range bwTools {
+	tools := append(bwTools[:len(bwTools):len(bwTools)], struct {
+		name string
+		op   ib.SendOp
+		port uint16
+	}{"ib_send_bw", ib.OpSend, 18624})
+	for _, tool := range tools {
 		t.Run(tool.name, func(t *testing.T) { bwServer(t, tool.name, tool.op, tool.port) })
 	}
 }
@@ -187,9 +204,8 @@ func bwServer(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	d := connectRetry(ctx, t, ch, dst, 2*size, done)
 	const depth = 64 // outstanding writes; every 16th is signaled
 	var srv []byte
-	for i := range 4 {
+	for range destsBefore(op) {
 		srv = c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
-		_ = i
 	}
 	rkey, vaddr := binary.BigEndian.Uint32(srv[16:]), binary.BigEndian.Uint64(srv[24:])
 	t.Logf("server buffer %#x rkey %#x", vaddr, rkey)
@@ -230,12 +246,14 @@ func bwServer(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	avg := float64(size) * iters / el / (1 << 20)
 	t.Logf("our %v: %d x %d bytes in %.3f s: %.2f MB/s", op, iters, size, el, avg)
 
-	c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
-	c.xchg(binary.BigEndian.AppendUint64(nil, size))
-	c.xchg(binary.BigEndian.AppendUint64(nil, iters))
-	c.xchg(doubleBE(avg))
-	c.xchg(doubleBE(avg))
-	c.xchg(doubleBE(iters / el / 1e6))
+	if op != ib.OpSend { // send_bw exchanges reports only with -b
+		c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
+		c.xchg(binary.BigEndian.AppendUint64(nil, size))
+		c.xchg(binary.BigEndian.AppendUint64(nil, iters))
+		c.xchg(doubleBE(avg))
+		c.xchg(doubleBE(avg))
+		c.xchg(doubleBE(iters / el / 1e6))
+	}
 	c.xchg(perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
 	for _, e := range []*end{d, c.end} {
 		if err := e.id.Disconnect(e.qp); err != nil {
