@@ -307,16 +307,18 @@ func (c *ctrl) answer(n int, reply []byte) []byte {
 }
 
 // acceptEnd takes the next connection request on l and accepts it with a
-// new end of n bytes, a receive posted.
-func acceptEnd(ctx context.Context, t *testing.T, l *ID, n int) *end {
+// new end of n bytes, with a control message's receive posted when ctl.
+func acceptEnd(ctx context.Context, t *testing.T, l *ID, n int, ctl bool) *end {
 	t.Helper()
 	id, _, err := l.GetRequest(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newEnd(t, id, n)
-	if _, err := e.qp.PostRecv(ib.RecvWR{ID: 5, SG: e.sge(ctrlRecv, 64)}); err != nil {
-		t.Fatal(err)
+	if ctl {
+		if _, err := e.qp.PostRecv(ib.RecvWR{ID: 5, SG: e.sge(ctrlRecv, 64)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := id.Accept(ctx, e.qp, ConnParam{}); err != nil {
 		t.Fatal(err)
@@ -324,12 +326,18 @@ func acceptEnd(ctx context.Context, t *testing.T, l *ID, n int) *end {
 	return e
 }
 
-// TestKernelBWClient is the -R client of ib_write_bw and ib_read_bw
-// against our server: we answer its control protocol and expose a buffer
-// it RDMA WRITEs (READs); it measures and prints its bandwidth; a writer's
-// data must land in our buffer.
+// TestKernelBWClient is the -R client of ib_write_bw, ib_read_bw and
+// ib_send_bw against our server: we answer its control protocol and
+// expose a buffer it RDMA WRITEs (READs), or post the receives its SENDs
+// land in; it measures and prints its bandwidth; a writer's data must land
+// in our buffer, and every SEND in a receive.
 func TestKernelBWClient(t *testing.T) {
-	for _, tool := range bwTools {
+	tools := append(bwTools[:len(bwTools):len(bwTools)], struct {
+		name string
+		op   ib.SendOp
+		port uint16
+	}{"ib_send_bw", ib.OpSend, 18624})
+	for _, tool := range tools {
 		t.Run(tool.name, func(t *testing.T) { bwClient(t, tool.name, tool.op, tool.port+1) })
 	}
 }
@@ -342,7 +350,7 @@ func bwClient(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	l := listenAt(t, openChannel(t), addr, port)
 	defer l.Close()
 	done, out := runPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters), addr.String())
-	c := &ctrl{end: acceptEnd(ctx, t, l, 4096), t: t}
+	c := &ctrl{end: acceptEnd(ctx, t, l, 4096, true), t: t}
 	gid := netip.AddrFrom16(addr.As16())
 	if v := c.answer(16, append([]byte("6.06"), make([]byte, 12)...)); !bytes.HasPrefix(v, []byte("6.")) && !bytes.HasPrefix(v, []byte("5.")) {
 		t.Fatalf("client version %q", v)
@@ -352,23 +360,34 @@ func bwClient(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	c.answer(2, []byte{'3', 0})
 	c.answer(56, perftestDest(0, 0, 0, gid, 1))
 
-	d := acceptEnd(ctx, t, l, size)
+	d := acceptEnd(ctx, t, l, size, false)
 	clear(d.buf)
-	for range 4 {
+	var recvd chan error
+	if op == ib.OpSend {
+		recvd = receiveAll(d, size, iters)
+	}
+	for range destsBefore(op) {
 		c.answer(56, perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
 	}
-	// The client writes now; its next message says it is done.
+	// The client runs its test now; its next message says it is done.
 	c.busy = true
 	c.answer(56, perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
 	c.busy = false
-	rep := make([][]byte, 5)
-	for i, n := range []int{8, 8, 8, 8, 8} {
-		rep[i] = c.answer(n, make([]byte, n))
+	if op == ib.OpSend {
+		if err := <-recvd; err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		rep := make([][]byte, 5)
+		for i := range rep {
+			rep[i] = c.answer(8, make([]byte, 8))
+		}
+		if s, n := binary.BigEndian.Uint64(rep[0]), binary.BigEndian.Uint64(rep[1]); s != size || n != iters {
+			t.Errorf("client report: %d bytes x %d, want %d x %d", s, n, size, iters)
+		}
+		t.Logf("%s client average %.2f MB/s (its report to us)", tool, math.Float64frombits(binary.BigEndian.Uint64(rep[3])))
+		c.answer(56, perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
 	}
-	if s, n := binary.BigEndian.Uint64(rep[0]), binary.BigEndian.Uint64(rep[1]); s != size || n != iters {
-		t.Errorf("client report: %d bytes x %d, want %d x %d", s, n, size, iters)
-	}
-	c.answer(56, perftestDest(d.qp.Num(), d.mr.RKey(), d.mr.IOVA(), gid, 1))
 	// The client disconnects both connections and waits for our replies
 	// (DREP, which DISCONNECT sends once a DREQ came: ucma.c).
 	errs := make(chan error, 2)
@@ -394,10 +413,51 @@ func bwClient(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	if op == ib.OpRDMAWrite && bytes.Count(d.buf, []byte{0}) == len(d.buf) {
 		t.Error("no byte of the client's writes reached our buffer")
 	}
-	t.Logf("%s client average %.2f MB/s (its report to us)", tool, math.Float64frombits(binary.BigEndian.Uint64(rep[3])))
 	if !strings.Contains(out.String(), "BW average") {
 		t.Error("the client printed no report")
 	}
 	d.close(t)
 	c.close(t)
+}
+
+// receiveAll keeps receives of size bytes posted on e's QP (all its
+// queue holds, reposted as they complete) until iters SENDs have landed,
+// then reports on the channel: an error completion, or a SEND of another
+// size, is an error. The QP's RNR timer is set to perftest's 12 (0.64 ms)
+// so a sender that finds no receive retries soon.
+func receiveAll(e *end, size, iters int) chan error {
+	res := make(chan error, 1)
+	if err := e.qp.Modify(&ib.QPAttr{Mask: ib.AttrState | ib.AttrMinRNRTimer, State: ib.QPSRTS, MinRNRTimer: 12}); err != nil {
+		res <- err
+		return res
+	}
+	depth := int(e.qp.Caps().MaxRecvWR)
+	rw := []ib.RecvWR{{SG: e.sge(0, size)}}
+	for range min(depth, iters) {
+		if _, err := e.qp.PostRecv(rw...); err != nil {
+			res <- err
+			return res
+		}
+	}
+	go func() {
+		for i := range iters {
+			wc, err := nextWC(e.rcq)
+			if err != nil {
+				res <- fmt.Errorf("receive %d of %d: %w", i, iters, err)
+				return
+			}
+			if wc.ByteLen != uint32(size) {
+				res <- fmt.Errorf("receive %d: %d bytes, want %d", i, wc.ByteLen, size)
+				return
+			}
+			if i+depth < iters {
+				if _, err := e.qp.PostRecv(rw...); err != nil {
+					res <- err
+					return
+				}
+			}
+		}
+		res <- nil
+	}()
+	return res
 }
