@@ -38,4 +38,16 @@
 // Channel and ID are safe for concurrent use; each ID's steps are
 // meant to be taken by one goroutine at a time, as its events form one
 // sequence.
+//
+// # Testing
+//
+// Tests named TestKernel* run against the kernel's RDMA CM and Soft-RoCE
+// (rxe) where /dev/infiniband/rdma_cm and an rxe device exist, and skip
+// otherwise; with GAUDI_VMTEST=1, as in the VM harness (scripts/vmtest),
+// they fail instead. They connect our own ends over rxe loopback (to the
+// device's own address) and move verified bytes, and they talk to real
+// peers from Debian's packages: rping both ways, and perftest's
+// ib_write_bw, ib_read_bw and ib_send_bw in -R mode both ways, whose
+// control protocol the tests speak. Unit tests prove the commands and
+// events against gcc and the kernel headers.
 package cm

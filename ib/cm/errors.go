@@ -43,6 +43,8 @@ type Error struct {
 	closed bool // refused by this package: closed
 }
 
+// Error returns a description such as "rdma_cm RESOLVE_IP: network is
+// unreachable".
 func (e *Error) Error() string {
 	if e.closed {
 		return "rdma_cm " + e.Op + ": " + ErrClosed.Error()
@@ -77,6 +79,8 @@ type EventError struct {
 	PrivateData []byte
 }
 
+// Error returns a description such as
+// "rdma_cm CONNECT: REJECTED (reason 8: no listener)".
 func (e *EventError) Error() string {
 	s := fmt.Sprintf("rdma_cm %s: %s", e.Op, e.Event)
 	switch {
