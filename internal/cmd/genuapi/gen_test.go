@@ -155,3 +155,29 @@ func FuzzParseHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestDeclareFlexArray checks __DECLARE_FLEX_ARRAY(type, name), which
+// linux/stddef.h spells for flexible arrays (rdma_user_rxe.h uses it).
+func TestDeclareFlexArray(t *testing.T) {
+	g := newGen(&pkgSpec{})
+	h, err := parseHeader("struct s { __u32 n; __DECLARE_FLEX_ARRAY(__u64, data); };")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := h.aggs[0]
+	if err := g.layout(s); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.members[1]; m.name != "data" || !m.flex || m.off != 8 || s.size != 8 {
+		t.Errorf("member %+v, struct size %d; want flexible data at 8, size 8", m, s.size)
+	}
+	for _, src := range []string{
+		"struct s { __DECLARE_FLEX_ARRAY(__u8 data); };",
+		"struct s { __DECLARE_FLEX_ARRAY(__u8, 3); };",
+		"struct s { __DECLARE_FLEX_ARRAY(__u8, data) };",
+	} {
+		if _, err := parseHeader(src); err == nil {
+			t.Errorf("%q: no error", src)
+		}
+	}
+}
