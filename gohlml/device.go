@@ -2,6 +2,7 @@ package gohlml
 
 import (
 	"encoding/binary"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -558,14 +559,19 @@ func (d Device) MacAddressInfo() (map[int]string, error) {
 }
 
 // NicLinkStatus returns 1 when NIC port port's link is up, 0 when down
-// (INFO HABANA_LINK_STATE of the out-of-tree driver; ErrNotSupported on
-// the kernel's).
+// (INFO HABANA_LINK_STATE of the out-of-tree driver). It is
+// ErrNotSupported on the kernel's driver, and where the driver's NIC is
+// not initialized (the op's EFAULT, device.ErrNoNIC).
 func (d Device) NicLinkStatus(port uint) (uint, error) {
 	dev, err := d.ctl("nic link")
 	if err != nil {
 		return 0, err
 	}
 	s, err := dev.LinkState(uint32(port))
+	if errors.Is(err, device.ErrNoNIC) {
+		// The driver's NIC is not initialized: it gives no link state.
+		return 0, ErrNotSupported
+	}
 	if err != nil {
 		return 0, driverError("nic link", err)
 	}
