@@ -657,14 +657,3 @@ func (d Device) NumaNode() (*uint, error) {
 	v := uint(n)
 	return &v, nil
 }
-
-// status returns INFO DEVICE_STATUS, which the driver serves in every
-// state.
-func (d Device) status() (device.Status, error) {
-	dev, err := d.ctl("status")
-	if err != nil {
-		return 0, err
-	}
-	s, err := dev.Status()
-	return s, driverError("status", err)
-}

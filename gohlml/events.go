@@ -114,9 +114,12 @@ func healthy(s device.Status) bool {
 	return s == device.StatusOperational || s == device.StatusInDeviceCreation
 }
 
-// critical reports whether next shows a critical event since prev.
+// critical reports whether next shows a critical event since prev. A
+// device's trouble is one event: leaving a healthy state is reported, and
+// the reset count that grows while (or after) the device is out of it
+// belongs to the same incident, whichever of the two a look saw first.
 func critical(prev, next snapshot) bool {
-	if next.resets != prev.resets || (healthy(prev.status) && !healthy(next.status)) {
+	if healthy(prev.status) && (!healthy(next.status) || next.resets != prev.resets) {
 		return true
 	}
 	for i := range next.captured {
