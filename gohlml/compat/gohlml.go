@@ -10,49 +10,119 @@ import (
 	"github.com/gaudi-go/gaudi/gohlml"
 )
 
+// Device is gohlml.Device.
 type Device = gohlml.Device
+
+// Error is gohlml.Error.
 type Error = gohlml.Error
+
+// Event is gohlml.Event.
 type Event = gohlml.Event
+
+// EventSet is gohlml.EventSet.
 type EventSet = gohlml.EventSet
+
+// PCIInfo is gohlml.PCIInfo.
 type PCIInfo = gohlml.PCIInfo
 
+// BITSPerLong is gohlml.BITSPerLong.
 const BITSPerLong = gohlml.BITSPerLong
+
+// HLDriverPath is gohlml.HLDriverPath.
 const HLDriverPath = gohlml.HLDriverPath
+
+// HLModulePath is gohlml.HLModulePath.
 const HLModulePath = gohlml.HLModulePath
+
+// HlmlCriticalError is gohlml.HlmlCriticalError.
 const HlmlCriticalError = gohlml.HlmlCriticalError
+
+// PollInterval is gohlml.PollInterval.
 const PollInterval = gohlml.PollInterval
+
+// UtilizationPeriod is gohlml.UtilizationPeriod.
 const UtilizationPeriod = gohlml.UtilizationPeriod
 
+// ErrAipIsLost is gohlml.ErrAipIsLost.
 var ErrAipIsLost = gohlml.ErrAipIsLost
+
+// ErrAlreadyInitialized is gohlml.ErrAlreadyInitialized.
 var ErrAlreadyInitialized = gohlml.ErrAlreadyInitialized
+
+// ErrDriverNotLoaded is gohlml.ErrDriverNotLoaded.
 var ErrDriverNotLoaded = gohlml.ErrDriverNotLoaded
+
+// ErrInsufficientSize is gohlml.ErrInsufficientSize.
 var ErrInsufficientSize = gohlml.ErrInsufficientSize
+
+// ErrInvalidArgument is gohlml.ErrInvalidArgument.
 var ErrInvalidArgument = gohlml.ErrInvalidArgument
+
+// ErrMemoryError is gohlml.ErrMemoryError.
 var ErrMemoryError = gohlml.ErrMemoryError
+
+// ErrNoData is gohlml.ErrNoData.
 var ErrNoData = gohlml.ErrNoData
+
+// ErrNotFound is gohlml.ErrNotFound.
 var ErrNotFound = gohlml.ErrNotFound
+
+// ErrNotIntialized is gohlml.ErrNotIntialized.
 var ErrNotIntialized = gohlml.ErrNotIntialized
+
+// ErrNotSupported is gohlml.ErrNotSupported.
 var ErrNotSupported = gohlml.ErrNotSupported
+
+// ErrUnknownError is gohlml.ErrUnknownError.
 var ErrUnknownError = gohlml.ErrUnknownError
 
-func DeleteEventSet(es gohlml.EventSet)                   { gohlml.DeleteEventSet(es) }
-func DeviceCount() (uint, error)                          { return gohlml.DeviceCount() }
+// DeleteEventSet calls gohlml.DeleteEventSet.
+func DeleteEventSet(es gohlml.EventSet) { gohlml.DeleteEventSet(es) }
+
+// DeviceCount calls gohlml.DeviceCount.
+func DeviceCount() (uint, error) { return gohlml.DeviceCount() }
+
+// DeviceHandleByIndex calls gohlml.DeviceHandleByIndex.
 func DeviceHandleByIndex(idx uint) (gohlml.Device, error) { return gohlml.DeviceHandleByIndex(idx) }
+
+// DeviceHandleBySerial calls gohlml.DeviceHandleBySerial.
 func DeviceHandleBySerial(serial string) (*gohlml.Device, error) {
 	return gohlml.DeviceHandleBySerial(serial)
 }
-func DeviceHandleByUUID(uuid string) (gohlml.Device, error)       { return gohlml.DeviceHandleByUUID(uuid) }
+
+// DeviceHandleByUUID calls gohlml.DeviceHandleByUUID.
+func DeviceHandleByUUID(uuid string) (gohlml.Device, error) { return gohlml.DeviceHandleByUUID(uuid) }
+
+// FWVersion calls gohlml.FWVersion.
 func FWVersion(idx uint) (kernel string, uboot string, err error) { return gohlml.FWVersion(idx) }
-func GetDeviceTypeName() (string, error)                          { return gohlml.GetDeviceTypeName() }
-func InitWithDevices(devs []*device.Device) error                 { return gohlml.InitWithDevices(devs) }
-func InitWithLogs() error                                         { return gohlml.InitWithLogs() }
-func Initialize() error                                           { return gohlml.Initialize() }
-func NewEventSet() gohlml.EventSet                                { return gohlml.NewEventSet() }
+
+// GetDeviceTypeName calls gohlml.GetDeviceTypeName.
+func GetDeviceTypeName() (string, error) { return gohlml.GetDeviceTypeName() }
+
+// InitWithDevices calls gohlml.InitWithDevices.
+func InitWithDevices(devs []*device.Device) error { return gohlml.InitWithDevices(devs) }
+
+// InitWithLogs calls gohlml.InitWithLogs.
+func InitWithLogs() error { return gohlml.InitWithLogs() }
+
+// Initialize calls gohlml.Initialize.
+func Initialize() error { return gohlml.Initialize() }
+
+// NewEventSet calls gohlml.NewEventSet.
+func NewEventSet() gohlml.EventSet { return gohlml.NewEventSet() }
+
+// RegisterEventForDevice calls gohlml.RegisterEventForDevice.
 func RegisterEventForDevice(es gohlml.EventSet, event int, serial string) error {
 	return gohlml.RegisterEventForDevice(es, event, serial)
 }
-func Shutdown() error                      { return gohlml.Shutdown() }
+
+// Shutdown calls gohlml.Shutdown.
+func Shutdown() error { return gohlml.Shutdown() }
+
+// SystemDriverVersion calls gohlml.SystemDriverVersion.
 func SystemDriverVersion() (string, error) { return gohlml.SystemDriverVersion() }
+
+// WaitForEvent calls gohlml.WaitForEvent.
 func WaitForEvent(es gohlml.EventSet, timeout uint) (gohlml.Event, error) {
 	return gohlml.WaitForEvent(es, timeout)
 }

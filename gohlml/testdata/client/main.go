@@ -17,6 +17,20 @@ import (
 	hlml "github.com/HabanaAI/gohlml"
 )
 
+// The rest of gohlml's exported names, with their types.
+var (
+	_ = hlml.PCIInfo{BusID: "0000:19:00.0", DeviceID: 0x1020}
+	_ = [...]string{hlml.HLDriverPath, hlml.HLModulePath}
+	_ = [...]error{hlml.ErrNotIntialized, hlml.ErrInvalidArgument, hlml.ErrNotSupported, hlml.ErrAlreadyInitialized,
+		hlml.ErrNotFound, hlml.ErrInsufficientSize, hlml.ErrDriverNotLoaded, hlml.ErrAipIsLost, hlml.ErrMemoryError,
+		hlml.ErrNoData, hlml.ErrUnknownError}
+	_ int                                = hlml.HlmlCriticalError
+	_ uint64                             = hlml.HlmlCriticalError
+	_ int                                = hlml.BITSPerLong
+	_ func(uint) (string, string, error) = hlml.FWVersion
+	_ func(hlml.EventSet)                = hlml.DeleteEventSet
+)
+
 func fail(what string, err error) {
 	fmt.Fprintf(os.Stderr, "client: %s: %v\n", what, err)
 	os.Exit(1)

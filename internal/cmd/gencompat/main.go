@@ -78,7 +78,7 @@ func generate(dir string) ([]byte, error) {
 					switch s := spec.(type) {
 					case *ast.TypeSpec:
 						if s.Name.IsExported() {
-							types = append(types, fmt.Sprintf("type %s = gohlml.%[1]s", s.Name))
+							types = append(types, fmt.Sprintf("// %s is gohlml.%[1]s.\ntype %[1]s = gohlml.%[1]s", s.Name))
 						}
 					case *ast.ValueSpec:
 						for _, n := range s.Names {
@@ -86,9 +86,9 @@ func generate(dir string) ([]byte, error) {
 								continue
 							}
 							if d.Tok == token.CONST {
-								consts = append(consts, fmt.Sprintf("const %s = gohlml.%[1]s", n))
+								consts = append(consts, fmt.Sprintf("// %s is gohlml.%[1]s.\nconst %[1]s = gohlml.%[1]s", n))
 							} else {
-								vars = append(vars, fmt.Sprintf("var %s = gohlml.%[1]s", n))
+								vars = append(vars, fmt.Sprintf("// %s is gohlml.%[1]s.\nvar %[1]s = gohlml.%[1]s", n))
 							}
 						}
 					}
@@ -130,7 +130,7 @@ func generate(dir string) ([]byte, error) {
 	b.WriteString(")\n\n")
 	for _, l := range [][]string{types, consts, vars, funcs} {
 		for _, s := range l {
-			b.WriteString(s + "\n")
+			b.WriteString(s + "\n\n")
 		}
 		b.WriteString("\n")
 	}
@@ -169,7 +169,7 @@ func forward(fset *token.FileSet, d *ast.FuncDecl) (string, []string, error) {
 	if d.Type.Results != nil && len(d.Type.Results.List) > 0 {
 		call = "return " + call
 	}
-	return fmt.Sprintf("func %s%s { %s }", d.Name, strings.TrimPrefix(text, "func"), call), used, nil
+	return fmt.Sprintf("// %s calls gohlml.%[1]s.\nfunc %[1]s%s { %s }", d.Name, strings.TrimPrefix(text, "func"), call), used, nil
 }
 
 // qualify prints a function type with the package's exported types
