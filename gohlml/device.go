@@ -595,7 +595,17 @@ func (d Device) replacedRows(cause byte) (uint, error) {
 	if err != nil {
 		return 0, driverError("replaced rows", err)
 	}
+	return countReplacedRows(b, cause), nil
+}
+
+// countReplacedRows counts the rows of cause in a
+// cpucp_hbm_row_replaced_rows_info; a count beyond the rows the buffer
+// holds is cut to them.
+func countReplacedRows(b []byte, cause byte) uint {
 	const header, rowSize = 8, 8
+	if len(b) < header {
+		return 0
+	}
 	n := int(binary.LittleEndian.Uint16(b))
 	var count uint
 	for i := 0; i < n && header+(i+1)*rowSize <= len(b); i++ {
@@ -603,7 +613,7 @@ func (d Device) replacedRows(cause byte) (uint, error) {
 			count++
 		}
 	}
-	return count, nil
+	return count
 }
 
 // The causes of enum cpucp_hbm_row_replace_cause.

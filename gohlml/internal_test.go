@@ -34,3 +34,21 @@ func TestOneEventPerReset(t *testing.T) {
 		}
 	}
 }
+
+func TestCountReplacedRows(t *testing.T) {
+	// Three rows: double-bit, single-bit, double-bit; a count of 200
+	// claims more rows than the 264 bytes hold.
+	b := make([]byte, 264)
+	b[0] = 3
+	b[8+6], b[16+6], b[24+6] = replaceCauseDoubleECC, replaceCauseMultiSingleECC, replaceCauseDoubleECC
+	if d, s := countReplacedRows(b, replaceCauseDoubleECC), countReplacedRows(b, replaceCauseMultiSingleECC); d != 2 || s != 1 {
+		t.Errorf("double %d single %d, want 2 and 1", d, s)
+	}
+	b[0] = 200
+	if d := countReplacedRows(b, replaceCauseDoubleECC); d != 2+29 {
+		t.Errorf("count 200 over 32 rows: %d double-bit rows, want 31 (the 29 zero rows are cause 0)", d)
+	}
+	if d := countReplacedRows(nil, 0); d != 0 {
+		t.Errorf("empty buffer: %d", d)
+	}
+}
