@@ -45,6 +45,20 @@ func serve(t *testing.T, spec string) (*hlsimtest.Server, []string) {
 	return srv, serials
 }
 
+// watchAll returns an event set with the critical events of the devices
+// of serials, deleted at the end of the test.
+func watchAll(t *testing.T, serials []string) gohlml.EventSet {
+	t.Helper()
+	es := gohlml.NewEventSet()
+	t.Cleanup(func() { gohlml.DeleteEventSet(es) })
+	for _, s := range serials {
+		if err := gohlml.RegisterEventForDevice(es, gohlml.HlmlCriticalError, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return es
+}
+
 // ctl runs "hlsim ctl" on srv.
 func ctl(t *testing.T, srv *hlsimtest.Server, args ...string) {
 	t.Helper()
@@ -97,13 +111,7 @@ func TestCriticalEvents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, serials := serve(t, "gaudi2:2")
-			es := gohlml.NewEventSet()
-			defer gohlml.DeleteEventSet(es)
-			for _, s := range serials {
-				if err := gohlml.RegisterEventForDevice(es, gohlml.HlmlCriticalError, s); err != nil {
-					t.Fatal(err)
-				}
-			}
+			es := watchAll(t, serials)
 			quiet(t, es)
 			ctl(t, srv, tc.inject...)
 			if e := waitEvent(t, es); e.Serial != serials[1] {
@@ -162,13 +170,7 @@ func TestRegisterErrors(t *testing.T) {
 func TestConcurrentWaiters(t *testing.T) {
 	hlsimtest.Skip(t)
 	srv, serials := serve(t, "gaudi2:2")
-	es := gohlml.NewEventSet()
-	defer gohlml.DeleteEventSet(es)
-	for _, s := range serials {
-		if err := gohlml.RegisterEventForDevice(es, gohlml.HlmlCriticalError, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	es := watchAll(t, serials)
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
