@@ -23,12 +23,54 @@ type PCIInfo struct {
 	DeviceID uint
 }
 
-// handle is one device of a library. Its fields are set by Initialize and
-// only read afterwards.
+// DeviceSource is what NewDevice reads a device's values from.
+type DeviceSource struct {
+	// Control is the device's control node (device.OpenControl, or
+	// simdevice.OpenSimControl); nil makes the INFO values fail with
+	// OpenErr.
+	Control *device.Device
+	// OpenErr is why Control is nil.
+	OpenErr error
+	// Node is the device as sysfs lists it, found in SysFS; nil makes the
+	// values only sysfs gives (serial, UUID, PCIe link, temperatures,
+	// NUMA node) ErrNotSupported.
+	Node  *device.Node
+	SysFS device.SysFS
+}
+
+// NewDevice returns a Device that reads src, for programs that open the
+// devices themselves (hlinfo and hlexporter read each value through it).
+// It needs no Initialize and Shutdown does not end it; the caller keeps
+// src.Control open while it uses the Device, and closes it. Its
+// MinorNumber is N of the node's name.
+func NewDevice(src DeviceSource) Device { return Device{newHandle(src)} }
+
+// newHandle reads the identity src gives.
+func newHandle(src DeviceSource) *handle {
+	h := &handle{dev: src.Control, openErr: src.OpenErr}
+	if h.dev == nil && h.openErr == nil {
+		h.openErr = errors.New("no control node")
+	}
+	if n := src.Node; n != nil {
+		h.node, h.hasNode, h.minor, h.pciAddress = *n, true, n.Index, n.PCIAddress
+		h.attrDir, h.pciDir = src.SysFS.AttrDir(*n), src.SysFS.PCIDir(*n)
+		h.serial = readAttr(h.attrDir, "serial_number")
+		h.uuid = readAttr(h.attrDir, "uuid")
+	} else if h.dev != nil {
+		h.minor, _ = trailingNumber(h.dev.Path())
+	}
+	if h.pciAddress == "" && h.dev != nil {
+		h.pciAddress, _ = h.dev.PCIAddress()
+	}
+	return h
+}
+
+// handle is one device. Its fields are set when it is made and only read
+// afterwards.
 type handle struct {
-	lib        *library
-	index      int // DeviceHandleByIndex's number
-	minor      int // N of accelN
+	lib        *library // nil for NewDevice's
+	index      int      // DeviceHandleByIndex's number
+	minor      int      // N of accelN
 	node       device.Node
 	hasNode    bool
 	attrDir    string // the driver attributes ("" without sysfs)
@@ -58,6 +100,9 @@ func (d Device) ctl(op string) (*device.Device, error) {
 func (d Device) handle() (*handle, error) {
 	if d.h == nil {
 		return nil, ErrInvalidArgument
+	}
+	if d.h.lib == nil {
+		return d.h, nil
 	}
 	l, err := current()
 	if err != nil {

@@ -49,7 +49,11 @@
 // Initialize discovers devices as package device does: sysfs of the
 // machine, or of the tree GAUDI_ROOT names (the simulated devices of
 // "hlsim serve -dir DIR"). InitWithDevices takes devices the caller
-// opened instead, such as the in-process simulator's control nodes.
+// opened instead, such as the in-process simulator's control nodes, and
+// NewDevice reads one device a program opened itself, without the
+// library's global state: a tool that reports the same values (hlinfo,
+// hlexporter) reads them through it, so each value has one
+// implementation.
 // Critical events are described at PollInterval.
 //
 // # Concurrency

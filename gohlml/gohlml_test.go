@@ -223,3 +223,28 @@ func TestConcurrentUse(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestNewDevice reads a device the caller opened, without Initialize.
+func TestNewDevice(t *testing.T) {
+	sys, err := sim.New(sim.Config{Devices: []sim.DeviceConfig{{ASIC: sim.Gaudi3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	ctl, err := simdevice.OpenSimControl(sys.Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	d := gohlml.NewDevice(gohlml.DeviceSource{Control: ctl})
+	if name, err := d.Name(); err != nil || name != ctl.HWIPInfo().CardName {
+		t.Errorf("Name = %q, %v; want %q", name, err, ctl.HWIPInfo().CardName)
+	}
+	if _, err := d.SerialNumber(); err != gohlml.ErrNotSupported {
+		t.Errorf("SerialNumber without a sysfs node: %v, want ErrNotSupported", err)
+	}
+	none := gohlml.NewDevice(gohlml.DeviceSource{})
+	if p, err := none.PowerUsage(); p != 0 || err == nil || err == gohlml.ErrNotSupported {
+		t.Errorf("PowerUsage without a control node = %d, %v; want a failure", p, err)
+	}
+}

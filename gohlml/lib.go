@@ -76,14 +76,9 @@ func Initialize() error {
 	slices.SortFunc(nodes, func(a, b device.Node) int { return a.Index - b.Index })
 	l := &library{root: sysRoot()}
 	for i, n := range nodes {
-		h := &handle{lib: l, index: i, minor: n.Index, node: n, hasNode: true, pciAddress: n.PCIAddress}
-		h.attrDir, h.pciDir = sys.AttrDir(n), sys.PCIDir(n)
-		h.serial = readAttr(h.attrDir, "serial_number")
-		h.uuid = readAttr(h.attrDir, "uuid")
-		h.dev, h.openErr = device.OpenControl(strconv.Itoa(n.Index))
-		if h.openErr == nil && h.pciAddress == "" {
-			h.pciAddress, _ = h.dev.PCIAddress()
-		}
+		ctl, err := device.OpenControl(strconv.Itoa(n.Index))
+		h := newHandle(DeviceSource{Control: ctl, OpenErr: err, Node: &n, SysFS: sys})
+		h.lib, h.index = l, i
 		l.handles = append(l.handles, h)
 	}
 	lib = l
@@ -115,11 +110,11 @@ func InitWithDevices(devs []*device.Device) error {
 	}
 	l := &library{root: sysRoot()}
 	for i, d := range devs {
-		h := &handle{lib: l, index: i, minor: i, dev: d}
-		if n, ok := trailingNumber(d.Path()); ok {
-			h.minor = n
+		h := newHandle(DeviceSource{Control: d})
+		h.lib, h.index = l, i
+		if _, ok := trailingNumber(d.Path()); !ok {
+			h.minor = i
 		}
-		h.pciAddress, _ = d.PCIAddress()
 		l.handles = append(l.handles, h)
 	}
 	lib = l

@@ -13,6 +13,9 @@ import (
 // Device is gohlml.Device.
 type Device = gohlml.Device
 
+// DeviceSource is gohlml.DeviceSource.
+type DeviceSource = gohlml.DeviceSource
+
 // Error is gohlml.Error.
 type Error = gohlml.Error
 
@@ -107,6 +110,9 @@ func InitWithLogs() error { return gohlml.InitWithLogs() }
 
 // Initialize calls gohlml.Initialize.
 func Initialize() error { return gohlml.Initialize() }
+
+// NewDevice calls gohlml.NewDevice.
+func NewDevice(src gohlml.DeviceSource) gohlml.Device { return gohlml.NewDevice(src) }
 
 // NewEventSet calls gohlml.NewEventSet.
 func NewEventSet() gohlml.EventSet { return gohlml.NewEventSet() }
