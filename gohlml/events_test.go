@@ -162,6 +162,16 @@ func TestRegisterErrors(t *testing.T) {
 	if err := gohlml.RegisterEventForDevice(es, gohlml.HlmlCriticalError, serials[0]); err != gohlml.ErrInvalidArgument {
 		t.Errorf("register on a deleted set: %v, want ErrInvalidArgument", err)
 	}
+	if _, err := gohlml.WaitForEvent(gohlml.EventSet{}, 10); err != gohlml.ErrInvalidArgument {
+		t.Errorf("wait on the zero set: %v, want ErrInvalidArgument", err)
+	}
+	live := watchAll(t, serials)
+	if err := gohlml.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gohlml.WaitForEvent(live, 10); err != gohlml.ErrNotIntialized {
+		t.Errorf("wait after Shutdown: %v, want ErrNotIntialized", err)
+	}
 }
 
 // TestConcurrentWaiters has many goroutines wait on one set, and others

@@ -52,3 +52,16 @@ func TestCountReplacedRows(t *testing.T) {
 		t.Errorf("empty buffer: %d", d)
 	}
 }
+
+// FuzzCountReplacedRows feeds the parser of INFO DRAM_REPLACED_ROWS any
+// bytes: it never panics and counts no more rows than the buffer holds.
+func FuzzCountReplacedRows(f *testing.F) {
+	f.Add(make([]byte, 264), byte(0))
+	f.Add([]byte{0xff, 0xff, 0, 0, 0, 0, 0, 0, 1, 2, 3}, byte(1))
+	f.Fuzz(func(t *testing.T, b []byte, cause byte) {
+		n := countReplacedRows(b, cause)
+		if rows := max(0, (len(b)-8)/8); n > uint(rows) {
+			t.Fatalf("%d rows counted in %d bytes", n, len(b))
+		}
+	})
+}
