@@ -57,8 +57,9 @@ func current() (*library, error) {
 // owns the device, so a monitor never takes a device from a workload.
 // A device whose control node cannot be opened is still listed; its INFO
 // values fail with the open's error. A second Initialize without a
-// Shutdown returns ErrAlreadyInitialized; a machine without the driver
-// ErrDriverNotLoaded.
+// Shutdown returns ErrAlreadyInitialized; a machine without the
+// habanalabs driver ErrDriverNotLoaded (with the driver and no device,
+// DeviceCount is 0).
 func Initialize() error {
 	mu.Lock()
 	defer mu.Unlock()
@@ -72,6 +73,9 @@ func Initialize() error {
 			return fmt.Errorf("%w: %v", ErrDriverNotLoaded, err)
 		}
 		return &Error{Op: "list devices", Kind: ErrUnknownError, Err: err}
+	}
+	if len(nodes) == 0 && !driverLoaded() {
+		return ErrDriverNotLoaded
 	}
 	slices.SortFunc(nodes, func(a, b device.Node) int { return a.Index - b.Index })
 	l := &library{root: sysRoot()}
@@ -244,6 +248,18 @@ func SystemDriverVersion() (string, error) {
 		return "", fmt.Errorf("file reading error %w", err)
 	}
 	return string(b), nil
+}
+
+// driverLoaded reports whether the habanalabs module is loaded (its
+// /sys/module directory) or registered as a PCI driver (built in, or a
+// served tree's /sys/bus/pci/drivers/habanalabs).
+func driverLoaded() bool {
+	for _, p := range []string{HLModulePath, "/sys/bus/pci/drivers/habanalabs"} {
+		if _, err := os.Stat(filepath.Join(sysRoot(), p)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // sysRoot is the directory that holds sys/: GAUDI_ROOT, else "/".

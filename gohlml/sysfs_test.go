@@ -163,3 +163,22 @@ func TestSysfsValues(t *testing.T) {
 		t.Errorf("GetDeviceTypeName = %q, %v", typ, err)
 	}
 }
+
+// TestDriverNotLoaded: without the habanalabs driver Initialize fails;
+// with it and no device, there are 0 devices.
+func TestDriverNotLoaded(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("GAUDI_ROOT", root)
+	if err := gohlml.Initialize(); err != gohlml.ErrDriverNotLoaded {
+		gohlml.Shutdown()
+		t.Fatalf("Initialize without the driver: %v, want ErrDriverNotLoaded", err)
+	}
+	writeTree(t, root, map[string]string{"sys/module/habanalabs/refcnt": "0"}, nil)
+	if err := gohlml.Initialize(); err != nil {
+		t.Fatalf("Initialize with the driver and no device: %v", err)
+	}
+	defer gohlml.Shutdown()
+	if n, err := gohlml.DeviceCount(); n != 0 || err != nil {
+		t.Errorf("DeviceCount = %d, %v; want 0", n, err)
+	}
+}
