@@ -32,7 +32,11 @@ import (
 //     fail with an error other than "in reset").
 //
 // Each is a critical error (HlmlCriticalError), as HLML maps a device
-// reset, RAZWI, page fault and undefined opcode.
+// reset, RAZWI, page fault and undefined opcode. A look compares with the
+// last one, not with an edge the driver signals, so what happened between
+// two calls of WaitForEvent (the device plugin waits 1 s every 10 s) is
+// seen by the next call's first look; a device that left a working state
+// and came back between two looks without a reset is not seen.
 
 // PollInterval is how often WaitForEvent looks at the registered devices
 // while it waits.
