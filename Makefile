@@ -15,13 +15,15 @@ deps: ## install from Debian what the suite needs (kernel sources, gcc, clang, p
 	./scripts/install-deps.sh
 
 .PHONY: generate
-generate: ## regenerate uapi/*/z*.go from Debian's linux-source-6.12, and hltrace's BPF object with clang
+generate: ## regenerate uapi/*/z*.go from Debian's linux-source-6.12, and hltrace's BPF object with clang, and gohlml/compat
 	$(GO) run ./internal/cmd/genuapi
+	$(GO) run ./internal/cmd/gencompat
 	$(GO) generate ./tools/hltrace
 
 .PHONY: check-generate
 check-generate: ## fail when the generated files are not what the generators write
 	$(GO) run ./internal/cmd/genuapi -check
+	$(GO) run ./internal/cmd/gencompat -check
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	HLTRACE_GEN_DIR=$$tmp $(GO) generate ./tools/hltrace && \
 	for f in bpf_bpfel.go bpf_bpfel.o; do \

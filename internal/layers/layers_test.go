@@ -14,7 +14,7 @@ const (
 )
 
 // library lists the packages a program that uses hardware only imports.
-var library = []string{"device", "memory", "dma", "stream", "control", "ipc", "ib", "ib/cm", "ioctl", "packet"}
+var library = []string{"device", "memory", "dma", "stream", "control", "ipc", "ib", "ib/cm", "ioctl", "packet", "gohlml"}
 
 // deps returns the packages of this module that pkg (a directory relative
 // to the module root) imports, directly or not, in its non-test files as

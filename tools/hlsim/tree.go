@@ -182,6 +182,12 @@ func buildTree(s *server) *tree {
 		t.attr(fn+"/status", func() string { return statusText(d.State()) })
 		t.attr(fn+"/hard_reset_cnt", func() string { return fmt.Sprint(s.resetCount(i).HardResetCnt) })
 		t.attr(fn+"/soft_reset_cnt", func() string { return fmt.Sprint(s.resetCount(i).SoftResetCnt) })
+		// serial_number and uuid: no habanalabs driver has them (the
+		// card's identity is in its EEPROM); they stand for the driver
+		// that HLML's callers (gohlml, hlinfo) read them from, so that
+		// the served devices have a stable identity per server config.
+		t.value(fn+"/serial_number", simSerial(cfg))
+		t.value(fn+"/uuid", simUUID(cfg))
 		for _, name := range []string{"cpucp_ver", "armcp_ver"} {
 			t.attr(fn+"/"+name, func() string { return s.cpucpVersion(i) })
 		}
@@ -212,4 +218,15 @@ func statusText(st sim.State) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// simSerial is a served device's serial_number: the chip and the PCI
+// address, which tell the devices of one server apart.
+func simSerial(cfg sim.DeviceConfig) string {
+	return "HLSIM" + strings.NewReplacer(":", "", ".", "").Replace(cfg.PCIAddress)
+}
+
+// simUUID is a served device's uuid.
+func simUUID(cfg sim.DeviceConfig) string {
+	return "hlsim-" + strings.ToLower(cfg.ASIC.String()) + "-" + cfg.PCIAddress
 }
