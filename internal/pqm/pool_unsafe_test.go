@@ -40,8 +40,8 @@ type fakeDev struct {
 	resets     atomic.Uint64
 	failResets atomic.Bool
 	abortWaits atomic.Int64
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 func newFakeDev(t *testing.T, host []byte, va uint64) *fakeDev {
