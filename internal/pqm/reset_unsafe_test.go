@@ -108,7 +108,7 @@ func TestSubmitHonoursCtx(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.Submit(context.Background(), j, time.Now().Add(3*time.Second))
+		_, err := c.Submit(context.Background(), j, time.Now().Add(time.Second))
 		first <- err
 	}()
 	// Wait for the first submission to be waiting on the device.
