@@ -112,3 +112,37 @@ func TestGaudi3AbortedAfterRestart(t *testing.T) {
 		t.Error("the copy after the reset reported done with other bytes")
 	}
 }
+
+// TestGaudi3CloseRacesWait: Close of an Engine while another goroutine
+// waits for a striped transfer (a ticket per channel) must not take the
+// completion counters away under the wait: many rounds, each racing Close
+// with Wait; a load from the freed counter kills the process.
+func TestGaudi3CloseRacesWait(t *testing.T) {
+	rounds := 40
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := 0; round < rounds; round++ {
+		r := newRig(t, sim.Gaudi3, Options{Streams: 3, StripeSize: 64 << 10})
+		const n = 3 << 20
+		src, _ := r.m.AllocHost(n, memory.HostOptions{})
+		dst, _ := r.m.AllocHost(n, memory.HostOptions{})
+		tr, err := startCopyVA(r.e, dst.VA(), src.VA(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.tickets) < 2 {
+			t.Fatalf("a striped copy of %d bytes took %d job(s)", n, len(tr.tickets))
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- tr.Wait(context.Background()) }()
+		if err := r.e.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+		if err := <-waited; err != nil {
+			t.Fatalf("round %d: Wait racing Close: %v", round, err)
+		}
+		src.Close()
+		dst.Close()
+	}
+}

@@ -192,13 +192,18 @@ func (d *fakeDev) step(addr uint64) {
 	if cfg&^seen != g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM {
 		return
 	}
+	// MSQ_PI first: the owner writes the ring's base and size before a PI
+	// that points into it, so these loads see them.
+	pi := ld(g3.PDMA_CH_A_PQM_CH_MSQ_PI)
 	size := uint64(ld(g3.PDMA_CH_A_PQM_CH_MSQ_SIZE)) + 1
 	base := uint64(ld(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_H))<<32 | uint64(ld(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L))
-	pi := ld(g3.PDMA_CH_A_PQM_CH_MSQ_PI)
 	if atomic.LoadUint32(cfgReg) != cfg {
 		return // reset under the step
 	}
 	d.setCounts(addr, ci, pi)
+	if pi == ci {
+		return
+	}
 	if uint64(pi-ci) > size {
 		return // a PI of the ring before a reset the step has not taken yet
 	}
