@@ -357,6 +357,9 @@ func (st *pqmState) stopFile(f *File) {
 	for _, c := range st.chans {
 		if c.running && (c.f == f || f == nil) {
 			stop, done = append(stop, c), append(done, c.done)
+			// Under st.mu: a goroutine a reset ends from here on leaves
+			// no resume, and pqmResume starts none on the channel.
+			c.stopping.Store(true)
 		}
 		if c.resume == f || f == nil {
 			c.resume = nil // a reset under way does not start it again
@@ -364,7 +367,6 @@ func (st *pqmState) stopFile(f *File) {
 	}
 	st.mu.Unlock()
 	for _, c := range stop {
-		c.stopping.Store(true)
 		c.wake()
 	}
 	for i, c := range stop {
@@ -980,7 +982,9 @@ func (d *Device) pqmResume() {
 	for ch, c := range st.chans {
 		if f := c.resume; f != nil {
 			c.resume = nil
-			st.startLocked(f, ch)
+			if !c.stopping.Load() { // stopFile stops it and clears its state
+				st.startLocked(f, ch)
+			}
 		}
 	}
 }
