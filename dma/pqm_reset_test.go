@@ -11,61 +11,6 @@ import (
 	"github.com/gaudi-go/gaudi/sim"
 )
 
-// TestCopyAfterReset: copy, reset the device, copy again: the second copy
-// completes with its bytes on every ASIC (on a Gaudi3 the next Submit sets
-// the channels up again, and the simulator's channels run again once
-// reprogrammed, as the hardware's do).
-func TestCopyAfterReset(t *testing.T) {
-	for _, asic := range []sim.ASIC{sim.Gaudi, sim.Gaudi2, sim.Gaudi3} {
-		t.Run(asic.String(), func(t *testing.T) {
-			r := newRig(t, asic, Options{})
-			copyResetCopy(t, r.m, r.e, func() { r.s.Device(0).Reset() })
-		})
-	}
-}
-
-// copyResetCopy copies a buffer to the device and back, resets, and does it
-// again with other bytes.
-func copyResetCopy(t *testing.T, m *memory.Manager, e *Engine, reset func()) {
-	t.Helper()
-	const n = 1 << 20
-	h, err := m.AllocHost(n, memory.HostOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	out, err := m.AllocHost(n, memory.HostOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	buf, err := m.Alloc(n, memory.AllocOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Close()
-	dev := buf.Range(0, n)
-	for round, seed := range []uint64{5, 9} {
-		if round == 1 {
-			reset()
-		}
-		fill(h.Bytes(), seed)
-		clear(out.Bytes())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := e.CopyToDevice(ctx, dev, h.All())
-		if err == nil {
-			err = e.CopyToHost(ctx, out.All(), dev)
-		}
-		cancel()
-		if err != nil {
-			t.Fatalf("round %d (after the reset: %v): %v", round, round == 1, err)
-		}
-		if !bytes.Equal(out.Bytes(), h.Bytes()) {
-			t.Fatalf("round %d: the round trip corrupted the data", round)
-		}
-	}
-}
-
 // TestGaudi3AbortedAfterRestart: two copies stalled on one channel, a
 // reset, then a later copy that restarts the channel: both stalled copies
 // report ErrAborted (their bytes never moved), whatever the channel does
