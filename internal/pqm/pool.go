@@ -114,7 +114,8 @@ type Pool struct {
 	chans    []*Channel
 	resets   func() (uint64, error)
 	gen      atomic.Uint64 // the reset count the channels were set up in
-	seen     atomic.Uint64 // the last reset count a wait read
+	seen     atomic.Uint64 // the last reset count a wait read, plus unseen
+	unseen   atomic.Uint64 // resets the driver or the registers showed and the count did not
 
 	// life is read-held by every look at a channel's counter (Ticket.Done,
 	// each wait slice) and write-held by Close, which takes the counters'
@@ -728,20 +729,27 @@ func (p *Pool) waitSlice(ctx context.Context, t Ticket, deadline time.Time, a *h
 }
 
 // noteReset records a reset the driver reported (a wait answered ABORTED
-// or EIO), so that the next Submit sets the channels up again rather than
-// ring a doorbell the reset cleared: the reset count as INFO gives it,
-// else, when it cannot tell, one past the channels' own.
+// or EIO) or the registers show, so that the next Submit sets the
+// channels up again rather than ring a doorbell the reset cleared: the
+// reset count as INFO gives it; one more when it cannot be read (the next
+// reading corrects it); and when it did not move, one more reset counted
+// by the Pool alone (p.unseen), which every later reading adds.
 func (p *Pool) noteReset() {
 	g := p.gen.Load()
 	if p.resets != nil {
-		if n, err := p.resets(); err == nil {
-			p.seen.Store(n)
-			if n != g {
-				return
-			}
+		n, err := p.resets()
+		if err != nil {
+			p.seen.CompareAndSwap(g, g+1)
+			return
+		}
+		if n+p.unseen.Load() != g {
+			p.seen.Store(n + p.unseen.Load())
+			return
 		}
 	}
-	p.seen.CompareAndSwap(g, g+1)
+	if p.seen.CompareAndSwap(g, g+1) {
+		p.unseen.Add(1)
+	}
 }
 
 // Stall queues a FENCE on the channel's fence counter id (0 to 3), which
@@ -790,7 +798,7 @@ func (p *Pool) wasReset(t Ticket) bool {
 		return false
 	}
 	if n, err := p.resets(); err == nil {
-		p.seen.Store(n)
+		p.seen.Store(n + p.unseen.Load())
 	}
 	return p.seen.Load() != t.gen
 }
