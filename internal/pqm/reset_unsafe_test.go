@@ -87,8 +87,12 @@ func TestResetBeforeOpen(t *testing.T) {
 		}
 	}
 	time.AfterFunc(2*waitSlice, func() { d.stall.Store(false) })
-	if _, err := c.Submit(context.Background(), j, time.Now().Add(10*time.Second)); err != nil {
+	tk, err := c.Submit(context.Background(), j, time.Now().Add(10*time.Second))
+	if err != nil {
 		t.Fatalf("a submission waiting for room after an old reset: %v", err)
+	}
+	if err := p.Wait(context.Background(), tk, time.Now().Add(10*time.Second)); err != nil {
+		t.Errorf("its job: %v", err)
 	}
 }
 
@@ -98,14 +102,26 @@ func TestSubmitHonoursCtx(t *testing.T) {
 	p, d := openPool(t, new(int), 1, 1, 4096)
 	c := p.Channels()[0]
 	d.stall.Store(true)
-	defer d.stall.Store(false)
 	j := NewJob()
-	for j.Len() < 40 {
+	for j.Len() < 40 { // 960 bytes: four fill the ring but 256 bytes
 		j.Add(packet.LinPDMA{Src: 1, Dst: 2, Size: 3})
 	}
+	var last Ticket
 	for k := 0; k < 4; k++ {
-		c.Submit(context.Background(), j, time.Now().Add(time.Millisecond))
+		tk, err := c.Submit(context.Background(), j, time.Now().Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = tk
 	}
+	// The jobs are done before the Pool closes (its Close disables the
+	// completion queue the fake would count them in).
+	defer func() {
+		d.stall.Store(false)
+		if err := p.Wait(context.Background(), last, time.Now().Add(10*time.Second)); err != nil {
+			t.Error(err)
+		}
+	}()
 	first := make(chan error, 1)
 	go func() {
 		_, err := c.Submit(context.Background(), j, time.Now().Add(time.Second))
