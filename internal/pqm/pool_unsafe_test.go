@@ -201,7 +201,9 @@ func (d *fakeDev) step(addr uint64) {
 		return // reset under the step
 	}
 	d.setCounts(addr, ci, pi)
-	if pi == ci {
+	// Stalled after this PI was read, so after a stall set before the
+	// submission that wrote it: the test's stall holds that job.
+	if pi == ci || d.stall.Load() {
 		return
 	}
 	if uint64(pi-ci) > size {
