@@ -223,18 +223,26 @@ func pattern(b []byte, seed int) {
 
 // dmaScenario copies host to device, device to device and back for sizes
 // from one byte to 16 MiB, at odd offsets, and fills with a pattern.
-func dmaScenario(t *testing.T, b backend) {
+// openEngine opens device 0 of b with a memory Manager and a DMA Engine,
+// closed when the test ends.
+func openEngine(t *testing.T, b backend) (*memory.Manager, *dma.Engine) {
+	t.Helper()
 	d := b.mustOpen(t, 0, false)
 	m, err := memory.New(d, memory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
 	e, err := dma.New(m, dma.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
+	return m, e
+}
+
+func dmaScenario(t *testing.T, b backend) {
+	m, e := openEngine(t, b)
 	const max = 16<<20 + 4096
 	src, err := m.AllocHost(max, memory.HostOptions{})
 	if err != nil {
@@ -531,17 +539,7 @@ func resetEvent(t *testing.T, b backend) {
 // sets the PDMA channels up again, and the simulator's channels run
 // again, as the hardware's do once programmed).
 func dmaAfterReset(t *testing.T, b backend) {
-	d := b.mustOpen(t, 0, false)
-	m, err := memory.New(d, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	e, err := dma.New(m, dma.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	m, e := openEngine(t, b)
 	const n = 1 << 20
 	src, err := m.AllocHost(n, memory.HostOptions{})
 	if err != nil {
