@@ -303,6 +303,7 @@ func (d *Device) reset(bits uint64) {
 	// its goroutine before (pqm.go startLocked).
 	d.pqmReset()
 	d.restartEngines()
+	d.pqmResume()
 	d.mu.Lock()
 	d.state = Operational
 	d.mu.Unlock()

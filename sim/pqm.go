@@ -106,8 +106,10 @@ import (
 //
 // A hard reset (Device.Reset) stops the channels and clears their
 // registers; so does the release of the compute context that mapped them.
-// A stopped channel's goroutine starts again when its block is mapped
-// again.
+// A channel a reset stopped runs again once the reset is over, for the
+// file that ran it (it finds its registers cleared, and takes the owner's
+// new setup as the hardware does); one its file's release stopped starts
+// again when its block is mapped again.
 
 // pqmMaxSleep and pqmIdleSleep bound a channel goroutine's sleep between
 // two looks at MSQ_PI: the former while the channel was busy in the last
@@ -174,6 +176,10 @@ type pqmChan struct {
 	// beside a reset let a channel start that the reset then waited for
 	// forever.
 	stopping atomic.Bool
+	// resume is the file whose goroutine a device reset ended (st.mu):
+	// the channel runs again for it once the reset is over, as a
+	// channel of the hardware runs again once its owner programs it.
+	resume   *File
 	ring     []byte // fetch buffer
 	lastBusy time.Time
 }
@@ -351,11 +357,16 @@ func (st *pqmState) stopFile(f *File) {
 	for _, c := range st.chans {
 		if c.running && (c.f == f || f == nil) {
 			stop, done = append(stop, c), append(done, c.done)
+			// Under st.mu: a goroutine a reset ends from here on leaves
+			// no resume, and pqmResume starts none on the channel.
+			c.stopping.Store(true)
+		}
+		if c.resume == f || f == nil {
+			c.resume = nil // a reset under way does not start it again
 		}
 	}
 	st.mu.Unlock()
 	for _, c := range stop {
-		c.stopping.Store(true)
 		c.wake()
 	}
 	for i, c := range stop {
@@ -453,6 +464,9 @@ func (c *pqmChan) run(f *File, done chan struct{}) {
 	defer func() {
 		c.st.mu.Lock()
 		c.running, c.f = false, nil
+		if c.q.halted.Load() && !c.stopping.Load() {
+			c.resume = f
+		}
 		c.st.mu.Unlock()
 		hw.mu.Lock()
 		hw.workers--
@@ -951,6 +965,27 @@ func (d *Device) pqmClose() {
 func (d *Device) pqmReset() {
 	if st := d.hardware().pqm(); st != nil {
 		st.clearRegs(nil)
+	}
+}
+
+// pqmResume starts again, once a reset is over, the channels the reset
+// stopped: the hardware's channel runs again once its owner has
+// programmed it again (its goroutine finds the registers the reset
+// cleared, and does nothing until they are written).
+func (d *Device) pqmResume() {
+	st := d.hardware().pqm()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for ch, c := range st.chans {
+		if f := c.resume; f != nil {
+			c.resume = nil
+			if !c.stopping.Load() { // stopFile stops it and clears its state
+				st.startLocked(f, ch)
+			}
+		}
 	}
 }
 

@@ -41,6 +41,45 @@
 // counter reads the seed plus the jobs done whether the channel writes its
 // count or adds to the memory.
 //
+// # Device resets
+//
+// A reset stops the channels and clears their registers; the rings and
+// counters in host memory stay. The Pool learns of it from the reset
+// count (Config.Resets, read when a wait slice ends empty), from the
+// driver's answer to a wait (HL_WAIT_CS_STATUS_ABORTED or EIO), or from
+// the channel's FIFO_CFG reading back without the mode Open wrote (each
+// Submit reads it). A job not done by then is killed: its wait reports an
+// error matching unix.EIO, and stays so after the next Submit has set the
+// channel up again (a restart: an empty ring, the completion queue set up
+// afresh), for every restart records where the counter had got to, so a
+// ticket of before it is done only if its target was reached. Work
+// submitted after the restart runs normally: the first Submit after a
+// reset is the one that sets the channel up. A reset from before the Pool
+// opened is no reset of its jobs: tickets carry the reset count they were
+// submitted in, waits for ring room and drains too.
+//
+// # Blocking and closing
+//
+// Submit lets the channel's lock go while it waits for room or for a
+// drain, so another Submit (with its own context), Resume and Idle are
+// not held up; each call ends with its own context or deadline, a wait at
+// most one 100 ms slice later. Close takes each counter's last value
+// under a lock every look at a counter holds (each wait slice,
+// Ticket.Done), so it waits for a wait slice under way to end, and a wait
+// or Done after Close answers from that value: nothing loads a counter
+// from memory the caller frees after Close.
+//
+// # Register order
+//
+// The ring's bytes must reach the device before MSQ_PI, its doorbell, says
+// they are there; the kernel writes dma_wmb() then writel. On amd64 the
+// atomic store of MSQ_PI is an XCHG, a full fence, stronger than both (see
+// doorbell_amd64.go). Other architectures, arm64 among them (where the
+// store is a store-release, not the DMB OSHST dma_wmb is), are not
+// reasoned about: Open refuses there with an error matching
+// errors.ErrUnsupported, and the package builds only so that its
+// importers do.
+//
 // # What the device may still use
 //
 // The ring, the counter and the memory a job names are read and written

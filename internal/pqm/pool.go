@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,7 +114,15 @@ type Pool struct {
 	chans    []*Channel
 	resets   func() (uint64, error)
 	gen      atomic.Uint64 // the reset count the channels were set up in
-	seen     atomic.Uint64 // the last reset count a wait read
+	seen     atomic.Uint64 // the last reset count a wait read, plus unseen
+	unseen   atomic.Uint64 // resets the driver or the registers showed and the count did not
+
+	// life is read-held by every look at a channel's counter (Ticket.Done,
+	// each wait slice) and write-held by Close, which takes the counters'
+	// last values (Channel.final) before it returns and the caller frees
+	// the memory: no load of a counter can reach memory Close let go.
+	life   sync.RWMutex
+	closed bool
 }
 
 // Channel is one claimed PDMA channel.
@@ -125,8 +134,15 @@ type Channel struct {
 	ringVA uint64
 	word   *uint64 // the completion queue's counter: the jobs completed, from seed
 	wordVA uint64
-	epoch  atomic.Uint64 // counts resets of the counter (see Submit)
+	epoch  atomic.Uint64 // counts resets of the counter before the count wraps (see Submit)
 	gen    uint64        // the reset count the channel was set up in
+	// restarts counts the channel's restarts after device resets, and
+	// history holds, for each restart, how far the jobs before it got:
+	// history[r] is where restart r+1 found the counter. A job of restart
+	// r is done when its target is at most that, else the reset killed it.
+	restarts atomic.Uint64
+	history  atomic.Pointer[[]finalCount]
+	final    uint64 // the counter's value when the Pool closed (life held)
 
 	mu      sync.Mutex
 	pi      uint64 // bytes written to the ring, free-running
@@ -137,17 +153,22 @@ type Channel struct {
 	pending []mark // jobs not known done, oldest first
 }
 
+// finalCount is a counter's last value in an epoch.
+type finalCount struct{ epoch, count uint64 }
+
 // mark is a submitted job: its sequence number and the ring position after it.
 type mark struct{ target, end uint64 }
 
 // Ticket names one submitted job: done when the channel's completion
-// counter reaches Target, or the counter was reset since (which happens
-// only once every job before is done).
+// counter reaches Target, or the counter was set up again since for its
+// count's wrap (which happens only once every job before is done). A job
+// a device reset killed is never done, whatever the channel does after.
 type Ticket struct {
-	C      *Channel
-	Target uint64
-	epoch  uint64
-	gen    uint64 // the reset count it was submitted in
+	C        *Channel
+	Target   uint64
+	epoch    uint64
+	gen      uint64 // the reset count it was submitted in
+	restarts uint64 // the channel's restarts before it
 }
 
 // claims records, per open device, the channels the process's Pools hold.
@@ -230,6 +251,9 @@ func Open(cfg Config, host []byte, va uint64) (*Pool, error) {
 		return nil, fmt.Errorf("pqm: ring of %d bytes is not a power of two from 4 KiB to 1 GiB", cfg.Ring)
 	case len(host) < HostBytes(cfg.Channels, cfg.Ring) || va%g3.PQM_MSQ_ALIGN != 0:
 		return nil, fmt.Errorf("pqm: %d bytes of host memory at %#x for %d rings of %d bytes", len(host), va, cfg.Channels, cfg.Ring)
+	}
+	if !doorbellOrdered {
+		return nil, fmt.Errorf("pqm: no reasoned doorbell order on %s: %w", runtime.GOARCH, errors.ErrUnsupported)
 	}
 	ids := claim(cfg.Key, cfg.Mask, cfg.Channels)
 	if len(ids) == 0 {
@@ -324,9 +348,46 @@ func (c *Channel) resetCQ() {
 		g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_COMPLTN_MODE|g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_LBW_WR_EN)
 }
 
-// Done reports whether the job of a ticket completed.
+// Done reports whether the job of a ticket completed. A job a device
+// reset killed never did.
 func (t Ticket) Done() bool {
-	return t.C.epoch.Load() != t.epoch || atomic.LoadUint64(t.C.word) >= t.Target
+	p := t.C.p
+	p.life.RLock()
+	defer p.life.RUnlock()
+	done, _ := t.state()
+	return done
+}
+
+// state reports whether the job completed, or is known killed by a reset
+// (the channel restarted since it was submitted). p.life is read-held.
+func (t Ticket) state() (done, killed bool) {
+	c := t.C
+	for {
+		r := c.restarts.Load()
+		if r != t.restarts {
+			f := (*c.history.Load())[t.restarts]
+			if f.epoch != t.epoch || f.count >= t.Target {
+				return true, false
+			}
+			return false, true
+		}
+		epoch := c.epoch.Load()
+		var n uint64
+		if c.p.closed {
+			n = c.final
+		} else {
+			n = atomic.LoadUint64(c.word)
+		}
+		if c.restarts.Load() != r {
+			continue // restarted meanwhile: the counter counts the new jobs
+		}
+		return epoch != t.epoch || n >= t.Target, false
+	}
+}
+
+// ticket returns the ticket of the channel's job with target. c.mu is held.
+func (c *Channel) ticket(target uint64) Ticket {
+	return Ticket{C: c, Target: target, epoch: c.epoch.Load(), gen: c.gen, restarts: c.restarts.Load()}
 }
 
 // Completed returns the channel's completion counter: the number of jobs
@@ -365,26 +426,38 @@ func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticke
 	if j.n == 0 {
 		return Ticket{}, errors.New("pqm: empty job")
 	}
-	c.p.renew()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if g := c.p.gen.Load(); c.gen != g {
-		c.restart(g)
-	}
 	need := uint64(len(j.body) + j.last.Len())
 	if need > uint64(len(c.ring))/4 {
 		return Ticket{}, fmt.Errorf("pqm: job of %d bytes for a ring of %d (at most a quarter): %w", need, len(c.ring), ErrJobFull)
 	}
-	if c.issued >= targetLimit {
-		if err := c.drain(ctx, deadline); err != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var pos uint64
+	for {
+		// c.mu is let go while the channel is waited for (reserve, drain):
+		// each turn looks at the channel afresh.
+		if err := c.ready(); err != nil {
 			return Ticket{}, err
 		}
-		c.epoch.Add(1)
-		c.resetCQ()
-	}
-	pos, err := c.reserve(ctx, need, deadline)
-	if err != nil {
-		return Ticket{}, err
+		if c.issued >= targetLimit {
+			again, err := c.drain(ctx, deadline)
+			if err != nil {
+				return Ticket{}, err
+			}
+			if again {
+				continue
+			}
+			c.epoch.Add(1)
+			c.resetCQ()
+		}
+		p, again, err := c.reserve(ctx, need, deadline)
+		if err != nil {
+			return Ticket{}, err
+		}
+		if !again {
+			pos = p
+			break
+		}
 	}
 	target := c.issued + 1
 	n := uint64(copy(c.ring[pos:], j.body))
@@ -400,8 +473,47 @@ func (c *Channel) Submit(ctx context.Context, j *Job, deadline time.Time) (Ticke
 	// The completing packet is the job's last: once the counter counts
 	// it, the channel fetched every byte of the job (see retire).
 	c.pending = append(c.pending, mark{target: target, end: c.pi})
-	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, uint32(c.pi-c.base))
-	return Ticket{C: c, Target: target, epoch: c.epoch.Load(), gen: c.gen}, nil
+	c.doorbell()
+	return c.ticket(target), nil
+}
+
+// ErrClosed reports a Pool closed (or its registers unmapped) before the
+// call; it matches ioctl.ErrClosed.
+var ErrClosed = fmt.Errorf("pqm: pool closed: %w", ioctl.ErrClosed)
+
+// ready sets the channel up again if the device was reset since it last
+// was (the reset count a wait read moved, or the channel's registers read
+// back cleared: one register read per Submit), and fails once its
+// registers are unmapped. c.mu is held.
+func (c *Channel) ready() error {
+	if c.block == nil {
+		return ErrClosed
+	}
+	if c.get(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG)&g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG_MODE_MASK != g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM {
+		// The mode the channel was set up in is gone: a device reset
+		// cleared the registers, perhaps before any wait saw it.
+		c.p.noteReset()
+	}
+	c.p.renew()
+	if g := c.p.gen.Load(); c.gen != g {
+		c.restart(g)
+	}
+	return nil
+}
+
+// doorbell writes MSQ_PI, after the ring bytes before it (see
+// doorbell_amd64.go for the order). c.mu is held.
+func (c *Channel) doorbell() {
+	storeDoorbell(reg32(c.block, g3.PDMA_CH_A_PQM_CH_MSQ_PI), uint32(c.pi-c.base))
+}
+
+// waitUnlocked is Pool.wait for t with c.mu let go meanwhile, so that
+// the channel's other callers (a Submit with a shorter context, Resume,
+// Idle) are not held up by it. c.mu is held.
+func (c *Channel) waitUnlocked(ctx context.Context, t Ticket, deadline time.Time) error {
+	c.mu.Unlock()
+	defer c.mu.Lock()
+	return c.p.wait(ctx, t, deadline)
 }
 
 // renew moves the Pool to the reset count a wait saw, if a reset
@@ -416,11 +528,19 @@ func (p *Pool) renew() {
 // registers: an empty ring at its start, its completion queue in a new
 // epoch. Every job submitted before was reported aborted. c.mu is held.
 func (c *Channel) restart(gen uint64) {
+	// What the jobs before got to: the reset stopped the channel, so the
+	// counter holds its last count.
+	var h []finalCount
+	if old := c.history.Load(); old != nil {
+		h = append(h, *old...)
+	}
+	h = append(h, finalCount{epoch: c.epoch.Load(), count: atomic.LoadUint64(c.word)})
+	c.history.Store(&h)
+	c.restarts.Add(1)
 	c.gen = gen
 	c.pending = c.pending[:0]
 	c.pi = (c.pi + uint64(len(c.ring)) - 1) &^ (uint64(len(c.ring)) - 1)
 	c.ci, c.base = c.pi, c.pi
-	c.epoch.Add(1)
 	c.resetRing()
 	c.resetCQ()
 }
@@ -428,51 +548,49 @@ func (c *Channel) restart(gen uint64) {
 // reserve makes room for need contiguous bytes in the ring and returns
 // their offset: a job never wraps around the ring's end (the tests assert
 // it of their command buffers); the rest of the ring before the end is
-// filled with NOPs. c.mu is held.
+// filled with NOPs. c.mu is held; again reports that it was let go while
+// reserve waited for the channel, and nothing was reserved: the caller
+// looks at the channel again (a reset may have come) and calls again.
 //
 // Room comes back as jobs complete: a job's completing packet is its
 // last, so a completed job's bytes were all fetched. A job takes at most a
 // quarter of the ring, and its padding less than itself, so once every job
 // is done the room always suffices.
-func (c *Channel) reserve(ctx context.Context, need uint64, deadline time.Time) (uint64, error) {
+func (c *Channel) reserve(ctx context.Context, need uint64, deadline time.Time) (pos uint64, again bool, err error) {
 	size := uint64(len(c.ring))
-	for {
-		pos := c.pi % size
-		pad := uint64(0)
-		if pos+need > size {
-			pad = size - pos
-		}
-		if c.pi-c.base+pad+need >= counterLimit {
-			if err := c.drain(ctx, deadline); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		if size-(c.pi-c.ci) >= pad+need {
-			if pad > 0 {
-				nop, _ := packet.Nop{}.Append(packet.Gaudi3PQM, nil)
-				for off := pos; off < size; off += uint64(len(nop)) {
-					copy(c.ring[off:], nop)
-				}
-				c.pi += pad
-			}
-			return c.pi % size, nil
-		}
-		// Room comes back as jobs complete: a completed job's packets were
-		// consumed. MSQ_CI would tell earlier, but a channel that takes a
-		// reset late (the simulator's) still shows the old ring's CI.
-		c.retire()
-		if size-(c.pi-c.ci) >= pad+need {
-			continue
-		}
-		if len(c.pending) == 0 {
-			// Cannot happen (see above).
-			return 0, fmt.Errorf("pqm: channel %d ring full with no job in flight (PI %d, CI %d)", c.id, c.pi, c.ci)
-		}
-		if err := c.p.wait(ctx, Ticket{C: c, Target: c.pending[0].target, epoch: c.epoch.Load()}, deadline); err != nil {
-			return 0, fmt.Errorf("pqm: wait for room in channel %d's ring: %w", c.id, err)
-		}
+	pos = c.pi % size
+	pad := uint64(0)
+	if pos+need > size {
+		pad = size - pos
 	}
+	if c.pi-c.base+pad+need >= counterLimit {
+		_, err := c.drain(ctx, deadline)
+		return 0, true, err
+	}
+	// Room comes back as jobs complete: a completed job's packets were
+	// consumed. MSQ_CI would tell earlier, but a channel that takes a
+	// reset late (the simulator's) still shows the old ring's CI.
+	c.retire()
+	if size-(c.pi-c.ci) >= pad+need {
+		if pad > 0 {
+			nop, _ := packet.Nop{}.Append(packet.Gaudi3PQM, nil)
+			for off := pos; off < size; off += uint64(len(nop)) {
+				copy(c.ring[off:], nop)
+			}
+			c.pi += pad
+		}
+		return c.pi % size, false, nil
+	}
+	if len(c.pending) == 0 {
+		// Cannot happen (see above).
+		return 0, false, fmt.Errorf("pqm: channel %d ring full with no job in flight (PI %d, CI %d)", c.id, c.pi, c.ci)
+	}
+	if err := c.waitUnlocked(ctx, c.ticket(c.pending[0].target), deadline); err != nil && !errors.Is(err, errKilled) {
+		return 0, false, fmt.Errorf("pqm: wait for room in channel %d's ring: %w", c.id, err)
+	}
+	// Done, or killed by a reset: either way the room is back once the
+	// caller looked again (and restarted the channel).
+	return 0, true, nil
 }
 
 // retire drops the jobs known done, whose ring bytes are consumed.
@@ -490,31 +608,36 @@ func (c *Channel) retire() {
 
 // drain waits until every job of the channel is done, then resets the
 // ring so that MSQ_PI and MSQ_CI start again from 0. The completion queue
-// is left alone.
-func (c *Channel) drain(ctx context.Context, deadline time.Time) error {
-	if c.issued > c.seed {
-		if err := c.p.wait(ctx, Ticket{C: c, Target: c.issued, epoch: c.epoch.Load()}, deadline); err != nil {
-			return fmt.Errorf("pqm: drain channel %d: %w", c.id, err)
+// is left alone. c.mu is held; again reports that drain let it go to
+// wait and did not reset the ring: the caller looks again.
+func (c *Channel) drain(ctx context.Context, deadline time.Time) (again bool, err error) {
+	c.retire()
+	if len(c.pending) > 0 {
+		err := c.waitUnlocked(ctx, c.ticket(c.issued), deadline)
+		if err != nil && !errors.Is(err, errKilled) {
+			return false, fmt.Errorf("pqm: drain channel %d: %w", c.id, err)
 		}
+		return true, nil
 	}
 	// The ring is reset only once the channel shows everything fetched
 	// (MSQ_CI at MSQ_PI): a Stall's FENCE takes no completion.
-	pause := time.Microsecond
-	for c.get(g3.PDMA_CH_A_PQM_CH_MSQ_CI) != uint32(c.pi-c.base) {
+	if c.get(g3.PDMA_CH_A_PQM_CH_MSQ_CI) != uint32(c.pi-c.base) {
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return fmt.Errorf("pqm: drain channel %d: the channel never fetched its last packets: %w", c.id, ErrTimeout)
+			return false, fmt.Errorf("pqm: drain channel %d: the channel never fetched its last packets: %w", c.id, ErrTimeout)
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return false, err
 		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Millisecond)
+		c.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		c.mu.Lock()
+		return true, nil
 	}
 	c.pending = c.pending[:0]
 	c.resetRing()
 	c.pi = (c.pi + uint64(len(c.ring)) - 1) &^ (uint64(len(c.ring)) - 1) // the ring's start
 	c.ci, c.base = c.pi, c.pi
-	return nil
+	return false, nil
 }
 
 // waitSlice bounds one WAIT_CS: an interrupt that came before the wait
@@ -532,39 +655,100 @@ func (p *Pool) Wait(ctx context.Context, t Ticket, deadline time.Time) error {
 }
 
 func (p *Pool) wait(ctx context.Context, t Ticket, deadline time.Time) error {
-	if t.Done() {
-		return nil
-	}
 	a := waitArgs.Get().(*hl.WaitCSInterruptArgs)
 	defer waitArgs.Put(a)
 	for {
-		slice := waitSlice
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, ErrTimeout)
-			}
-			slice = min(slice, left)
+		err, end := p.waitSlice(ctx, t, deadline, a)
+		if end {
+			return err
 		}
-		*a = hl.WaitCSInterruptArgs{
-			Addr:               hl.NewPointer(pointerOf(t.C.word)),
-			Target:             t.Target,
-			Flags:              p.irq << 20,
-			InterruptTimeoutUs: uint64((slice + time.Microsecond - 1) / time.Microsecond),
+	}
+}
+
+// errKilled is the error of a job a device reset killed; it matches
+// unix.EIO, as the driver's answer to a wait a reset ends.
+var errKilled = fmt.Errorf("aborted by a device reset: %w", unix.EIO)
+
+// waitSlice is one turn of wait: at most one WAIT_CS of at most
+// waitSlice, with p.life read-held so that Close cannot take the counter
+// away under it. It reports whether the wait ends, with what. a is left
+// cleared: the driver's answer lies over the pointer word of the union
+// (see hl.WaitCSInterruptArgs), and a pooled argument must keep no
+// address either.
+func (p *Pool) waitSlice(ctx context.Context, t Ticket, deadline time.Time, a *hl.WaitCSInterruptArgs) (error, bool) {
+	p.life.RLock()
+	defer p.life.RUnlock()
+	done, killed := t.state()
+	switch {
+	case done:
+		return nil, true
+	case killed, p.seen.Load() != t.gen:
+		return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, errKilled), true
+	case p.closed:
+		return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, ErrClosed), true
+	}
+	slice := waitSlice
+	if !deadline.IsZero() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, ErrTimeout), true
 		}
-		err := p.dev.WaitInterrupt(ctx, a)
-		if t.Done() {
-			return nil
+		slice = min(slice, left)
+	}
+	*a = hl.WaitCSInterruptArgs{
+		Addr:               hl.NewPointer(pointerOf(t.C.word)),
+		Target:             t.Target,
+		Flags:              p.irq << 20,
+		InterruptTimeoutUs: uint64((slice + time.Microsecond - 1) / time.Microsecond),
+	}
+	err := p.dev.WaitInterrupt(ctx, a)
+	status := a.Out().Status
+	*a = hl.WaitCSInterruptArgs{}
+	if done, _ := t.state(); done {
+		return nil, true
+	}
+	if err != nil {
+		if errors.Is(err, unix.EIO) {
+			// The driver ends waits with EIO while the device is in reset.
+			p.noteReset()
+			return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, errors.Join(errKilled, err)), true
 		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr, true
+		}
+		return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, err), true
+	}
+	if status == hl.HL_WAIT_CS_STATUS_ABORTED {
+		p.noteReset()
+		return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, errKilled), true
+	}
+	if p.wasReset(t) {
+		return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, errKilled), true
+	}
+	return nil, false
+}
+
+// noteReset records a reset the driver reported (a wait answered ABORTED
+// or EIO) or the registers show, so that the next Submit sets the
+// channels up again rather than ring a doorbell the reset cleared: the
+// reset count as INFO gives it; one more when it cannot be read (the next
+// reading corrects it); and when it did not move, one more reset counted
+// by the Pool alone (p.unseen), which every later reading adds.
+func (p *Pool) noteReset() {
+	g := p.gen.Load()
+	if p.resets != nil {
+		n, err := p.resets()
 		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-			return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, err)
+			p.seen.CompareAndSwap(g, g+1)
+			return
 		}
-		if a.Out().Status == hl.HL_WAIT_CS_STATUS_ABORTED || p.wasReset(t) {
-			return fmt.Errorf("job %d of channel %d: aborted by a device reset: %w", t.Target, t.C.id, unix.EIO)
+		if n+p.unseen.Load() != g {
+			p.seen.Store(n + p.unseen.Load())
+			return
 		}
+	}
+	if p.seen.CompareAndSwap(g, g+1) {
+		p.unseen.Add(1)
 	}
 }
 
@@ -576,16 +760,23 @@ func (c *Channel) Stall(id uint8) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fence := packet.Gaudi3Fence{ID: id, Target: 1, Dec: 1}
-	pos, err := c.reserve(context.Background(), uint64(fence.Len()), time.Time{})
-	if err != nil {
-		return err
+	var pos uint64
+	for again := true; again; {
+		if err := c.ready(); err != nil {
+			return err
+		}
+		var err error
+		pos, again, err = c.reserve(context.Background(), uint64(fence.Len()), time.Time{})
+		if err != nil {
+			return err
+		}
 	}
 	out, err := fence.Append(packet.Gaudi3PQM, c.ring[pos:pos])
 	if err != nil {
 		return fmt.Errorf("pqm: stall: %w", err)
 	}
 	c.pi += uint64(len(out))
-	c.set(g3.PDMA_CH_A_PQM_CH_MSQ_PI, uint32(c.pi-c.base))
+	c.doorbell()
 	return nil
 }
 
@@ -607,7 +798,7 @@ func (p *Pool) wasReset(t Ticket) bool {
 		return false
 	}
 	if n, err := p.resets(); err == nil {
-		p.seen.Store(n)
+		p.seen.Store(n + p.unseen.Load())
 	}
 	return p.seen.Load() != t.gen
 }
@@ -634,9 +825,23 @@ func (p *Pool) Close() error {
 	if p.chans == nil {
 		return nil
 	}
+	// No wait looks at a counter from here on: they answer from the
+	// counters' last values.
+	p.life.Lock()
 	for _, c := range p.chans {
+		c.final = atomic.LoadUint64(c.word)
+	}
+	p.closed = true
+	p.life.Unlock()
+	for _, c := range p.chans {
+		c.mu.Lock()
+		if c.block == nil {
+			c.mu.Unlock()
+			continue
+		}
 		c.set(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
 		c.set(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG, 0)
+		c.mu.Unlock()
 	}
 	err := p.unmapAll()
 	ids := make([]int, len(p.chans))

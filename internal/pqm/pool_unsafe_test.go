@@ -29,15 +29,23 @@ type fakeDev struct {
 	blocks map[uint64][]byte
 	seen   map[uint64][]packet.LinPDMA // by block address
 	lastPI map[uint64]uint32
+	ci     map[uint64]uint32 // the channel's own consumed count, by block address
 	stall  atomic.Bool
 	irqs   atomic.Int64
 	waits  atomic.Int64
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// resets is the device's reset count (Config.Resets of openPoolResets),
+	// failResets makes reading it fail, and abortWaits is how many waits
+	// the fake answers ABORTED, as the driver answers the waits a reset
+	// ends.
+	resets     atomic.Uint64
+	failResets atomic.Bool
+	abortWaits atomic.Int64
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 func newFakeDev(t *testing.T, host []byte, va uint64) *fakeDev {
-	d := &fakeDev{t: t, host: host, va: va, blocks: map[uint64][]byte{}, seen: map[uint64][]packet.LinPDMA{}, lastPI: map[uint64]uint32{}, stop: make(chan struct{})}
+	d := &fakeDev{t: t, host: host, va: va, blocks: map[uint64][]byte{}, seen: map[uint64][]packet.LinPDMA{}, lastPI: map[uint64]uint32{}, ci: map[uint64]uint32{}, stop: make(chan struct{})}
 	d.wg.Add(1)
 	go d.run()
 	t.Cleanup(func() { close(d.stop); d.wg.Wait() })
@@ -66,13 +74,25 @@ func (d *fakeDev) UnmapBlock(mem []byte) error {
 
 func (d *fakeDev) WaitInterrupt(ctx context.Context, a *hl.WaitCSInterruptArgs) error {
 	d.waits.Add(1)
-	// The driver reads the counter at the CPU address the wait names.
+	// The driver reads the counter at the CPU address the wait names, then
+	// clears the whole union before it writes its answer
+	// (hl_interrupt_wait_ioctl: memset(args, 0, sizeof(*args))): the
+	// pointer word holds the status after, never part of the address.
 	off := a.Addr.Addr() - uint64(uintptr(unsafe.Pointer(&d.host[0])))
 	ctr := (*uint64)(unsafe.Pointer(&d.host[off]))
-	end := time.Now().Add(time.Duration(a.InterruptTimeoutUs) * time.Microsecond)
+	target, timeout := a.Target, time.Duration(a.InterruptTimeoutUs)*time.Microsecond
+	answer := func(status uint32) {
+		*a = hl.WaitCSInterruptArgs{}
+		a.Out().Status = status
+	}
+	if d.abortWaits.Add(-1) >= 0 {
+		answer(hl.HL_WAIT_CS_STATUS_ABORTED)
+		return nil
+	}
+	end := time.Now().Add(timeout)
 	for time.Now().Before(end) {
-		if atomic.LoadUint64(ctr) >= a.Target {
-			a.Out().Status = hl.HL_WAIT_CS_STATUS_COMPLETED
+		if atomic.LoadUint64(ctr) >= target {
+			answer(hl.HL_WAIT_CS_STATUS_COMPLETED)
 			return nil
 		}
 		select {
@@ -81,8 +101,25 @@ func (d *fakeDev) WaitInterrupt(ctx context.Context, a *hl.WaitCSInterruptArgs) 
 		case <-time.After(50 * time.Microsecond):
 		}
 	}
-	a.Out().Status = hl.HL_WAIT_CS_STATUS_BUSY
+	answer(hl.HL_WAIT_CS_STATUS_BUSY)
 	return nil
+}
+
+// reset does to channel c what a device reset does: its registers
+// cleared, the reset count one more, and the next wait answered ABORTED.
+func (d *fakeDev) reset(c *Channel) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for off := 0; off < len(c.block); off += 4 {
+		atomic.StoreUint32(reg(c.block, off), 0)
+	}
+	for addr, b := range d.blocks {
+		if &b[0] == &c.block[0] {
+			d.ci[addr], d.lastPI[addr] = 0, 0
+		}
+	}
+	d.resets.Add(1)
+	d.abortWaits.Store(1)
 }
 
 // at returns host memory at device address va.
@@ -107,40 +144,76 @@ func (d *fakeDev) run() {
 			continue
 		}
 		d.mu.Lock()
-		for addr, b := range d.blocks {
-			d.step(addr, b)
+		addrs := make([]uint64, 0, len(d.blocks))
+		for addr := range d.blocks {
+			addrs = append(addrs, addr)
 		}
 		d.mu.Unlock()
+		for _, addr := range addrs {
+			d.step(addr)
+		}
 	}
 }
 
 func reg(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
-// step consumes what the channel's ring holds.
-func (d *fakeDev) step(addr uint64, b []byte) {
+// step consumes what the channel's ring holds, with no lock held while it
+// walks the ring. The channel's consumed count is its own (d.ci), as on
+// the hardware; the registers are read once, and the step is dropped when
+// FIFO_CFG changed meanwhile (the owner reset the ring under it), so the
+// counts it walks between always belong to one ring.
+func (d *fakeDev) step(addr uint64) {
+	d.mu.Lock()
+	b, ok := d.blocks[addr]
+	ci, lastPI := d.ci[addr], d.lastPI[addr]
+	d.mu.Unlock()
+	if !ok {
+		return
+	}
 	ld := func(off int) uint32 { return atomic.LoadUint32(reg(b, off)) }
 	// The mode written resets the ring's counters; the fake marks a value
-	// it took with bit 31, as the simulator does, to see the next write.
+	// it took with bit 31, as the simulator does, to see the next write,
+	// and marks it with a compare-and-swap so that a new mode written
+	// meanwhile is not lost.
 	const seen = 1 << 31
-	cfg := ld(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG)
-	if cfg&seen == 0 {
+	cfgReg := reg(b, g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG)
+	cfg := atomic.LoadUint32(cfgReg)
+	if cfg != 0 && cfg&seen == 0 {
 		// PI goes to 0 too, unless the owner wrote a new one already.
-		sw := atomic.CompareAndSwapUint32(reg(b, g3.PDMA_CH_A_PQM_CH_MSQ_PI), d.lastPI[addr], 0)
-		if false {
-			d.t.Logf("reset: last PI %d, PI %d, CI %d, swapped %v", d.lastPI[addr], ld(g3.PDMA_CH_A_PQM_CH_MSQ_PI), ld(g3.PDMA_CH_A_PQM_CH_MSQ_CI), sw)
-		}
+		atomic.CompareAndSwapUint32(reg(b, g3.PDMA_CH_A_PQM_CH_MSQ_PI), lastPI, 0)
+		ci, lastPI = 0, 0
 		atomic.StoreUint32(reg(b, g3.PDMA_CH_A_PQM_CH_MSQ_CI), 0)
-		atomic.StoreUint32(reg(b, g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG), cfg|seen)
+		d.setCounts(addr, 0, 0)
+		if !atomic.CompareAndSwapUint32(cfgReg, cfg, cfg|seen) {
+			return // written again: the next step takes it
+		}
+		cfg |= seen
 	}
 	if cfg&^seen != g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM {
 		return
 	}
+	// MSQ_PI first: the owner writes the ring's base and size before a PI
+	// that points into it, so these loads see them.
+	pi := ld(g3.PDMA_CH_A_PQM_CH_MSQ_PI)
 	size := uint64(ld(g3.PDMA_CH_A_PQM_CH_MSQ_SIZE)) + 1
 	base := uint64(ld(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_H))<<32 | uint64(ld(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L))
-	pi, ci := ld(g3.PDMA_CH_A_PQM_CH_MSQ_PI), ld(g3.PDMA_CH_A_PQM_CH_MSQ_CI)
-	d.lastPI[addr] = pi
+	if atomic.LoadUint32(cfgReg) != cfg {
+		return // reset under the step
+	}
+	d.setCounts(addr, ci, pi)
+	// Stalled after this PI was read, so after a stall set before the
+	// submission that wrote it: the test's stall holds that job.
+	if pi == ci || d.stall.Load() {
+		return
+	}
+	if uint64(pi-ci) > size {
+		return // a PI of the ring before a reset the step has not taken yet
+	}
 	ring := d.at(base, int(size))
 	for ci != pi {
+		if atomic.LoadUint32(cfgReg) != cfg {
+			return
+		}
 		p, n, err := packet.Gaudi3PQM.Decode(ring[uint64(ci)%size:])
 		if err != nil {
 			d.t.Errorf("channel %#x: packet at CI %d (PI %d): %v: % x", addr, ci, pi, err, ring[uint64(ci)%size:min(size, uint64(ci)%size+48)])
@@ -149,7 +222,9 @@ func (d *fakeDev) step(addr uint64, b []byte) {
 		ci += uint32(n)
 		switch l := p.(type) {
 		case packet.LinPDMA:
+			d.mu.Lock()
 			d.seen[addr] = append(d.seen[addr], l)
+			d.mu.Unlock()
 			if l.WriteCompletion {
 				d.t.Errorf("LIN_PDMA %v with a write completion", l)
 			}
@@ -159,8 +234,16 @@ func (d *fakeDev) step(addr uint64, b []byte) {
 		case packet.MsgLong:
 			d.t.Errorf("MSG_LONG %v: the completion needs no message", l)
 		}
+		d.setCounts(addr, ci, pi)
 		atomic.StoreUint32(reg(b, g3.PDMA_CH_A_PQM_CH_MSQ_CI), ci)
 	}
+}
+
+// setCounts records the channel's consumed count and the MSQ_PI it read.
+func (d *fakeDev) setCounts(addr uint64, ci, pi uint32) {
+	d.mu.Lock()
+	d.ci[addr], d.lastPI[addr] = ci, pi
+	d.mu.Unlock()
 }
 
 // advanceCQ counts a completion in the channel's completion queue as the
@@ -191,6 +274,27 @@ func (d *fakeDev) advanceCQ(b []byte) {
 func hostMem(n int) ([]byte, uint64) {
 	b := make([]uint64, (n+7)/8)
 	return unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), n), 0xFF70000000100000
+}
+
+// openPoolResets opens a Pool of n channels whose Config.Resets reads the
+// fake's reset count, resetsBefore when it opens.
+func openPoolResets(t *testing.T, n, ring int, resetsBefore uint64) (*Pool, *fakeDev) {
+	t.Helper()
+	host, va := hostMem(HostBytes(n, ring))
+	d := newFakeDev(t, host, va)
+	d.resets.Store(resetsBefore)
+	resets := func() (uint64, error) {
+		if d.failResets.Load() {
+			return 0, errors.New("reset count unavailable")
+		}
+		return d.resets.Load(), nil
+	}
+	p, err := Open(Config{Dev: d, Key: new(int), Mask: 1<<n - 1, Channels: n, Ring: ring, Interrupt: 71, Doorbell: g3.D0_PCIE_MSIX_BASE, Resets: resets}, host, va)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, d
 }
 
 func openPool(t *testing.T, key any, mask uint64, n, ring int) (*Pool, *fakeDev) {

@@ -25,6 +25,29 @@ import (
 // After a call the driver may have written its answer over the members
 // that held addresses (CS and MEMORY answer in the same union); set them
 // again before reusing the structure.
+//
+// # What the driver leaves in a Pointer
+//
+// An answer written over a Pointer's word is an integer in a word the
+// garbage collector reads as a pointer. That is harmless only because of
+// what the integers are, which is why each view whose answer overlaps a
+// Pointer names it. For WaitCSInterruptArgs, the driver
+// (drivers/accel/habanalabs/common/command_submission.c,
+// hl_interrupt_wait_ioctl in linux 6.12) clears the whole union, then
+// writes out.status (HL_WAIT_CS_STATUS_*, 0 to 3) into the word's low half
+// and out.flags (0 or HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD) into its high
+// half: the word is at most 0x2_0000_0003. On an error it writes nothing
+// and the address stays. The collector follows a word only into the heap
+// arenas it reserved, which on 64-bit Linux start at 0xc0_0000_0000
+// (runtime/malloc.go, mallocinit's arena hints) and otherwise lie where
+// mmap places them, far above the first gigabytes; a word below 16 GiB is
+// never followed. What would be followed is part of an address: an answer
+// written into the low half alone leaves the high half of the address
+// behind (0xc0_0000_0000, the start of the heap), which is why the driver's
+// clearing matters and why a fake driver in a test must clear the union as
+// well. Callers that keep such a structure for later (in a sync.Pool, say)
+// clear it after each call, so that it holds neither an address nor an
+// answer.
 type Pointer struct {
 	_   structs.HostLayout
 	ptr unsafe.Pointer

@@ -608,6 +608,11 @@ type WaitCSMultiArgs struct {
 
 // WaitCSInterruptArgs mirrors union hl_wait_cs_args for a wait on a user interrupt that compares a value in user memory (HL_WAIT_CS_FLAGS_INTERRUPT without INTERRUPT_KERNEL_CQ).
 // It is a view (see Pointer): the members it does not name lie in its padding.
+//
+// The driver's answer (Out) lies over Addr: after a call Addr's word holds
+// Out's status and flags, small integers that are never taken for a Go
+// pointer (see Pointer, "What the driver leaves in a Pointer"). Clear the
+// view before keeping it for later.
 type WaitCSInterruptArgs struct {
 	_                  structs.HostLayout
 	Addr               Pointer

@@ -115,6 +115,12 @@ func (g *gen) emitTypes() ([]byte, error) {
 		fmt.Fprintf(&b, "// %s mirrors %s.\n", gt.name, gt.doc)
 		if gt.view {
 			b.WriteString("// It is a view (see Pointer): the members it does not name lie in its padding.\n")
+			if gt.note != "" {
+				b.WriteString("//\n")
+				for _, line := range strings.Split(gt.note, "\n") {
+					b.WriteString("// " + line + "\n")
+				}
+			}
 		} else if len(gt.accessors) > 0 {
 			if gt.t.kind == kindUnion {
 				b.WriteString("// Its members share storage and are reached through methods.\n")

@@ -79,6 +79,7 @@ type goType struct {
 	accessors []goAccessor
 	flex      []goField // flexible array members (no storage)
 	view      bool      // a view of a union (see pointers.go)
+	note      string    // more of the doc comment, for a view
 }
 
 func newGen(spec *pkgSpec) *gen {

@@ -41,6 +41,7 @@ type viewSpec struct {
 	name   string
 	cType  string // e.g. "union hl_cs_args"
 	doc    string // completes "<name> mirrors <cType> as it is used ..."
+	note   string // a further paragraph of the type's doc comment, or ""
 	fields []viewField
 }
 
@@ -104,7 +105,7 @@ func (g *gen) addViews() error {
 		if _, dup := g.typeByGo[v.name]; dup {
 			return fmt.Errorf("view %s: type name used twice", v.name)
 		}
-		gt := &goType{name: v.name, t: t, cRoot: v.cType, doc: v.cType + " " + v.doc, view: true}
+		gt := &goType{name: v.name, t: t, cRoot: v.cType, doc: v.cType + " " + v.doc, view: true, note: v.note}
 		for _, f := range v.fields {
 			m, off, err := memberAt(t, f.c)
 			if err != nil {
