@@ -235,13 +235,23 @@ func reapers() int {
 // reaperWaiting reports whether a reaper is inside the device's wait for
 // its work: WAIT_CS (Gaudi, Gaudi2) or the PQM pool's Wait (Gaudi3).
 func reaperWaiting() bool {
+	return goroutinesIn("dma.(*Transfer).reap", "ioctl.(*Device).WaitCS") ||
+		goroutinesIn("dma.(*Transfer).reap", "pqm.(*Pool).Wait")
+}
+
+// goroutinesIn reports whether a goroutine's stack holds every one of
+// the functions.
+func goroutinesIn(funcs ...string) bool {
 	var b strings.Builder
 	pprof.Lookup("goroutine").WriteTo(&b, 2)
+next:
 	for _, g := range strings.Split(b.String(), "\n\n") {
-		if strings.Contains(g, "dma.(*Transfer).reap") &&
-			(strings.Contains(g, "ioctl.(*Device).WaitCS") || strings.Contains(g, "pqm.(*Pool).Wait")) {
-			return true
+		for _, f := range funcs {
+			if !strings.Contains(g, f) {
+				continue next
+			}
 		}
+		return true
 	}
 	return false
 }
