@@ -35,7 +35,8 @@ import (
 // outlives it and nothing is released early.
 //
 // A device that answers WAIT_CS with errors that say nothing about the CS
-// (EBUSY while it is not operational, anything unexpected) is asked again,
+// (EBUSY while it is not operational, anything unexpected) is asked again
+// (await itself asks again through a reset, EBUSY, within its ctx),
 // with a growing pause, for up to abandonAfter; a reset ends with the CS
 // aborted well within that. After that the reaper gives up: the
 // resources are leaked, never released (the memory returns to the driver
@@ -82,6 +83,7 @@ func (e *Engine) issueCS(ctx context.Context, a *hl.CSChunksArgs) (seq uint64, q
 // CS may still be running: err is ctx's error (the context ended first) or
 // an error of the device that says nothing about the CS.
 func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts time.Duration, final bool, err error) {
+	var busy trouble
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, false, fmt.Errorf("wait for CS %d: %w", seq, err)
@@ -115,10 +117,24 @@ func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts ti
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, errors.Join(ErrAborted, err))
 		case errors.Is(err, ioctl.ErrClosed), errors.Is(err, unix.EINVAL):
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, err)
+		case notOperational(err):
+			// A reset under way: ask again (see trouble) until it ends
+			// and the CS has its verdict, within ctx.
+			if busy.retryCtx(ctx) {
+				continue
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				// Both: the context ended while the device was not
+				// operational.
+				return 0, false, fmt.Errorf("wait for CS %d: %w (last answer: %w)", seq, cerr, err)
+			}
+			return 0, false, fmt.Errorf("wait for CS %d: %w", seq, err)
 		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 			// ctx ended, perhaps a moment before ctx.Err() says so.
 			if cerr := ctx.Err(); cerr != nil {
-				err = cerr
+				// Both: the context ended while the device was not
+				// operational.
+				return 0, false, fmt.Errorf("wait for CS %d: %w (last answer: %w)", seq, cerr, err)
 			}
 			return 0, false, fmt.Errorf("wait for CS %d: %w", seq, err)
 		default:
@@ -220,13 +236,31 @@ type trouble struct {
 
 // retry sleeps before the next try, or reports false once the device has
 // failed the wait for longer than abandonAfter.
-func (tr *trouble) retry() bool {
+func (tr *trouble) retry() bool { return tr.retryCtx(context.Background()) }
+
+// retryCtx is retry that also reports false as soon as ctx ends.
+func (tr *trouble) retryCtx(ctx context.Context) bool {
+	if tr.pause == 0 {
+		tr.pause = time.Millisecond
+	}
 	if tr.since.IsZero() {
 		tr.since = time.Now()
 	} else if time.Since(tr.since) > abandonAfter {
 		return false
 	}
-	time.Sleep(tr.pause)
+	pause := time.NewTimer(tr.pause)
+	defer pause.Stop()
+	select {
+	case <-pause.C:
+	case <-ctx.Done():
+		return false
+	}
 	tr.pause = min(2*tr.pause, 100*time.Millisecond)
 	return true
 }
+
+// notOperational reports whether err is the driver's answer to a wait on
+// a device that is not operational (a reset under way: hl_cs_wait_ioctl
+// and hl_interrupt_wait_ioctl check hl_device_operational), which says
+// nothing about the CS: the reset then aborts it, or it completes.
+func notOperational(err error) bool { return errors.Is(err, unix.EBUSY) }

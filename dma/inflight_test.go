@@ -169,6 +169,37 @@ func (x *inflight) reuseCBs(t *testing.T, e *Engine) {
 	}
 }
 
+// heldUntilReaped checks, on the events alone, that the closed source
+// stays held until the device is done with the work that reads it. Once
+// a reaper waits on the device for the stalled work, only the device's
+// answer may release the source: it must still be mapped then. The engines
+// then resume and the test waits for the reaper's end, the event that
+// frees the source; x.check afterwards finds any release made before the
+// device was done, whenever it happened, because the strict simulator
+// compares each DMA access with the unmaps that preceded it
+// (ViolationFreedInFlight) and an access to memory no longer mapped
+// page-faults.
+func (x *inflight) heldUntilReaped(t *testing.T, what string) {
+	t.Helper()
+	waitUntil(t, "a reaper waiting on the device for the stalled work", reaperWaiting)
+	if x.m.Lookup(x.src.VA()).Kind != memory.DeviceMemory {
+		t.Error(what)
+	}
+	x.resume(t)
+	waitUntil(t, "the reaper's end", func() bool { return reapers() == 0 })
+}
+
+// waitUntil waits for an event cond reports; the bound only turns an
+// event that never comes into a failure instead of a hang.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within 30s", what)
+		}
+	}
+}
+
 // closeEngineAcrossResume closes the Engine while the CS is queued: Close
 // must not return before the engines resume and the CS completes.
 func (x *inflight) closeEngineAcrossResume(t *testing.T) {
@@ -199,6 +230,30 @@ func reapers() int {
 	var b strings.Builder
 	pprof.Lookup("goroutine").WriteTo(&b, 1)
 	return strings.Count(b.String(), "dma.(*Transfer).reap")
+}
+
+// reaperWaiting reports whether a reaper is inside the device's wait for
+// its work: WAIT_CS (Gaudi, Gaudi2) or the PQM pool's Wait (Gaudi3).
+func reaperWaiting() bool {
+	return goroutinesIn("dma.(*Transfer).reap", "ioctl.(*Device).WaitCS") ||
+		goroutinesIn("dma.(*Transfer).reap", "pqm.(*Pool).Wait")
+}
+
+// goroutinesIn reports whether a goroutine's stack holds every one of
+// the functions.
+func goroutinesIn(funcs ...string) bool {
+	var b strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&b, 2)
+next:
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		for _, f := range funcs {
+			if !strings.Contains(g, f) {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // noReapers fails the test when a reaper is still waiting after Close
@@ -369,11 +424,7 @@ func testInFlightPreparedCloseWithoutEngineClose(t *testing.T, asic sim.ASIC) {
 	}
 	x.closeSrc(t)
 	x.reuseCBs(t, x.e)
-	time.Sleep(100 * time.Millisecond)
-	if x.m.Lookup(x.src.VA()).Kind != memory.DeviceMemory {
-		t.Error("the source buffer was freed while the CS was still queued")
-	}
-	x.resume(t)
+	x.heldUntilReaped(t, "the source buffer was freed while the CS was still queued")
 	x.check(t)
 }
 

@@ -229,13 +229,26 @@ func pqVerdict(err error) (final bool, out error) {
 	return false, err
 }
 
+// pqWait is the pool's Wait for a caller with ctx: a device that is not
+// operational (a reset under way) is asked again, as await does.
+func (e *Engine) pqWait(ctx context.Context, tk pqm.Ticket, deadline time.Time) error {
+	var busy trouble
+	err := e.pq.Wait(ctx, tk, deadline)
+	for notOperational(err) && busy.retryCtx(ctx) {
+		err = e.pq.Wait(ctx, tk, deadline)
+	}
+	if notOperational(err) && ctx.Err() != nil {
+		return fmt.Errorf("%w (last answer: %w)", ctx.Err(), err)
+	}
+	return err
+}
+
 // waitPQM is Wait for a Gaudi3 transfer.
 func (t *Transfer) waitPQM(ctx context.Context) error {
 	e := t.e
 	var first error
 	for _, tk := range t.tickets {
-		err := e.pq.Wait(ctx, tk, t.deadline)
-		final, err := pqVerdict(err)
+		final, err := pqVerdict(e.pqWait(ctx, tk, t.deadline))
 		if !final {
 			if errors.Is(err, ioctl.ErrTimeout) && ctx.Err() == nil {
 				// The transfer's result; its memory stays held until the
@@ -294,7 +307,7 @@ func (p *Prepared) runPQM(ctx context.Context) error {
 	if p.waiting {
 		// The earlier Run's jobs: their outcome was its to report.
 		for _, tk := range p.tickets {
-			if final, err := pqVerdict(e.pq.Wait(ctx, tk, time.Time{})); !final {
+			if final, err := pqVerdict(e.pqWait(ctx, tk, time.Time{})); !final {
 				return fmt.Errorf("wait for transfer: %w", err)
 			}
 		}
@@ -317,7 +330,7 @@ func (p *Prepared) runPQM(ctx context.Context) error {
 	p.waiting = true
 	var first error
 	for _, tk := range p.tickets {
-		final, err := pqVerdict(e.pq.Wait(ctx, tk, p.deadline))
+		final, err := pqVerdict(e.pqWait(ctx, tk, p.deadline))
 		if !final {
 			return fmt.Errorf("wait for transfer: %w", err)
 		}

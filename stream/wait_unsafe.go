@@ -31,7 +31,9 @@ const forever = math.MaxUint64
 
 // Wait waits, within ctx, for the command submission seq to complete. A
 // submission the device timed out or a reset aborted is an error
-// (ioctl.ErrTimeout, unix.EIO).
+// (ioctl.ErrTimeout, unix.EIO). A wait the driver answers while a reset
+// is under way fails with ioctl.ErrNotOperational (EBUSY), which says
+// nothing about the submission: wait again for its verdict.
 //
 // It replaces hlthunk_wait_for_cs and hlthunk_wait_for_cs_with_timestamp.
 func (s *Streams) Wait(ctx context.Context, seq uint64) (Completion, error) {

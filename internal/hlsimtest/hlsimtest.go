@@ -218,15 +218,50 @@ func (s *Server) Kill() {
 	s.cmd.Wait()
 }
 
+// WaitLog waits until the server's stderr holds s, for at most d, and
+// reports whether it does. The server prints a message before it answers
+// the call the message is about, but what it prints reaches Log through a
+// pipe and a copying goroutine, so a test that reads Log right after the
+// call may not see it yet: wait for the line, not for a while.
+func (s *Server) WaitLog(substr string, d time.Duration) bool {
+	timeout := time.After(d)
+	for {
+		text, changed := s.stderr.snapshot()
+		if strings.Contains(text, substr) {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return false
+		}
+	}
+}
+
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed by the next Write
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	return l.b.Write(p)
+}
+
+// snapshot returns the text so far and a channel the next Write closes.
+func (l *lockedBuffer) snapshot() (string, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.b.String(), l.changed
 }
 
 func (l *lockedBuffer) String() string {

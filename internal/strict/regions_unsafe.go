@@ -57,7 +57,7 @@ func AppendRegions(rs []Region, nr uint, arg unsafe.Pointer, read func(addr uint
 	switch nr {
 	case hl.HL_IOCTL_INFO:
 		a := (*hl.InfoArgs)(arg)
-		add("INFO return_pointer", u64(0), uint64(a.ReturnSize), Out)
+		add("INFO return_pointer", u64(0), infoWrites(a.Op, uint64(a.ReturnSize)), Out)
 	case hl.HL_IOCTL_DEBUG:
 		a := (*hl.DebugArgs)(arg)
 		add("DEBUG input_ptr", u64(0), uint64(a.InputSize), In)
@@ -103,4 +103,97 @@ func AppendRegions(rs []Region, nr uint, arg unsafe.Pointer, read func(addr uint
 		add("NIC output_ptr", u64(8), uint64(a.OutputSize), Out)
 	}
 	return rs
+}
+
+// infoWrites returns how many bytes of the return buffer INFO op writes
+// when return_size is size: the driver copies min(size, its answer's
+// size) (drivers/accel/habanalabs/common/habanalabs_ioctl.c, the function
+// named for each op), nothing when it refuses the size, and up to size
+// for answers whose length the driver or the firmware decides.
+func infoWrites(op uint32, size uint64) uint64 {
+	var answer uint64
+	switch op {
+	case hl.HL_INFO_HW_IP_INFO: // hw_ip_info
+		answer = uint64(unsafe.Sizeof(hl.InfoHWIPInfo{}))
+	case hl.HL_INFO_DEVICE_STATUS: // device_status_info
+		answer = uint64(unsafe.Sizeof(hl.InfoDeviceStatus{}))
+	case hl.HL_INFO_DRAM_USAGE: // dram_usage_info
+		answer = uint64(unsafe.Sizeof(hl.InfoDRAMUsage{}))
+	case hl.HL_INFO_HW_IDLE: // hw_idle
+		answer = uint64(unsafe.Sizeof(hl.InfoHWIdle{}))
+	case hl.HL_INFO_DEVICE_UTILIZATION: // device_utilization
+		answer = uint64(unsafe.Sizeof(hl.InfoDeviceUtilization{}))
+	case hl.HL_INFO_CLK_RATE: // get_clk_rate
+		answer = uint64(unsafe.Sizeof(hl.InfoClkRate{}))
+	case hl.HL_INFO_RESET_COUNT: // get_reset_count
+		answer = uint64(unsafe.Sizeof(hl.InfoResetCount{}))
+	case hl.HL_INFO_TIME_SYNC: // time_sync_info
+		answer = uint64(unsafe.Sizeof(hl.InfoTimeSync{}))
+	case hl.HL_INFO_CS_COUNTERS: // cs_counters_info
+		answer = uint64(unsafe.Sizeof(hl.InfoCSCounters{}))
+	case hl.HL_INFO_PCI_COUNTERS: // pci_counters_info
+		answer = uint64(unsafe.Sizeof(hl.InfoPCICounters{}))
+	case hl.HL_INFO_CLK_THROTTLE_REASON: // clk_throttle_info
+		answer = uint64(unsafe.Sizeof(hl.InfoClkThrottle{}))
+	case hl.HL_INFO_SYNC_MANAGER: // sync_manager_info
+		answer = uint64(unsafe.Sizeof(hl.InfoSyncManager{}))
+	case hl.HL_INFO_TOTAL_ENERGY: // total_energy_consumption_info
+		answer = uint64(unsafe.Sizeof(hl.InfoEnergy{}))
+	case hl.HL_INFO_PLL_FREQUENCY: // pll_frequency_info
+		answer = uint64(unsafe.Sizeof(hl.PLLFrequencyInfo{}))
+	case hl.HL_INFO_POWER: // power_info
+		answer = uint64(unsafe.Sizeof(hl.PowerInfo{}))
+	case hl.HL_INFO_OPEN_STATS: // open_stats_info
+		answer = uint64(unsafe.Sizeof(hl.OpenStatsInfo{}))
+	case hl.HL_INFO_DRAM_PENDING_ROWS: // dram_pending_rows_info: a u32
+		answer = 4
+	case hl.HL_INFO_LAST_ERR_OPEN_DEV_TIME: // last_err_open_dev_info
+		answer = uint64(unsafe.Sizeof(hl.InfoLastErrOpenDevTime{}))
+	case hl.HL_INFO_CS_TIMEOUT_EVENT: // cs_timeout_info
+		answer = uint64(unsafe.Sizeof(hl.InfoCSTimeoutEvent{}))
+	case hl.HL_INFO_RAZWI_EVENT: // razwi_info
+		answer = uint64(unsafe.Sizeof(hl.InfoRazwiEvent{}))
+	case hl.HL_INFO_DEV_MEM_ALLOC_PAGE_SIZES: // dev_mem_alloc_page_sizes_info
+		answer = uint64(unsafe.Sizeof(hl.InfoDevMemallocPageSizes{}))
+	case hl.HL_INFO_SECURED_ATTESTATION: // sec_attest_info
+		answer = uint64(unsafe.Sizeof(hl.InfoSecAttest{}))
+	case hl.HL_INFO_DEV_SIGNED: // dev_info_signed
+		answer = uint64(unsafe.Sizeof(hl.InfoSigned{}))
+	case hl.HL_INFO_UNDEFINED_OPCODE_EVENT: // undefined_opcode_info
+		answer = uint64(unsafe.Sizeof(hl.InfoUndefinedOpcodeEvent{}))
+	case hl.HL_INFO_PAGE_FAULT_EVENT: // page_fault_info
+		answer = uint64(unsafe.Sizeof(hl.PageFaultInfo{}))
+	case hl.HL_INFO_REGISTER_EVENTFD, hl.HL_INFO_UNREGISTER_EVENTFD:
+		// eventfd_register, eventfd_unregister: the fd is in the
+		// arguments; the return buffer is not used.
+		return 0
+	case hl.HL_INFO_GET_EVENTS: // events_info: a u64, or EINVAL below it
+		answer = 8
+		if size < answer {
+			return 0
+		}
+	case hl.HL_INFO_HW_ERR_EVENT, hl.HL_INFO_FW_ERR_EVENT, hl.HL_INFO_USER_ENGINE_ERR_EVENT:
+		// hw_err_info, fw_err_info, engine_err_info: the whole event, or
+		// ENOMEM when it does not fit.
+		switch op {
+		case hl.HL_INFO_HW_ERR_EVENT:
+			answer = uint64(unsafe.Sizeof(hl.InfoHWErrEvent{}))
+		case hl.HL_INFO_FW_ERR_EVENT:
+			answer = uint64(unsafe.Sizeof(hl.InfoFWErrEvent{}))
+		default:
+			answer = uint64(unsafe.Sizeof(hl.InfoEngineErrEvent{}))
+		}
+		if size < answer {
+			return 0
+		}
+	default:
+		// hw_events_info (the ASIC's event table), engine_status_info
+		// (the text the ASIC prints), user_mappings_info (the recorded
+		// mappings), send_fw_generic_request (the firmware's answer),
+		// dram_replaced_rows_info (cpucp_hbm_row_info, which uapi/hl
+		// does not mirror), the out-of-tree driver's ops and unknown
+		// ones: up to size.
+		return size
+	}
+	return min(size, answer)
 }

@@ -139,3 +139,67 @@ func TestRegions(t *testing.T) {
 	runtime.KeepAlive(chunks)
 	runtime.KeepAlive(wait)
 }
+
+// TestRegionsInfoAnswer: an INFO region is what the driver writes, at most
+// the answer's size however large return_size is (a buffer with an
+// oversized return_size was checked past its end: a heap buffer below the
+// goroutine's stack was then reported as a stack address).
+func TestRegionsInfoAnswer(t *testing.T) {
+	buf := make([]byte, 1<<20)
+	for _, c := range []struct {
+		op         uint32
+		size, want uint64
+	}{
+		{hl.HL_INFO_HW_IP_INFO, 1 << 20, uint64(unsafe.Sizeof(hl.InfoHWIPInfo{}))},
+		{hl.HL_INFO_HW_IP_INFO, 16, 16},
+		{hl.HL_INFO_DEVICE_STATUS, 1 << 20, uint64(unsafe.Sizeof(hl.InfoDeviceStatus{}))},
+		{hl.HL_INFO_DRAM_USAGE, 1 << 20, uint64(unsafe.Sizeof(hl.InfoDRAMUsage{}))},
+		{hl.HL_INFO_HW_IDLE, 1 << 20, uint64(unsafe.Sizeof(hl.InfoHWIdle{}))},
+		{hl.HL_INFO_DEVICE_UTILIZATION, 1 << 20, uint64(unsafe.Sizeof(hl.InfoDeviceUtilization{}))},
+		{hl.HL_INFO_CLK_RATE, 1 << 20, uint64(unsafe.Sizeof(hl.InfoClkRate{}))},
+		{hl.HL_INFO_RESET_COUNT, 1 << 20, uint64(unsafe.Sizeof(hl.InfoResetCount{}))},
+		{hl.HL_INFO_TIME_SYNC, 1 << 20, uint64(unsafe.Sizeof(hl.InfoTimeSync{}))},
+		{hl.HL_INFO_CS_COUNTERS, 1 << 20, uint64(unsafe.Sizeof(hl.InfoCSCounters{}))},
+		{hl.HL_INFO_PCI_COUNTERS, 1 << 20, uint64(unsafe.Sizeof(hl.InfoPCICounters{}))},
+		{hl.HL_INFO_CLK_THROTTLE_REASON, 1 << 20, uint64(unsafe.Sizeof(hl.InfoClkThrottle{}))},
+		{hl.HL_INFO_SYNC_MANAGER, 1 << 20, uint64(unsafe.Sizeof(hl.InfoSyncManager{}))},
+		{hl.HL_INFO_TOTAL_ENERGY, 1 << 20, uint64(unsafe.Sizeof(hl.InfoEnergy{}))},
+		{hl.HL_INFO_PLL_FREQUENCY, 1 << 20, uint64(unsafe.Sizeof(hl.PLLFrequencyInfo{}))},
+		{hl.HL_INFO_POWER, 1 << 20, uint64(unsafe.Sizeof(hl.PowerInfo{}))},
+		{hl.HL_INFO_OPEN_STATS, 1 << 20, uint64(unsafe.Sizeof(hl.OpenStatsInfo{}))},
+		{hl.HL_INFO_DRAM_PENDING_ROWS, 1 << 20, 4},
+		{hl.HL_INFO_LAST_ERR_OPEN_DEV_TIME, 1 << 20, uint64(unsafe.Sizeof(hl.InfoLastErrOpenDevTime{}))},
+		{hl.HL_INFO_CS_TIMEOUT_EVENT, 1 << 20, uint64(unsafe.Sizeof(hl.InfoCSTimeoutEvent{}))},
+		{hl.HL_INFO_RAZWI_EVENT, 1 << 20, uint64(unsafe.Sizeof(hl.InfoRazwiEvent{}))},
+		{hl.HL_INFO_DEV_MEM_ALLOC_PAGE_SIZES, 1 << 20, uint64(unsafe.Sizeof(hl.InfoDevMemallocPageSizes{}))},
+		{hl.HL_INFO_SECURED_ATTESTATION, 1 << 20, uint64(unsafe.Sizeof(hl.InfoSecAttest{}))},
+		{hl.HL_INFO_REGISTER_EVENTFD, 1 << 20, 0},
+		{hl.HL_INFO_UNREGISTER_EVENTFD, 1 << 20, 0},
+		{hl.HL_INFO_GET_EVENTS, 1 << 20, 8},
+		{hl.HL_INFO_GET_EVENTS, 4, 0},
+		{hl.HL_INFO_UNDEFINED_OPCODE_EVENT, 1 << 20, uint64(unsafe.Sizeof(hl.InfoUndefinedOpcodeEvent{}))},
+		{hl.HL_INFO_PAGE_FAULT_EVENT, 1 << 20, uint64(unsafe.Sizeof(hl.PageFaultInfo{}))},
+		{hl.HL_INFO_HW_ERR_EVENT, 1 << 20, uint64(unsafe.Sizeof(hl.InfoHWErrEvent{}))},
+		{hl.HL_INFO_HW_ERR_EVENT, 4, 0},
+		{hl.HL_INFO_FW_ERR_EVENT, 1 << 20, uint64(unsafe.Sizeof(hl.InfoFWErrEvent{}))},
+		{hl.HL_INFO_USER_ENGINE_ERR_EVENT, 1 << 20, uint64(unsafe.Sizeof(hl.InfoEngineErrEvent{}))},
+		{hl.HL_INFO_DEV_SIGNED, 1 << 20, uint64(unsafe.Sizeof(hl.InfoSigned{}))},
+		// Answers whose size the driver or the firmware decides: all of
+		// return_size may be written.
+		{hl.HL_INFO_HW_EVENTS, 1 << 20, 1 << 20},
+		{hl.HL_INFO_ENGINE_STATUS, 1 << 20, 1 << 20},
+		{hl.HL_INFO_USER_MAPPINGS, 1 << 20, 1 << 20},
+		{hl.HL_INFO_FW_GENERIC_REQ, 1 << 20, 1 << 20},
+	} {
+		info := hl.InfoArgs{ReturnPointer: hl.SlicePointer(buf), ReturnSize: uint32(c.size), Op: c.op}
+		rs := Regions(hl.HL_IOCTL_INFO, unsafe.Pointer(&info), nil)
+		var got uint64
+		if len(rs) == 1 {
+			got = rs[0].Len
+		}
+		if len(rs) > 1 || got != c.want {
+			t.Errorf("INFO op %d with return_size %d: regions %+v, want %d bytes", c.op, c.size, rs, c.want)
+		}
+	}
+	runtime.KeepAlive(buf)
+}

@@ -87,7 +87,7 @@ func TestCtl(t *testing.T) {
 	if err == nil || !strings.Contains(out, "refused") || !strings.Contains(out, "reset N") {
 		t.Fatalf("a bad command: %v\n%s", err, out)
 	}
-	if !strings.Contains(s.Log(), `"explode 0": bad command`) {
+	if !s.WaitLog(`"explode 0": bad command`, 30*time.Second) {
 		t.Errorf("the server did not say why:\n%s", s.Log())
 	}
 }
@@ -160,7 +160,7 @@ func TestKillOnHardReset(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("the client was not killed 30 s after its CS timed out\n%s", s.Log())
 	}
-	if !strings.Contains(s.Log(), "kills process") {
+	if !s.WaitLog("kills process", 30*time.Second) {
 		t.Errorf("the server did not say it killed the client:\n%s", s.Log())
 	}
 	d, err := device.Open(s.Node(0, false))

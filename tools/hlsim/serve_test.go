@@ -188,7 +188,7 @@ func TestOtherProcessRefused(t *testing.T) {
 	if got := runChild(t, "info 3", f); got != strconv.Itoa(int(unix.EPERM)) {
 		t.Fatalf("INFO from a process the descriptor was passed to: %s, want EPERM", got)
 	}
-	if !strings.Contains(s.Log(), "did not open it") {
+	if !s.WaitLog("did not open it", 30*time.Second) {
 		t.Fatalf("no message for the refused ioctl:\n%s", s.Log())
 	}
 }
