@@ -246,6 +246,11 @@ func (m *Manager) Lookup(addr uint64) Region {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if s, ok := m.devVA.find(addr); ok {
+		// The allocation's padding past the buffer's Size is not the
+		// buffer's: nothing covers it.
+		if addr-s.start >= s.val.size {
+			return Region{}
+		}
 		return Region{Kind: DeviceMemory, Offset: addr - s.start, Device: s.val}
 	}
 	if s, ok := m.hostVA.find(addr); ok {
