@@ -58,6 +58,13 @@ func (f *File) memory(a *hl.MemArgs) error {
 		}
 		return f.memRegDMABuf(a)
 	case hl.HL_MEM_OP_TS_ALLOC:
+		// The out-of-tree driver refuses 0 elements up front
+		// (HabanaAI/drivers.accel.habanalabs.kernel,
+		// common/memory.c, allocate_timestamps_buffers: EINVAL); upstream
+		// 6.12 lets vmalloc_user(0) fail (ENOMEM, in allocTS).
+		if in.NumOfElements == 0 && f.dev.oot() {
+			return unix.EINVAL
+		}
 		h, err := f.mm.allocTS(in.NumOfElements)
 		if err != nil {
 			return err

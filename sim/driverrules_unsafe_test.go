@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// Issue 28 item 1: rules where the simulator answered otherwise than the
+// driver. Each test names the driver function it follows.
+
+// openOOT opens a compute file of a simulated asic that behaves as the
+// out-of-tree driver.
+func openOOT(t *testing.T, asic ASIC) (*Device, *File) {
+	t.Helper()
+	cfg := Default(asic, 1)
+	cfg.Driver = DriverOutOfTree
+	s := newTestSystem(t, cfg)
+	t.Cleanup(func() { s.Close() })
+	d := s.Device(0)
+	f, err := d.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return d, f
+}
+
+// TestOOTDebugOutsideDebugMode follows the out-of-tree driver's
+// hl_debug_ioctl (HabanaAI/drivers.accel.habanalabs.kernel,
+// drivers/accel/habanalabs/common/habanalabs_ioctl.c, with
+// hl_debug_op_requires_debug): a CoreSight operation outside debug mode is
+// EPERM, and HL_DEBUG_ENABLE_ERR_INFO_CAPTURE (1033) succeeds; upstream
+// (6.12, hl_debug_ioctl) keeps EFAULT and EINVAL.
+func TestOOTDebugOutsideDebugMode(t *testing.T) {
+	_, f := openOOT(t, Gaudi2)
+	for _, op := range []uint32{hl.HL_DEBUG_OP_ETR, hl.HL_DEBUG_OP_ETF, hl.HL_DEBUG_OP_STM, hl.HL_DEBUG_OP_FUNNEL,
+		hl.HL_DEBUG_OP_BMON, hl.HL_DEBUG_OP_SPMU, hl.HL_DEBUG_OP_TIMESTAMP} {
+		if err := debugCall(f, op, 0, false, nil, nil); err != unix.EPERM {
+			t.Errorf("op %d outside debug mode: %v, want EPERM", op, err)
+		}
+	}
+	if err := debugCall(f, hl.HL_DEBUG_ENABLE_ERR_INFO_CAPTURE, 0, false, nil, nil); err != nil {
+		t.Errorf("ENABLE_ERR_INFO_CAPTURE: %v, want success", err)
+	}
+	// In debug mode the operation runs as before.
+	if err := setMode(f, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := debugCall(f, hl.HL_DEBUG_OP_FUNNEL, 0, true, nil, nil); err != nil {
+		t.Errorf("funnel in debug mode: %v", err)
+	}
+
+	_, _, up := openSim(t, Gaudi2)
+	if err := debugCall(up, hl.HL_DEBUG_OP_ETF, 0, false, nil, nil); err != unix.EFAULT {
+		t.Errorf("upstream: etf outside debug mode: %v, want EFAULT", err)
+	}
+	if err := debugCall(up, hl.HL_DEBUG_ENABLE_ERR_INFO_CAPTURE, 0, false, nil, nil); err != unix.EINVAL {
+		t.Errorf("upstream: op 1033: %v, want EINVAL", err)
+	}
+}
+
+// TestOOTTSAllocZero follows the out-of-tree driver's
+// allocate_timestamps_buffers (HabanaAI/drivers.accel.habanalabs.kernel,
+// drivers/accel/habanalabs/common/memory.c): 0 elements is EINVAL; the
+// upstream driver (6.12) answers ENOMEM (TestMemoryTSAlloc).
+func TestOOTTSAllocZero(t *testing.T) {
+	_, f := openOOT(t, Gaudi2)
+	var a hl.MemArgs
+	a.In().Op = hl.HL_MEM_OP_TS_ALLOC
+	if err := memIoctl(f, &a); err != unix.EINVAL {
+		t.Errorf("TS_ALLOC of 0 elements: %v, want EINVAL", err)
+	}
+	a = hl.MemArgs{}
+	a.In().Op = hl.HL_MEM_OP_TS_ALLOC
+	a.In().NumOfElements = 1
+	if err := memIoctl(f, &a); err != nil {
+		t.Errorf("TS_ALLOC of 1 element: %v", err)
+	}
+}
