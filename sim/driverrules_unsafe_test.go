@@ -3,6 +3,7 @@ package sim
 import (
 	"testing"
 
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -77,5 +78,24 @@ func TestOOTTSAllocZero(t *testing.T) {
 	a.In().NumOfElements = 1
 	if err := memIoctl(f, &a); err != nil {
 		t.Errorf("TS_ALLOC of 1 element: %v", err)
+	}
+}
+
+// TestGaudi3MapBlockExactBase follows gaudi3_get_hw_block_id (the
+// out-of-tree driver, HabanaAI/drivers.accel.habanalabs.kernel,
+// drivers/accel/habanalabs/gaudi3/gaudi3.c, as issue 28 reports it):
+// MAP_BLOCK takes a user block's exact base address only, for PDMA
+// channel blocks and sync manager blocks alike.
+func TestGaudi3MapBlockExactBase(t *testing.T) {
+	_, _, f := openSim(t, Gaudi3)
+	for _, base := range []uint64{g3.PDMAChannelBlock(1), g3.SyncMngrObjsBlock(1, 0), g3.SyncMngrGlblBlock(1)} {
+		if _, _, err := mapBlock(f, base); err != nil {
+			t.Errorf("base %#x: %v", base, err)
+		}
+		for _, off := range []uint64{4, 0x100, 0xffc} {
+			if _, _, err := mapBlock(f, base+off); err != unix.EINVAL {
+				t.Errorf("%#x inside the block at %#x: %v, want EINVAL", base+off, base, err)
+			}
+		}
 	}
 }
