@@ -190,8 +190,21 @@ func (f *File) mmapBlock(off uint64, length int, prot, flags int) ([]byte, error
 	if id >= uint64(len(gaudi2UserBlocks)) || size != uint64(gaudi2UserBlocks[id].size) {
 		return nil, unix.EINVAL
 	}
-	return mmapBlock(-1, 0, length, prot, flags|unix.MAP_ANONYMOUS)
+	// Zeroed memory of a named memfd, so that the pin check (hostpin.go)
+	// knows the mapping for the device mapping it is.
+	fd, err := unix.MemfdCreate(simBlockMemfd, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return nil, err
+	}
+	return mmapBlock(fd, 0, length, prot, flags)
 }
+
+// simBlockMemfd names the memfd of a Gaudi2 hardware block's mapping.
+const simBlockMemfd = "gaudi-sim-block"
 
 // mmapBlock maps length bytes of fd at off as a hardware block's
 // registers: like the driver's block mmap (VM_DONTCOPY, VM_DONTDUMP), the

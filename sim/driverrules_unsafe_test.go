@@ -99,3 +99,63 @@ func TestGaudi3MapBlockExactBase(t *testing.T) {
 		}
 	}
 }
+
+// TestUserptrOfDeviceMapping: MAP of host memory (HL_MEM_USERPTR) over a
+// CB's mmap or a hardware block's mmap fails with EFAULT, as the driver's
+// pin does (hl_pin_host_memory -> get_user_memory ->
+// pin_user_pages_fast, refused by check_vma_flags in mm/gup.c for the
+// VM_IO|VM_PFNMAP mappings gaudi2_mmap and gaudi2_block_mmap make;
+// Debian linux-source-6.12, drivers/accel/habanalabs/common/memory.c and
+// gaudi2/gaudi2.c). A timestamp buffer's mapping (hl_ts_mmap, vmalloc
+// pages) still pins.
+func TestUserptrOfDeviceMapping(t *testing.T) {
+	t.Run("Gaudi2", func(t *testing.T) {
+		_, _, f := openSim(t, Gaudi2)
+		h, err := cbCreate(f, 4096, hl.HL_CB_FLAGS_MAP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb, err := f.Mmap(int64(h), 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Munmap(cb)
+		if _, err := memMapHost(f, addrOf(cb), 4096, 0, 0); err != unix.EFAULT {
+			t.Errorf("USERPTR of a CB mapping: %v, want EFAULT", err)
+		}
+		bh, size, err := mapBlock(f, 0x1000007FF8000000+0x4e90000) // SCHED_ARC0 DCCM
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk, err := f.Mmap(int64(bh), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Munmap(blk)
+		if _, err := memMapHost(f, addrOf(blk), 4096, 0, 0); err != unix.EFAULT {
+			t.Errorf("USERPTR of a block mapping: %v, want EFAULT", err)
+		}
+		// Ordinary memory still maps.
+		host := anon(t, 4096, 4096, unix.PROT_READ|unix.PROT_WRITE)
+		if _, err := memMapHost(f, addrOf(host), 4096, 0, 0); err != nil {
+			t.Errorf("USERPTR of anonymous memory: %v", err)
+		}
+	})
+	t.Run("Gaudi3", func(t *testing.T) {
+		_, _, f := openSim(t, Gaudi3)
+		for _, addr := range []uint64{g3.PDMAChannelBlock(1), g3.SyncMngrObjsBlock(1, 0)} {
+			bh, size, err := mapBlock(f, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blk, err := f.Mmap(int64(bh), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := memMapHost(f, addrOf(blk), 4096, 0, 0); err != unix.EFAULT {
+				t.Errorf("USERPTR of the block at %#x: %v, want EFAULT", addr, err)
+			}
+			f.Munmap(blk)
+		}
+	})
+}
