@@ -17,14 +17,7 @@ func openOOT(t *testing.T, asic ASIC) (*Device, *File) {
 	t.Helper()
 	cfg := Default(asic, 1)
 	cfg.Driver = DriverOutOfTree
-	s := newTestSystem(t, cfg)
-	t.Cleanup(func() { s.Close() })
-	d := s.Device(0)
-	f, err := d.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
+	_, d, f := openComputeConfig(t, cfg)
 	return d, f
 }
 
