@@ -28,19 +28,29 @@ func BlockInfo(d *device.Device, addr uint64) (handle uint64, size uint32, err e
 	return a.Out().BlockHandle(), a.Out().BlockSize(), nil
 }
 
-// Block is a hardware register block mapped into the process. Bytes gives
-// the registers; on the simulator the block is plain zeroed memory.
+// Block is a hardware register block mapped into the process: device
+// registers (MMIO), read and written 32 bits at a time with Read32 and
+// Write32 at a byte offset from the block's base. On the simulator the
+// block is memory the simulated chip watches.
 //
-// A Block is safe for concurrent use; the memory Bytes returns is the
-// caller's to synchronise. Close is idempotent, and the memory must not be
-// used after it.
+// Registers are not memory: a byte store, a copy or a 64-bit access may
+// be split, merged or torn by the CPU and the PCIe fabric, so the block's
+// bytes are not handed out. Each access is one aligned 32-bit atomic load
+// or store (as the driver's readl/writel), checked against the block's
+// size; a bad offset gives a *RegisterError matching ErrRegisterOffset,
+// an access after Close gives ErrBlockClosed, and nothing panics.
+//
+// A Block is safe for concurrent use; Close waits for accesses in flight
+// and is idempotent.
 type Block struct {
 	io     *ioctl.Device
 	addr   uint64
 	handle uint64
-	mem    []byte
 
-	once     sync.Once
+	mu       sync.RWMutex // held for reading across an access, for writing by Close
+	mem      []byte       // nil after Close
+	size     int
+	closed   bool
 	closeErr error
 }
 
@@ -55,7 +65,7 @@ func MapBlock(d *device.Device, addr uint64) (*Block, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map hw block %#x: %w", addr, err)
 	}
-	return &Block{io: devio.Of(d), addr: addr, handle: handle, mem: mem}, nil
+	return &Block{io: devio.Of(d), addr: addr, handle: handle, mem: mem, size: len(mem)}, nil
 }
 
 // Addr returns the block's device address.
@@ -64,15 +74,61 @@ func (b *Block) Addr() uint64 { return b.addr }
 // Handle returns the mmap handle the driver gave for the block.
 func (b *Block) Handle() uint64 { return b.handle }
 
-// Bytes returns the mapped registers; the length is the block's size.
-func (b *Block) Bytes() []byte { return b.mem }
+// Size returns the block's size in bytes; register offsets run from 0 to
+// Size()-4.
+func (b *Block) Size() int { return b.size }
 
-// Close unmaps the block.
+// Read32 returns the 32-bit register at byte offset off of the block, read
+// with one atomic load. off must be a multiple of 4 inside the block.
+func (b *Block) Read32(off int) (uint32, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	p, err := b.reg(off, "read")
+	if err != nil {
+		return 0, err
+	}
+	return b.load32(p), nil
+}
+
+// Write32 writes v into the 32-bit register at byte offset off of the
+// block with one atomic store, ordered after every earlier access of this
+// process to the block and to memory (the store is sequentially
+// consistent, as Go's atomics are). off must be a multiple of 4 inside the
+// block.
+func (b *Block) Write32(off int, v uint32) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	p, err := b.reg(off, "write")
+	if err != nil {
+		return err
+	}
+	b.store32(p, v)
+	return nil
+}
+
+// reg checks off and returns the register's index into the mapping; the
+// caller holds b.mu for reading.
+func (b *Block) reg(off int, op string) (int, error) {
+	if b.closed {
+		return 0, fmt.Errorf("%s register %#x of hw block %#x: %w", op, off, b.addr, ErrBlockClosed)
+	}
+	if off < 0 || off > b.size-4 || off%4 != 0 {
+		return 0, &RegisterError{Op: op, Block: b.addr, Offset: off, Size: b.size}
+	}
+	return off, nil
+}
+
+// Close unmaps the block. Accesses after it fail with ErrBlockClosed.
 func (b *Block) Close() error {
-	b.once.Do(func() {
-		if err := b.io.Munmap(b.mem); err != nil {
-			b.closeErr = fmt.Errorf("unmap hw block %#x: %w", b.addr, err)
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return b.closeErr
+	}
+	b.closed = true
+	if err := b.io.Munmap(b.mem); err != nil {
+		b.closeErr = fmt.Errorf("unmap hw block %#x: %w", b.addr, err)
+	}
+	b.mem = nil
 	return b.closeErr
 }

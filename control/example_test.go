@@ -125,6 +125,15 @@ func ExampleMapBlock() {
 		return
 	}
 	defer b.Close()
-	fmt.Printf("%d KiB of registers\n", len(b.Bytes())/1024)
-	// Output: 64 KiB of registers
+	if err := b.Write32(0x100, 0xcafe); err != nil {
+		fmt.Println(err)
+		return
+	}
+	v, _ := b.Read32(0x100)
+	fmt.Printf("%d KiB of registers, %#x at 0x100\n", b.Size()/1024, v)
+	_, err = b.Read32(0x102)
+	fmt.Println(err)
+	// Output:
+	// 64 KiB of registers, 0xcafe at 0x100
+	// read register 0x102 of hw block 0x1000007ffce90000 (65536 bytes): register offset outside the block or not 32-bit aligned
 }

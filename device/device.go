@@ -30,6 +30,11 @@ type Device struct {
 	drvMu sync.Mutex
 	drv   *DriverInfo // once the driver is known (driver.go)
 
+	depMu   sync.Mutex
+	deps    map[uint64]dependent // open dependents by attach order (dependents.go)
+	nextDep uint64
+	closing bool // Close began: no new dependents
+
 	closeOnce sync.Once
 	closeErr  error
 	leak      runtime.Cleanup // reports a Device dropped without Close
@@ -38,6 +43,9 @@ type Device struct {
 func init() {
 	hook.Ioctl = func(d any) *ioctl.Device { return d.(*Device).io }
 	hook.File = func(d any) ioctl.File { return d.(*Device).file }
+	hook.Attach = func(d any, name string, close func() error) (func(), error) {
+		return d.(*Device).attach(name, close)
+	}
 }
 
 // newDevice wraps an open File and reads its identity; on error f is
@@ -82,14 +90,29 @@ func (d *Device) HWIPInfo() HWIPInfo { return d.hw }
 func (d *Device) Encoding() ioctl.Encoding { return d.io.Encoding() }
 
 // Close closes the node; for a compute node this releases the device's
-// compute context. Calls on a closed Device fail with an error matching
-// ioctl.ErrClosed, which is os.ErrClosed. A Device dropped without Close
-// is reported when the garbage collector finds it (see SetLeakReporter),
-// and its node stays open until the process exits.
+// compute context.
+//
+// What was built on the Device and is still open (a dma.Engine, a
+// memory.Manager) is closed first, newest first, so an
+// Engine closes before the Manager it moves memory of, and the Manager
+// frees its buffers and mappings before the context goes: Close returns
+// their errors, joined and naming each, with the node's own. Their later
+// Close calls return nil, as for any second Close. Closing them yourself
+// first, in reverse order of creation, is the same and lets you see each
+// error where it happens. Hardware blocks (control.Block) are mappings,
+// which the kernel keeps valid after the file is closed; close them
+// yourself.
+//
+// Calls on a closed Device fail with an error matching ioctl.ErrClosed,
+// which is os.ErrClosed, and so does building anything new on it. Close is
+// idempotent: a later or concurrent call waits for the first and returns
+// its error. A Device dropped without Close is reported when the garbage
+// collector finds it (see SetLeakReporter), and its node stays open until
+// the process exits.
 func (d *Device) Close() error {
 	d.closeOnce.Do(func() {
 		d.leak.Stop()
-		d.closeErr = d.io.Close()
+		d.closeErr = errors.Join(d.closeDependents(), d.io.Close())
 	})
 	return d.closeErr
 }

@@ -14,7 +14,7 @@ import (
 func BenchmarkPreparedRun(b *testing.B) {
 	r := newRig(b, sim.Gaudi2, Options{})
 	h, _ := r.m.AllocHost(4096, memory.HostOptions{})
-	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
+	buf, _ := r.m.Alloc(4096, memory.AllocOptions{})
 	bt := r.e.NewBatch(BatchOptions{})
 	bt.CopyAddr(buf.VA(), h.VA(), 64)
 	p, err := bt.Prepare(context.Background())

@@ -178,7 +178,7 @@ func TestErrors(t *testing.T) { forASICs(t, testErrors) }
 func testErrors(t *testing.T, asic sim.ASIC) {
 	r := newRig(t, asic, Options{})
 	ctx := context.Background()
-	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
+	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
 	if err := copyVA(ctx, r.e, buf.VA(), 0x1234, 8); !errors.Is(err, ErrUnmapped) {
 		t.Errorf("copy from an unmapped address: %v", err)
 	}
@@ -201,7 +201,7 @@ func testErrors(t *testing.T, asic sim.ASIC) {
 	// Cancellation returns promptly; the transfer can still be waited.
 	c, cancel := context.WithCancel(ctx)
 	cancel()
-	b2, _ := r.m.Alloc(1, memory.AllocOptions{})
+	b2, _ := r.m.Alloc(4096, memory.AllocOptions{})
 	tr, err = startCopyVA(r.e, b2.VA(), h.VA(), 4096)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestPrepared(t *testing.T) { forASICs(t, testPrepared) }
 func testPrepared(t *testing.T, asic sim.ASIC) {
 	r := newRig(t, asic, Options{})
 	h, _ := r.m.AllocHost(4096, memory.HostOptions{})
-	buf, _ := r.m.Alloc(1, memory.AllocOptions{})
+	buf, _ := r.m.Alloc(1<<20, memory.AllocOptions{})
 	b := r.e.NewBatch(BatchOptions{})
 	b.CopyAddr(buf.VA(), h.VA(), 4096)
 	p, err := b.Prepare(context.Background())

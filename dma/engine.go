@@ -121,6 +121,7 @@ type Engine struct {
 	closeTimer *time.Timer
 
 	mu       sync.Mutex
+	detach   func() // leaves the device's dependents; nil until New returns
 	closed   bool
 	closing  chan struct{}          // closed when Close finished
 	leaked   int                    // Transfers given up on (flight.go)
@@ -129,8 +130,26 @@ type Engine struct {
 }
 
 // New returns an Engine that moves memory of m. Options out of range are
-// an error matching ErrBadOptions.
+// an error matching ErrBadOptions. The Engine is one of its device's
+// dependents: device.Device.Close closes it, before the Manager, if it is
+// still open.
 func New(m *memory.Manager, opts Options) (*Engine, error) {
+	e, err := newEngine(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	detach, err := devio.Attach(m.Device(), "*dma.Engine", e)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("dma engine: %w", err), e.Close())
+	}
+	e.mu.Lock()
+	e.detach = detach
+	e.mu.Unlock()
+	return e, nil
+}
+
+// newEngine builds the Engine for m's ASIC.
+func newEngine(m *memory.Manager, opts Options) (*Engine, error) {
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
@@ -189,6 +208,11 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.closing = make(chan struct{})
+	// Leave the device's dependents only when done, so that a concurrent
+	// device Close waits for this one (through the wait above).
+	if e.detach != nil {
+		defer e.detach()
+	}
 	memlink.Detach(e.mem, e)
 	if e.pq != nil {
 		// The reapers wait for the device until the bound, then give up.
@@ -293,6 +317,12 @@ func direction(dst, src memory.Kind) Direction {
 func (e *Engine) resolve(addr, n uint64, what string) (memory.Region, error) {
 	r := e.mem.Lookup(addr)
 	if r.Kind == memory.Unknown {
+		e.mu.Lock()
+		closed := e.closed
+		e.mu.Unlock()
+		if closed { // its device's Close closed the Engine, then the Manager
+			return r, fmt.Errorf("%s %#x: %w", what, addr, errclosed.New("dma engine"))
+		}
 		return r, fmt.Errorf("%s %#x: %w", what, addr, ErrUnmapped)
 	}
 	if r.Len() < n {

@@ -42,7 +42,8 @@ type Buffer struct {
 	m      *Manager
 	handle uint64 // the driver's handle (Gaudi2); 0 on Gaudi
 	va     uint64 // device address: a VA on Gaudi2, a physical address on Gaudi
-	size   uint64
+	size   uint64 // the length the caller asked for: All, Size, I/O and copies end here
+	alloc  uint64 // size rounded up to the DRAM page: what the driver allocated and frees
 
 	mu      sync.Mutex
 	exports int  // open dma-buf exports
@@ -53,9 +54,12 @@ type Buffer struct {
 	leak runtime.Cleanup // reports a Buffer dropped without Close
 }
 
-// Alloc allocates size bytes of device memory, rounded up to the device's
-// DRAM page, and maps it. A size of 0, or one the rounding would carry past
-// 2^64, is ErrRange.
+// Alloc allocates size bytes of device memory and maps it. The driver
+// allocates whole DRAM pages (on Gaudi2 a page is 768 MiB in the default
+// configuration), so the allocation is rounded up internally
+// (AllocatedSize), but the buffer is the size bytes asked for: Size, All,
+// ranges, ReadAt/WriteAt, copies and Lookup end there. A size of 0, or one
+// the rounding would carry past 2^64, is ErrRange.
 func (m *Manager) Alloc(size uint64, opts AllocOptions) (*Buffer, error) {
 	if size == 0 {
 		return nil, fmt.Errorf("allocate device memory: size 0: %w", ErrRange)
@@ -64,14 +68,14 @@ func (m *Manager) Alloc(size uint64, opts AllocOptions) (*Buffer, error) {
 	if size > math.MaxUint64-(page-1) {
 		return nil, fmt.Errorf("allocate device memory: size %#x does not round up to the %#x-byte page: %w", size, page, ErrRange)
 	}
-	size = (size + page - 1) / page * page
+	alloc := (size + page - 1) / page * page
 	m.mu.RLock()
 	closed := m.closed
 	m.mu.RUnlock()
 	if closed {
 		return nil, m.errClosed("allocate device memory")
 	}
-	b := &Buffer{m: m, size: size}
+	b := &Buffer{m: m, size: size, alloc: alloc}
 	if m.virtualDRAM {
 		if err := b.allocMapped(opts); err != nil {
 			return nil, err
@@ -79,9 +83,9 @@ func (m *Manager) Alloc(size uint64, opts AllocOptions) (*Buffer, error) {
 	} else if err := b.allocPhysical(); err != nil {
 		return nil, err
 	}
-	b.leak = leak.Track(b, leak.Info{Type: "*memory.Buffer", Device: m.dev.Path(), VA: b.va, Size: b.size, FD: -1}, 0)
+	b.leak = leak.Track(b, leak.Info{Type: "*memory.Buffer", Device: m.dev.Path(), VA: b.va, Size: b.alloc, FD: -1}, 0)
 	m.mu.Lock()
-	ok := !m.closed && m.devVA.insert(b.va, b.va+b.size, b)
+	ok := !m.closed && m.devVA.insert(b.va, b.va+b.alloc, b)
 	m.mu.Unlock()
 	if !ok {
 		b.leak.Stop()
@@ -102,7 +106,7 @@ func (b *Buffer) allocMapped(opts AllocOptions) error {
 	if opts.Shared {
 		in.Flags |= hl.HL_MEM_SHARED
 	}
-	in.Alloc().MemSize = b.size
+	in.Alloc().MemSize = b.alloc
 	if err := b.m.memory(&a); err != nil {
 		return fmt.Errorf("allocate device memory: %w", err)
 	}
@@ -128,18 +132,18 @@ func (b *Buffer) allocMapped(opts AllocOptions) error {
 func (b *Buffer) allocPhysical() error {
 	m := b.m
 	m.mu.Lock()
-	addr, ok := m.phys.alloc(b.size, m.pageSize())
+	addr, ok := m.phys.alloc(b.alloc, m.pageSize())
 	m.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("allocate device memory: %d bytes: %w", b.size, ErrNoSpace)
+		return fmt.Errorf("allocate device memory: %d bytes: %w", b.alloc, ErrNoSpace)
 	}
 	var a hl.MemArgs
 	in := a.In()
 	in.Op = hl.HL_MEM_OP_ALLOC
-	in.Alloc().MemSize = b.size
+	in.Alloc().MemSize = b.alloc
 	if err := m.memory(&a); err != nil {
 		m.mu.Lock()
-		m.phys.release(addr, b.size)
+		m.phys.release(addr, b.alloc)
 		m.mu.Unlock()
 		return fmt.Errorf("allocate device memory: %w", err)
 	}
@@ -150,8 +154,14 @@ func (b *Buffer) allocPhysical() error {
 // VA returns the buffer's device address.
 func (b *Buffer) VA() uint64 { return b.va }
 
-// Size returns the buffer's size, a multiple of the DRAM page.
+// Size returns the buffer's length: the size given to Alloc.
 func (b *Buffer) Size() uint64 { return b.size }
+
+// AllocatedSize returns how much device memory the buffer takes: Size
+// rounded up to the device's DRAM page, as the driver allocates it. The
+// bytes past Size are not the buffer's: no range, copy or I/O reaches
+// them.
+func (b *Buffer) AllocatedSize() uint64 { return b.alloc }
 
 // Handle returns the driver's handle of the allocation (0 on Gaudi, whose
 // driver does not allocate DRAM).
@@ -237,10 +247,10 @@ func (b *Buffer) release() error {
 		in := a.In()
 		in.Op = hl.HL_MEM_OP_FREE
 		// Gaudi's FREE takes the size to un-account in the alloc arm.
-		in.Alloc().MemSize = b.size
+		in.Alloc().MemSize = b.alloc
 		err := m.releaseCall(&a)
 		m.mu.Lock()
-		m.phys.release(b.va, b.size)
+		m.phys.release(b.va, b.alloc)
 		m.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("free device memory: %w", err)

@@ -47,7 +47,10 @@ type ExportOptions struct {
 // Export exports size bytes of the buffer starting at offset as a dma-buf
 // (MEMORY EXPORT_DMABUF_FD), opened O_RDWR|O_CLOEXEC. The driver wants the
 // offset and size in whole host pages; Export checks that and the range
-// first and answers ErrRange instead of a bare EINVAL. Kernels of the legacy
+// first and answers ErrRange instead of a bare EINVAL. The range lies
+// within the buffer's Size rounded up to the host page, so a buffer whose
+// Size is not a whole number of pages is exported with its last page
+// whole. Kernels of the legacy
 // era (6.1) export from the start of an allocation only, so there a
 // non-zero offset is ErrRange too.
 func (b *Buffer) Export(offset, size uint64, opts ExportOptions) (*DMABuf, error) {
@@ -57,7 +60,7 @@ func (b *Buffer) Export(offset, size uint64, opts ExportOptions) (*DMABuf, error
 		return nil, fmt.Errorf("export device memory: size %#x is not a non-zero multiple of the %d-byte page: %w", size, page, ErrRange)
 	case offset%page != 0:
 		return nil, fmt.Errorf("export device memory: offset %#x is not a multiple of the %d-byte page: %w", offset, page, ErrRange)
-	case offset > b.size || size > b.size-offset:
+	case offset > b.exportable(page) || size > b.exportable(page)-offset:
 		return nil, fmt.Errorf("export device memory: [%#x, +%#x) outside the %#x-byte buffer: %w", offset, size, b.size, ErrRange)
 	}
 	b.mu.Lock()
@@ -102,6 +105,15 @@ func (b *Buffer) Export(offset, size uint64, opts ExportOptions) (*DMABuf, error
 	d := &DMABuf{f: os.NewFile(uintptr(fd), name), buf: b, offset: offset, size: size}
 	d.leak = leak.Track(d, leak.Info{Type: "*memory.DMABuf", Device: m.dev.Path(), VA: b.va + offset, Size: size, FD: fd}, 0)
 	return d, nil
+}
+
+// exportable returns how much of the buffer Export may cover: its length
+// rounded up to the host page, as the driver exports whole pages, and
+// never past the allocation (which is whole DRAM pages, themselves whole
+// host pages). The bytes between Size and that bound are the allocation's
+// padding: an importer of the last page sees them.
+func (b *Buffer) exportable(page uint64) uint64 {
+	return min(b.alloc, (b.size+page-1)/page*page)
 }
 
 func (b *Buffer) dropExport() {

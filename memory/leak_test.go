@@ -69,7 +69,7 @@ func TestLeakedManagerReported(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bufVA, bufSize = b.VA(), b.Size()
+		bufVA, bufSize = b.VA(), b.AllocatedSize()
 		host, hostVA, hostSize = h.Bytes(), h.VA(), h.Size()
 	}()
 	got := collectLeaks(t, c, 3)

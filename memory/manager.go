@@ -45,7 +45,9 @@ type Manager struct {
 	mover   Mover         // the DMA engine ReadAt and WriteAt use (io.go)
 	stages  []*HostBuffer // pooled staging buffers of ReadAt and WriteAt
 
-	leak runtime.Cleanup // reports a Manager dropped without Close
+	leak      runtime.Cleanup // reports a Manager dropped without Close
+	detach    func()          // leaves the device's dependents (device.Device.Close)
+	closeDone chan struct{}   // closed when the first Close finished
 }
 
 // Options configure a Manager.
@@ -79,6 +81,11 @@ func New(d *device.Device, opts Options) (*Manager, error) {
 		opts.CacheBytes = 64 << 30
 	}
 	m.cache = newRegCache(m, opts.CacheEntries, opts.CacheBytes)
+	detach, err := devio.Attach(d, "*memory.Manager", m)
+	if err != nil {
+		return nil, fmt.Errorf("memory manager: %w", err)
+	}
+	m.detach = detach
 	m.leak = leak.Track(m, leak.Info{Type: "*memory.Manager", Device: d.Path(), FD: -1}, 0)
 	return m, nil
 }
@@ -93,7 +100,8 @@ func (m *Manager) Device() *device.Device { return m.dev }
 // Release instead, as with the buffers' own Close. It returns every error
 // of the releases it did, joined, and the errors of releases nobody could
 // return before (mappings the registration cache evicted). It is
-// idempotent.
+// idempotent: a later or concurrent call waits for the first to finish and
+// returns nil. The device's Close closes a Manager still open on it.
 //
 // A Manager dropped without Close is reported when the garbage collector
 // finds it (see device.SetLeakReporter), with the buffers and mappings it
@@ -101,11 +109,18 @@ func (m *Manager) Device() *device.Device { return m.dev }
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
+		done := m.closeDone
 		m.mu.Unlock()
+		<-done
 		return nil
 	}
 	m.closed = true
+	m.closeDone = make(chan struct{})
 	m.leak.Stop()
+	// Leave the device's dependents only when done, so that a concurrent
+	// device Close waits for this one (through the wait above).
+	defer m.detach()
+	defer close(m.closeDone)
 	var bufs []*Buffer
 	for _, s := range m.devVA.s {
 		bufs = append(bufs, s.val)
@@ -246,6 +261,11 @@ func (m *Manager) Lookup(addr uint64) Region {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if s, ok := m.devVA.find(addr); ok {
+		// The allocation's padding past the buffer's Size is not the
+		// buffer's: nothing covers it.
+		if addr-s.start >= s.val.size {
+			return Region{}
+		}
 		return Region{Kind: DeviceMemory, Offset: addr - s.start, Device: s.val}
 	}
 	if s, ok := m.hostVA.find(addr); ok {

@@ -50,16 +50,16 @@ func TestAllocGaudi2(t *testing.T) {
 	d, m := openSim(t, sim.Gaudi2)
 	hw := d.HWIPInfo()
 	before, _ := d.DRAMUsage()
-	b, err := m.Alloc(1, AllocOptions{})
+	b, err := m.Alloc(1<<20, AllocOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Size() != hw.DRAMPageSize || b.Handle() == 0 || b.VA() < hw.DRAMBase || b.VA() >= hw.DRAMBase+hw.DRAMSize*2 {
-		t.Errorf("buffer: va %#x size %#x handle %d", b.VA(), b.Size(), b.Handle())
+	if b.AllocatedSize() != hw.DRAMPageSize || b.Handle() == 0 || b.VA() < hw.DRAMBase || b.VA() >= hw.DRAMBase+hw.DRAMSize*2 {
+		t.Errorf("buffer: va %#x size %#x handle %d", b.VA(), b.AllocatedSize(), b.Handle())
 	}
 	u, _ := d.DRAMUsage()
-	if before.Free-u.Free != b.Size() || u.Context != b.Size() {
-		t.Errorf("DRAM usage %+v -> %+v after %#x bytes", before, u, b.Size())
+	if before.Free-u.Free != b.AllocatedSize() || u.Context != b.AllocatedSize() {
+		t.Errorf("DRAM usage %+v -> %+v after %#x bytes", before, u, b.AllocatedSize())
 	}
 	r := m.Lookup(b.VA() + 100)
 	if r.Kind != DeviceMemory || r.Device != b || r.Offset != 100 || r.DeviceVA() != b.VA()+100 {
@@ -103,7 +103,7 @@ func TestAllocUntilFull(t *testing.T) {
 			}
 			var total uint64
 			for _, b := range bufs {
-				total += b.Size()
+				total += b.AllocatedSize()
 			}
 			u, _ := d.DRAMUsage()
 			if total > hw.DRAMSize || total+chunk <= hw.DRAMSize-hw.DRAMPageSize || u.Context != total || u.Free != hw.DRAMSize-total {
@@ -132,8 +132,8 @@ func TestAllocGaudiPhysical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.VA() != hw.DRAMBase || a.Size() != 4<<20 || b.VA() != a.VA()+a.Size() || a.Handle() != 0 {
-		t.Errorf("physical buffers at %#x (+%#x) and %#x", a.VA(), a.Size(), b.VA())
+	if a.VA() != hw.DRAMBase || a.AllocatedSize() != 4<<20 || b.VA() != a.VA()+a.AllocatedSize() || a.Handle() != 0 {
+		t.Errorf("physical buffers at %#x (+%#x) and %#x", a.VA(), a.AllocatedSize(), b.VA())
 	}
 	a.Close()
 	c, err := m.Alloc(2<<20, AllocOptions{})
@@ -148,7 +148,7 @@ func TestHints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hint := a.VA() + 8*a.Size()
+	hint := a.VA() + 8*a.AllocatedSize()
 	b, err := m.Alloc(1, AllocOptions{Hint: hint, ForceHint: true})
 	if err != nil {
 		t.Fatalf("free forced hint: %v", err)
@@ -243,7 +243,7 @@ func TestLargeHostMapping(t *testing.T) {
 
 func TestExport(t *testing.T) {
 	_, m := openSim(t, sim.Gaudi2)
-	b, err := m.Alloc(1, AllocOptions{})
+	b, err := m.Alloc(1<<20, AllocOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestNoLeaks(t *testing.T) {
 		return len(ents), len(inodes), vm
 	}
 	run := func() {
-		b, err := m.Alloc(1, AllocOptions{})
+		b, err := m.Alloc(1<<20, AllocOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -574,8 +574,8 @@ func TestAllocSizes(t *testing.T) {
 						t.Errorf("Alloc(%#x): %v", tc.size, err)
 						continue
 					}
-					if b.Size()%page != 0 || b.Size() < tc.size || b.Size()-tc.size >= page {
-						t.Errorf("Alloc(%#x): size %#x", tc.size, b.Size())
+					if b.Size() != tc.size || b.AllocatedSize()%page != 0 || b.AllocatedSize() < tc.size || b.AllocatedSize()-tc.size >= page {
+						t.Errorf("Alloc(%#x): size %#x", tc.size, b.AllocatedSize())
 					}
 					if err := b.Close(); err != nil {
 						t.Error(err)

@@ -111,20 +111,24 @@ var gaudi2UserBlocks = func() []userBlock {
 // blockID is get_hw_block_id: the index and size of the block at addr.
 func (p *profile) blockID(addr uint64) (id, size uint32, err error) {
 	if p.asic == Gaudi3 {
-		// The out-of-tree driver's gaudi3_get_hw_block_id was not read;
-		// its simulator variant (gaudi3_sim_get_hw_block_id) takes any
-		// address inside a user block, and so does the simulator. The
-		// blocks are the PDMA channels' CH_A blocks of the channels
+		// gaudi3_get_hw_block_id (the out-of-tree driver,
+		// HabanaAI/drivers.accel.habanalabs.kernel,
+		// drivers/accel/habanalabs/gaudi3/gaudi3.c; as issue 28 reports
+		// it) takes a user block's exact base address only, for the PDMA
+		// channels' CH_A blocks and the sync managers' blocks alike; an
+		// address inside a block is EINVAL ("Invalid block address"), as
+		// is any other. The PDMA blocks are those of the channels
 		// pdma_user_owned_ch_mask gives the user (pqm.go), 4 KiB each, the
-		// block id being the channel; other addresses are EINVAL ("Invalid
-		// block address").
-		// The sync managers' exposed blocks follow (sm3.go), their ids
-		// from sm3IDBase on.
+		// block id being the channel; the sync managers' exposed blocks
+		// follow (sm3.go), their ids from sm3IDBase on.
 		if id, size, ok := sm3Block(addr); ok {
+			if !sm3BlockBase(addr) {
+				return 0, 0, unix.EINVAL
+			}
 			return id, size, nil
 		}
 		ch, ok := pqmBlock(addr)
-		if !ok {
+		if !ok || addr != g3.PDMAChannelBlock(ch) {
 			return 0, 0, unix.EINVAL
 		}
 		return uint32(ch), pqmPage, nil
@@ -186,8 +190,21 @@ func (f *File) mmapBlock(off uint64, length int, prot, flags int) ([]byte, error
 	if id >= uint64(len(gaudi2UserBlocks)) || size != uint64(gaudi2UserBlocks[id].size) {
 		return nil, unix.EINVAL
 	}
-	return mmapBlock(-1, 0, length, prot, flags|unix.MAP_ANONYMOUS)
+	// Zeroed memory of a named memfd, so that the pin check (hostpin.go)
+	// knows the mapping for the device mapping it is.
+	fd, err := unix.MemfdCreate(simBlockMemfd, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return nil, err
+	}
+	return mmapBlock(fd, 0, length, prot, flags)
 }
+
+// simBlockMemfd names the memfd of a Gaudi2 hardware block's mapping.
+const simBlockMemfd = "gaudi-sim-block"
 
 // mmapBlock maps length bytes of fd at off as a hardware block's
 // registers: like the driver's block mmap (VM_DONTCOPY, VM_DONTDUMP), the

@@ -75,6 +75,28 @@ func (f *File) debugIoctl(a *hl.DebugArgs) error {
 	if !d.State().operational() {
 		return unix.EBUSY
 	}
+	// The out-of-tree driver (HabanaAI/drivers.accel.habanalabs.kernel,
+	// common/habanalabs_ioctl.c, hl_debug_ioctl and
+	// hl_debug_op_requires_debug) refuses the operations that need debug
+	// mode with EPERM before looking at them, where upstream's CoreSight
+	// case answers EFAULT; and it takes HL_DEBUG_ENABLE_ERR_INFO_CAPTURE
+	// (1033), which re-arms the capture of the first error of each kind
+	// (hl_enable_err_info_capture) and cannot fail.
+	if d.oot() {
+		switch a.Op {
+		case hl.HL_DEBUG_OP_ETR, hl.HL_DEBUG_OP_ETF, hl.HL_DEBUG_OP_STM, hl.HL_DEBUG_OP_FUNNEL,
+			hl.HL_DEBUG_OP_BMON, hl.HL_DEBUG_OP_SPMU, hl.HL_DEBUG_OP_TIMESTAMP,
+			hl.HL_DEBUG_OP_FETCH_TRACE, hl.HL_DEBUG_OP_READBLOCK, hl.HL_DEBUG_OP_SCHED_SUBMIT_BUF:
+			d.debug.mu.Lock()
+			on := d.inDebugLocked()
+			d.debug.mu.Unlock()
+			if !on {
+				return unix.EPERM
+			}
+		case hl.HL_DEBUG_ENABLE_ERR_INFO_CAPTURE:
+			return nil
+		}
+	}
 	switch a.Op {
 	case hl.HL_DEBUG_OP_SET_MODE:
 		return d.setDebugMode(f, a.Enable != 0)

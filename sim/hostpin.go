@@ -25,7 +25,13 @@ import (
 //     pages than asked and the driver answers ENOMEM.
 //
 // Mappings of device memory (VM_IO or VM_PFNMAP) are refused too
-// (check_vma_flags in mm/gup.c: EFAULT): /proc/self/maps does not show
+// (check_vma_flags in mm/gup.c: EFAULT). The simulator's own device
+// mappings are such mappings on hardware: a CB's mmap (gaudi2_mmap maps
+// the CB's coherent memory VM_IO|VM_PFNMAP) and a hardware block's
+// (gaudi2_block_mmap, and Gaudi3's channel and sync manager blocks:
+// io_remap_pfn_range), so pinning them fails with EFAULT; the simulator
+// knows them by the names of their memfds in /proc/self/maps
+// (simDeviceMemfds). Other device memory: /proc/self/maps does not show
 // those flags, so when the range reaches a file mapping (device memory is
 // always mapped through a file) the simulator reads them from the
 // VmFlags of /proc/self/smaps ("io", "pf"). A shared file mapping counts as disk-backed when
@@ -49,8 +55,16 @@ type vma struct {
 	write, shared bool
 	offset        uint64 // file offset of start (0 for anonymous memory)
 	dev, inode    uint64
-	device        bool // VM_IO or VM_PFNMAP, known after deviceFlags
+	device        bool // VM_IO or VM_PFNMAP, known after deviceFlags, or a simulated device mapping
 }
+
+// simDeviceMemfds are the memfd names (as /proc/self/maps shows them) of
+// the mappings the simulator hands out for what the driver maps
+// VM_IO|VM_PFNMAP: CBs (cb.go), Gaudi2's hardware blocks (blocks.go),
+// Gaudi3's PDMA channel registers (pqm.go) and sync managers (sm3.go).
+// Timestamp buffers are not among them: hl_ts_mmap maps vmalloc pages,
+// which pin.
+var simDeviceMemfds = [...]string{"/memfd:gaudi-sim-cb ", "/memfd:" + simBlockMemfd + " ", "/memfd:gaudi-sim-pdma-regs ", "/memfd:gaudi-sim-sync-mngr "}
 
 // The process's memory maps; tests point them elsewhere.
 var (
@@ -92,6 +106,7 @@ func parseMapsLine(line []byte) (vma, bool) {
 		return f
 	}
 	addr, perms, offset, dev, inode := next(), next(), next(), next(), next()
+	path := bytes.TrimLeft(line, " ")
 	lo, hi, ok1 := bytes.Cut(addr, []byte("-"))
 	major, minor, ok2 := bytes.Cut(dev, []byte(":"))
 	if !ok1 || !ok2 || len(perms) < 4 {
@@ -106,6 +121,13 @@ func parseMapsLine(line []byte) (vma, bool) {
 	if !ok3 || !ok4 || !ok5 || !ok6 || !ok7 || !ok8 || maj > 1<<32-1 || mnr > 1<<32-1 {
 		return vma{}, false
 	}
+	simDevice := false
+	for _, name := range simDeviceMemfds {
+		// "/memfd:NAME (deleted)": the name and the space after it.
+		if bytes.HasPrefix(path, []byte(name)) {
+			simDevice = true
+		}
+	}
 	return vma{
 		start:  start,
 		end:    end,
@@ -114,6 +136,7 @@ func parseMapsLine(line []byte) (vma, bool) {
 		offset: off,
 		dev:    unix.Mkdev(uint32(maj), uint32(mnr)),
 		inode:  ino,
+		device: simDevice,
 	}, true
 }
 

@@ -58,6 +58,13 @@ func (f *File) memory(a *hl.MemArgs) error {
 		}
 		return f.memRegDMABuf(a)
 	case hl.HL_MEM_OP_TS_ALLOC:
+		// The out-of-tree driver refuses 0 elements up front
+		// (HabanaAI/drivers.accel.habanalabs.kernel,
+		// common/memory.c, allocate_timestamps_buffers: EINVAL); upstream
+		// 6.12 lets vmalloc_user(0) fail (ENOMEM, in allocTS).
+		if in.NumOfElements == 0 && f.dev.oot() {
+			return unix.EINVAL
+		}
 		h, err := f.mm.allocTS(in.NumOfElements)
 		if err != nil {
 			return err
@@ -405,9 +412,13 @@ func (c *context) exportDMABuf(addr, size, offset uint64, flags int) (int, error
 		if err := exportAligned(addr, size, offset); err != nil {
 			return -int(unix.EBADF), err
 		}
-		// The driver does not check offset + size for overflow; a range
-		// that wraps would describe memory outside the allocation, so the
-		// simulator refuses it.
+		// Chosen divergence: validate_export_params (common/memory.c,
+		// 6.12 and the out-of-tree driver alike) checks offset + size
+		// against the allocation without checking the sum for
+		// overflow, so a range that wraps past 2^64 passes there and
+		// describes memory outside the allocation. The simulator refuses
+		// it (EINVAL) rather than export such a range; tested by
+		// TestMemoryExportGaudi2 ("offset + size wraps").
 		if offset+size > m.pack.total || offset+size < offset {
 			return -int(unix.EBADF), unix.EINVAL
 		}

@@ -98,6 +98,13 @@ func openComputeMode(t *testing.T, asic ASIC, mode StrictMode) (*System, *Device
 	t.Helper()
 	cfg := Default(asic, 1)
 	cfg.Strict = mode
+	return openComputeConfig(t, cfg)
+}
+
+// openComputeConfig opens the compute file of device 0 of a new system of
+// cfg; the test's cleanup closes both.
+func openComputeConfig(t *testing.T, cfg Config) (*System, *Device, *File) {
+	t.Helper()
 	s := newTestSystem(t, cfg)
 	t.Cleanup(func() { s.Close() })
 	d := s.Device(0)

@@ -263,7 +263,7 @@ func TestGaudi3MapBlock(t *testing.T) {
 		ok   bool
 	}{
 		{"channel 0", g3.PDMAChannelBlock(0), true},
-		{"channel 0 MSQ_PI", g3.PDMAChannelBlock(0) + g3.PDMA_CH_A_PQM_CH_MSQ_PI, true},
+		{"channel 0 MSQ_PI (inside the block)", g3.PDMAChannelBlock(0) + g3.PDMA_CH_A_PQM_CH_MSQ_PI, false},
 		{"channel 12 (die 1)", g3.PDMAChannelBlock(12), true},
 		{"channel 22", g3.PDMAChannelBlock(22), true},
 		{"KDMA channel 23", g3.PDMAChannelBlock(g3.KDMA_CH_ID), false},

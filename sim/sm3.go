@@ -144,6 +144,17 @@ func sm3Block(addr uint64) (id, size uint32, ok bool) {
 	return 0, 0, false
 }
 
+// sm3BlockBase reports whether addr is the base address of a user sync
+// manager block (gaudi3_get_hw_block_id takes no other address).
+func sm3BlockBase(addr uint64) bool {
+	for r := range sm3Regions {
+		if base, _, user := sm3RegionBlock(r); user && addr == base {
+			return true
+		}
+	}
+	return false
+}
+
 // sm3RegionBlock returns region r's block address and size, and whether
 // users may map it.
 func sm3RegionBlock(r int) (addr uint64, size uint32, user bool) {

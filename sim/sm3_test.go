@@ -63,7 +63,7 @@ func TestGaudi3SyncMngrMapBlock(t *testing.T) {
 		{"HD0 GLBL (driver's)", g3.SyncMngrGlblBlock(0), 0},
 		{"HD0 group 1", g3.SyncMngrObjsBlock(0, 1), g3.SM_OBJS_BLOCK_SIZE},
 		{"HD1 group 0", g3.SyncMngrObjsBlock(1, 0), g3.SM_OBJS_BLOCK_SIZE},
-		{"HD1 group 0 SOB 5", g3.SyncMngrObjsBlock(1, 0) + g3.SOBOffset(5), g3.SM_OBJS_BLOCK_SIZE},
+		{"HD1 group 0 SOB 5 (inside the block)", g3.SyncMngrObjsBlock(1, 0) + g3.SOBOffset(5), 0},
 		{"HD1 group 0 SM_SEC", g3.SyncMngrObjsBlock(1, 0) + g3.SOB_OBJS_SM_SEC_0_0, 0},
 		{"HD1 GLBL", g3.SyncMngrGlblBlock(1), g3.SYNC_MNGR_GLBL_BLOCK_SIZE},
 		{"HD7 group 1 (die 1)", g3.SyncMngrObjsBlock(7, 1), g3.SM_OBJS_BLOCK_SIZE},

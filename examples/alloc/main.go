@@ -51,8 +51,8 @@ func main() {
 		log.Fatalf("alloc: %v", err)
 	}
 	fmt.Printf("device %s\n", d)
-	fmt.Printf("device buffer: VA %#x, %d MiB (asked 1024 MiB; DRAM page %d MiB), handle %d\n",
-		buf.VA(), buf.Size()>>20, d.HWIPInfo().DRAMPageSize>>20, buf.Handle())
+	fmt.Printf("device buffer: VA %#x, %d MiB (allocated %d MiB: whole DRAM pages of %d MiB), handle %d\n",
+		buf.VA(), buf.Size()>>20, buf.AllocatedSize()>>20, d.HWIPInfo().DRAMPageSize>>20, buf.Handle())
 	fmt.Printf("host buffer:   %d MiB at host %p, device VA %#x, huge pages: %q\n",
 		host.Size()>>20, &host.Bytes()[0], host.VA(), host.HugePages())
 	fmt.Printf("DRAM free:     %d MiB -> %d MiB (this context holds %d MiB)\n", before.Free>>20, after.Free>>20, after.Context>>20)

@@ -14,6 +14,8 @@
 package devio
 
 import (
+	"weak"
+
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/devio/hook"
 	"github.com/gaudi-go/gaudi/ioctl"
@@ -28,3 +30,22 @@ func Of(d *device.Device) *ioctl.Device { return hook.Ioctl(d) }
 // on it bypass the ioctl layer's encoding probe, EINTR retries and close
 // tracking, so use it only to recognise what it is.
 func File(d *device.Device) ioctl.File { return hook.File(d) }
+
+// Attach registers p, an object built on d (a memory.Manager, a
+// dma.Engine), as a dependent that d.Close closes
+// before the node, newest first; p's Close calls the returned detach so
+// that d forgets it. d holds p weakly, so p dropped without Close is still
+// found by the garbage collector and reported as a leak. Attach fails with
+// an error matching os.ErrClosed once d.Close began.
+func Attach[T any, P interface {
+	*T
+	Close() error
+}](d *device.Device, name string, p P) (detach func(), err error) {
+	w := weak.Make((*T)(p))
+	return hook.Attach(d, name, func() error {
+		if q := P(w.Value()); q != nil {
+			return q.Close()
+		}
+		return nil
+	})
+}

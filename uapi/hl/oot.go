@@ -94,6 +94,13 @@ const (
 const (
 	// HL_IOCTL_NIC is the NIC ioctl's number; HL_COMMAND_END becomes 0x47.
 	HL_IOCTL_NIC = 0x06
+	// HL_COMMAND_END_OOT is the out-of-tree header's HL_COMMAND_END
+	// (HabanaAI/drivers.accel.habanalabs.kernel,
+	// include/uapi/drm/habanalabs_accel.h): 0x47, one past the NIC ioctl.
+	// HL_COMMAND_END (zconst.go, generated from the 6.12 header) keeps
+	// upstream's 0x46 (70), which has no NIC ioctl; a driver's ioctl
+	// table is indexed by nr - HL_COMMAND_START up to its own END.
+	HL_COMMAND_END_OOT = HL_COMMAND_END + 1
 	// DRM_IOCTL_HL_NIC is DRM_IOWR(DRM_COMMAND_BASE + HL_IOCTL_NIC, struct
 	// hl_nic_args). There is no legacy 'H' encoding of it.
 	DRM_IOCTL_HL_NIC = 0xC0206446

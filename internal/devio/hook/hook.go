@@ -13,4 +13,6 @@ var (
 	Ioctl func(d any) *ioctl.Device
 	// File returns the File a Device was opened over.
 	File func(d any) ioctl.File
+	// Attach registers a dependent the Device's Close closes first.
+	Attach func(d any, name string, close func() error) (detach func(), err error)
 )
