@@ -47,6 +47,10 @@ func TestMain(m *testing.M) {
 		os.Exit(childWatch())
 	case "device-export":
 		os.Exit(childDeviceExport())
+	case "served-export":
+		os.Exit(childServedExport())
+	case "self-import":
+		os.Exit(childSelfImport())
 	case "impostor":
 		os.Exit(childImpostor())
 	default:

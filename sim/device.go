@@ -198,6 +198,11 @@ func (d *Device) release(f *File) {
 	if !compute {
 		return
 	}
+	if f.rem != nil {
+		// A served file's imports go with it (import_unsafe.go), so that
+		// an import of its own export does not hold the device.
+		f.ctx.dropImports()
+	}
 	if f.ctx.exported() {
 		d.mu.Lock()
 		f.lingering = true
