@@ -400,9 +400,11 @@ func (e *Exporter) serve() {
 			c.Close()
 			return
 		}
-		if len(e.conns) >= e.maxConn+e.maxWatch {
+		if e.importingLocked() >= e.maxConn {
+			// Decided here, in the order of arrival: the connections
+			// served keep their handlers.
 			e.mu.Unlock()
-			e.refuse(c, CodeBusy, fmt.Sprintf("%d connections served, the bound", len(e.conns)))
+			e.refuse(c, CodeBusy, fmt.Sprintf("%d import requests served, the bound", e.maxConn))
 			c.Close()
 			continue
 		}
@@ -490,13 +492,6 @@ func (e *Exporter) reply(c *net.UnixConn, code Code, msg string) {
 }
 
 func (e *Exporter) handle(c *net.UnixConn) {
-	e.mu.Lock()
-	busy := e.importingLocked() > e.maxConn
-	e.mu.Unlock()
-	if busy {
-		e.refuse(c, CodeBusy, fmt.Sprintf("%d import requests served, the bound", e.maxConn))
-		return
-	}
 	c.SetDeadline(time.Now().Add(e.timeout))
 	buf := make([]byte, maxRequest+1)
 	oob := make([]byte, unix.CmsgSpace(16*4))
