@@ -399,7 +399,13 @@ func TestExporterKilledDuringImport(t *testing.T) {
 
 func newTestExporter(t *testing.T) (*Exporter, Handle) {
 	t.Helper()
-	e, err := NewExporter("", ExporterOptions{})
+	return newTestExporterWith(t, ExporterOptions{})
+}
+
+// newTestExporterWith is newTestExporter with opts.
+func newTestExporterWith(t *testing.T, opts ExporterOptions) (*Exporter, Handle) {
+	t.Helper()
+	e, err := NewExporter("", opts)
 	if err != nil {
 		t.Fatal(err)
 	}

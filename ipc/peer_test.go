@@ -218,20 +218,7 @@ func TestDisallowedUIDCostsNothing(t *testing.T) {
 // is told the exporter is busy, and an import succeeds again once they
 // close.
 func TestConnectionsBounded(t *testing.T) {
-	e, err := NewExporter("", ExporterOptions{RequestTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	fd, err := newMemfd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := e.ExportFD(fd, testDev, 0x3000, testSize, 0)
-	unix.Close(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, h := newTestExporterWith(t, ExporterOptions{RequestTimeout: time.Minute})
 	var cs []*net.UnixConn
 	closeAll := func() {
 		for _, c := range cs {

@@ -45,34 +45,11 @@ func childServedExport() int {
 		return fail(err)
 	}
 	defer done()
-	b, err := m.Alloc(devSize, memory.AllocOptions{})
+	_, closeExport, err := exportPattern(d, m)
 	if err != nil {
 		return fail(err)
 	}
-	defer b.Close()
-	data := make([]byte, devSize)
-	for i := range data {
-		data[i] = pattern(i)
-	}
-	if _, err := b.WriteAt(data, 0); err != nil {
-		return fail(err)
-	}
-	x, err := b.Export(0, devSize, memory.ExportOptions{})
-	if err != nil {
-		return fail(err)
-	}
-	defer x.Close()
-	ex, err := NewExporter(os.Getenv("ADDR"), ExporterOptions{})
-	if err != nil {
-		return fail(err)
-	}
-	defer ex.Close()
-	h, err := ex.Export(x, DeviceIDOf(d))
-	if err != nil {
-		return fail(err)
-	}
-	fmt.Println("HANDLE", h.String())
-	fmt.Println("FD", x.Fd())
+	defer closeExport()
 	os.Stdin.Read(make([]byte, 1))
 	return 0
 }

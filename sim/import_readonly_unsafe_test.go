@@ -11,27 +11,9 @@ import (
 // read-only: the importer's device reads the exporter's bytes, and its
 // writes never reach the exporter's memory.
 func TestRegDMABufReadOnly(t *testing.T) {
-	memfdExports(t)
-	s := ootSystem(t, Gaudi2, 2)
-	exp, err := s.Device(0).Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exp.Close()
-	imp, err := s.Device(1).Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer imp.Close()
 	const n = 1 << 20
-	va := deviceBuf(t, exp, n)
-	want := make([]byte, n)
-	fillRandom(want, 7)
-	dramPut(t, exp, va, want)
-	fd, err := memExport(exp, va, n, 0, unix.O_RDONLY|unix.O_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, exp, imp, va, want, fd := exportPair(t, n, 7, unix.O_RDONLY|unix.O_CLOEXEC)
+	defer imp.Close()
 	defer unix.Close(fd)
 	a, err := regDMABuf(imp, fd, n)
 	if err != nil {
