@@ -120,6 +120,24 @@ func childDeviceExport() int {
 	return 0
 }
 
+// copyPatternIn copies process A's buffer (peer, imported) into local with
+// e and checks that it holds pattern.
+func copyPatternIn(t *testing.T, ctx context.Context, e *dma.Engine, local *memory.Buffer, peer *memory.HostBuffer) {
+	t.Helper()
+	if err := e.CopyToDevice(ctx, local.Range(0, devSize), peer.All()); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, devSize)
+	if _, err := local.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range got {
+		if b != pattern(i) {
+			t.Fatalf("byte %d copied from process A is %#x, want %#x", i, b, pattern(i))
+		}
+	}
+}
+
 // TestDeviceToDeviceAcrossProcesses: process A (a child) exports device
 // memory; this process, B, imports it over the socket into its own
 // simulated Gaudi and copies device to device with its own engines, both
@@ -163,18 +181,7 @@ func TestDeviceToDeviceAcrossProcesses(t *testing.T) {
 	defer local.Close()
 
 	// A's memory into B's, by B's engines.
-	if err := e.CopyToDevice(ctx, local.Range(0, devSize), peer.All()); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, devSize)
-	if _, err := local.ReadAt(got, 0); err != nil {
-		t.Fatal(err)
-	}
-	for i, b := range got {
-		if b != pattern(i) {
-			t.Fatalf("byte %d copied from process A is %#x, want %#x", i, b, pattern(i))
-		}
-	}
+	copyPatternIn(t, ctx, e, local, peer)
 
 	// B's memory into A's.
 	mine := bytes.Repeat([]byte("written by B "), devSize/13+1)[:devSize]

@@ -93,6 +93,7 @@ func TestDeviceToDeviceThroughServedNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer im.Close()
 	peer, err := im.MapInto(m)
 	if err != nil {
 		t.Fatalf("REG_DMABUF_FD through a served node: %v", err)
@@ -103,18 +104,7 @@ func TestDeviceToDeviceThroughServedNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	if err := e.CopyToDevice(ctx, local.Range(0, devSize), peer.All()); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, devSize)
-	if _, err := local.ReadAt(got, 0); err != nil {
-		t.Fatal(err)
-	}
-	for i, b := range got {
-		if b != pattern(i) {
-			t.Fatalf("byte %d copied from process A through the served nodes is %#x, want %#x", i, b, pattern(i))
-		}
-	}
+	copyPatternIn(t, ctx, e, local, peer)
 	im.Close()
 }
 
