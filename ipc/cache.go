@@ -37,6 +37,7 @@ func keyOf(h Handle) cacheKey {
 // A Cache is safe for concurrent use.
 type Cache struct {
 	limit int
+	opts  ImportOptions
 
 	mu      sync.Mutex
 	entries map[cacheKey]*cacheEntry
@@ -67,12 +68,19 @@ type cacheWatch struct {
 	err   error
 }
 
-// NewCache returns a Cache that keeps at most limit idle imports (at least 1).
-func NewCache(limit int) *Cache {
+// NewCache returns a Cache that keeps at most limit idle imports (at
+// least 1), with the default ImportOptions.
+func NewCache(limit int) *Cache { return NewCacheWith(limit, ImportOptions{}) }
+
+// NewCacheWith is NewCache whose imports and watches accept the exporters
+// opts allows: every Get checks, as ImportWith and WatchExporter do, that
+// the socket's owner is the handle's exporter, also when it imports again
+// after an exporter went away (ErrUnexpectedPeer).
+func NewCacheWith(limit int, opts ImportOptions) *Cache {
 	if limit < 1 {
 		limit = 1
 	}
-	return &Cache{limit: limit, entries: map[cacheKey]*cacheEntry{}, idle: list.New(), watches: map[string]*cacheWatch{}}
+	return &Cache{limit: limit, opts: opts, entries: map[cacheKey]*cacheEntry{}, idle: list.New(), watches: map[string]*cacheWatch{}}
 }
 
 // CachedImport is a reference to an import held in a Cache.
@@ -118,9 +126,9 @@ func (c *Cache) Get(ctx context.Context, addr string, h Handle) (*CachedImport, 
 			c.mu.Unlock()
 			// Watch before importing: a revocation after the import is
 			// then always heard, one before it makes the import fail.
-			im, err := (*Imported)(nil), c.watch(ctx, addr)
+			im, err := (*Imported)(nil), c.watch(ctx, addr, h)
 			if err == nil {
-				im, err = Import(ctx, addr, h)
+				im, err = ImportWith(ctx, addr, h, c.opts)
 			}
 			c.mu.Lock()
 			e.im, e.err = im, err
@@ -256,15 +264,16 @@ func (c *Cache) dropLocked(e *cacheEntry) *Imported {
 	return im
 }
 
-// watch makes sure the exporter at addr is being watched.
-func (c *Cache) watch(ctx context.Context, addr string) error {
+// watch makes sure the exporter at addr, the one that issued h, is being
+// watched.
+func (c *Cache) watch(ctx context.Context, addr string, h Handle) error {
 	c.mu.Lock()
 	cw, ok := c.watches[addr]
 	if !ok {
 		cw = &cacheWatch{ready: make(chan struct{})}
 		c.watches[addr] = cw
 		c.mu.Unlock()
-		w, err := Watch(ctx, addr)
+		w, err := WatchExporter(ctx, addr, h, c.opts)
 		c.mu.Lock()
 		cw.w, cw.err = w, err
 		close(cw.ready)
@@ -290,7 +299,7 @@ func (c *Cache) watch(ctx context.Context, addr string) error {
 		return ctx.Err()
 	}
 	if cw.err != nil {
-		return c.watch(ctx, addr) // the first attempt failed; try for ourselves
+		return c.watch(ctx, addr, h) // the first attempt failed; try for ourselves
 	}
 	return nil
 }

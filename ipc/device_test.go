@@ -49,6 +49,47 @@ func simRig(drv sim.Driver, lockDir string) (d *device.Device, m *memory.Manager
 	return d, m, e, func() { e.Close(); m.Close(); d.Close(); s.Close() }, nil
 }
 
+// exportPattern fills a device buffer of devSize bytes of m with pattern,
+// exports it on $ADDR and prints its handle; closeAll closes the exporter,
+// the export and the buffer.
+func exportPattern(d *device.Device, m *memory.Manager) (b *memory.Buffer, closeAll func(), err error) {
+	b, err = m.Alloc(devSize, memory.AllocOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	data := make([]byte, devSize)
+	for i := range data {
+		data[i] = pattern(i)
+	}
+	var x *memory.DMABuf
+	var ex *Exporter
+	closeAll = func() {
+		if ex != nil {
+			ex.Close()
+		}
+		if x != nil {
+			x.Close()
+		}
+		b.Close()
+	}
+	if _, err = b.WriteAt(data, 0); err == nil {
+		x, err = b.Export(0, devSize, memory.ExportOptions{})
+	}
+	if err == nil {
+		ex, err = NewExporter(os.Getenv("ADDR"), ExporterOptions{})
+	}
+	var h Handle
+	if err == nil {
+		h, err = ex.Export(x, DeviceIDOf(d))
+	}
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	fmt.Println("HANDLE", h.String())
+	return b, closeAll, nil
+}
+
 // childDeviceExport is process A: it fills a buffer of its own simulated
 // Gaudi (out-of-tree driver) with pattern, exports it on $ADDR, prints the
 // handle, then answers each "READ" line on stdin with the CRC of what its
@@ -60,33 +101,12 @@ func childDeviceExport() int {
 		return fail(err)
 	}
 	defer done()
-	b, err := m.Alloc(devSize, memory.AllocOptions{})
+	b, closeExport, err := exportPattern(d, m)
 	if err != nil {
 		return fail(err)
 	}
-	defer b.Close()
+	defer closeExport()
 	data := make([]byte, devSize)
-	for i := range data {
-		data[i] = pattern(i)
-	}
-	if _, err := b.WriteAt(data, 0); err != nil {
-		return fail(err)
-	}
-	x, err := b.Export(0, devSize, memory.ExportOptions{})
-	if err != nil {
-		return fail(err)
-	}
-	defer x.Close()
-	ex, err := NewExporter(os.Getenv("ADDR"), ExporterOptions{})
-	if err != nil {
-		return fail(err)
-	}
-	defer ex.Close()
-	h, err := ex.Export(x, DeviceIDOf(d))
-	if err != nil {
-		return fail(err)
-	}
-	fmt.Println("HANDLE", h.String())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		if in.Text() != "READ" {
@@ -98,6 +118,24 @@ func childDeviceExport() int {
 		fmt.Printf("SUM %08x\n", crc32.ChecksumIEEE(data))
 	}
 	return 0
+}
+
+// copyPatternIn copies process A's buffer (peer, imported) into local with
+// e and checks that it holds pattern.
+func copyPatternIn(t *testing.T, ctx context.Context, e *dma.Engine, local *memory.Buffer, peer *memory.HostBuffer) {
+	t.Helper()
+	if err := e.CopyToDevice(ctx, local.Range(0, devSize), peer.All()); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, devSize)
+	if _, err := local.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range got {
+		if b != pattern(i) {
+			t.Fatalf("byte %d copied from process A is %#x, want %#x", i, b, pattern(i))
+		}
+	}
 }
 
 // TestDeviceToDeviceAcrossProcesses: process A (a child) exports device
@@ -143,18 +181,7 @@ func TestDeviceToDeviceAcrossProcesses(t *testing.T) {
 	defer local.Close()
 
 	// A's memory into B's, by B's engines.
-	if err := e.CopyToDevice(ctx, local.Range(0, devSize), peer.All()); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, devSize)
-	if _, err := local.ReadAt(got, 0); err != nil {
-		t.Fatal(err)
-	}
-	for i, b := range got {
-		if b != pattern(i) {
-			t.Fatalf("byte %d copied from process A is %#x, want %#x", i, b, pattern(i))
-		}
-	}
+	copyPatternIn(t, ctx, e, local, peer)
 
 	// B's memory into A's.
 	mine := bytes.Repeat([]byte("written by B "), devSize/13+1)[:devSize]

@@ -53,7 +53,27 @@ type ExporterOptions struct {
 	// RequestTimeout bounds how long one importer may take to send its
 	// request and take the answer; 0 means 5 s.
 	RequestTimeout time.Duration
+	// MaxConnections bounds the import requests served at once; 0 means
+	// DefaultMaxConnections. A connection beyond it is answered CodeBusy
+	// (ErrBusy) and closed at once. Connections of a uid the policy does
+	// not allow are answered CodeNotAllowed and closed at once, before
+	// their request is read: they cost no handler.
+	MaxConnections int
+	// MaxWatchers bounds the open watch connections; 0 means
+	// DefaultMaxWatchers. A watch beyond it is answered CodeBusy.
+	MaxWatchers int
+	// WatchKeepalive is the interval of the keepalives sent on watch
+	// connections; 0 means DefaultWatchKeepalive. A watcher that answers
+	// none for three intervals is dropped (its connection closed).
+	WatchKeepalive time.Duration
 }
+
+// Defaults of ExporterOptions.
+const (
+	DefaultMaxConnections = 64
+	DefaultMaxWatchers    = 256
+	DefaultWatchKeepalive = 10 * time.Second
+)
 
 // Exporter passes descriptors of exported device memory to other processes
 // over a Unix socket (SOCK_SEQPACKET): an importer sends a Handle, the
@@ -74,13 +94,16 @@ type ExporterOptions struct {
 //
 // All methods are safe for concurrent use.
 type Exporter struct {
-	ln      *net.UnixListener
-	addr    string
-	allow   []uint32
-	timeout time.Duration
-	pid     uint32
-	pidNS   uint64
-	boot    [16]byte
+	ln        *net.UnixListener
+	addr      string
+	allow     []uint32
+	timeout   time.Duration
+	maxConn   int
+	maxWatch  int
+	keepalive time.Duration
+	pid       uint32
+	pidNS     uint64
+	boot      [16]byte
 
 	mu       sync.Mutex
 	entries  map[[16]byte]*entry
@@ -154,6 +177,16 @@ func NewExporter(addr string, opts ExporterOptions) (*Exporter, error) {
 	}
 	if e.timeout <= 0 {
 		e.timeout = 5 * time.Second
+	}
+	e.maxConn, e.maxWatch, e.keepalive = opts.MaxConnections, opts.MaxWatchers, opts.WatchKeepalive
+	if e.maxConn <= 0 {
+		e.maxConn = DefaultMaxConnections
+	}
+	if e.maxWatch <= 0 {
+		e.maxWatch = DefaultMaxWatchers
+	}
+	if e.keepalive <= 0 {
+		e.keepalive = DefaultWatchKeepalive
 	}
 	e.wg.Add(1)
 	go e.serve()
@@ -260,13 +293,15 @@ func (e *Exporter) Revoke(h Handle) error {
 
 // notify sends msg, closing the connection of a watcher that cannot take
 // it within noticeTimeout.
-func (w *watcher) notify(msg []byte) {
+func (w *watcher) notify(msg []byte) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.c.SetWriteDeadline(time.Now().Add(noticeTimeout))
 	if _, err := w.c.Write(msg); err != nil {
 		w.c.Close()
+		return false
 	}
+	return true
 }
 
 // Watchers returns the number of open watch connections.
@@ -355,11 +390,23 @@ func (e *Exporter) serve() {
 			}
 			continue
 		}
+		if !e.admit(c) {
+			c.Close()
+			continue
+		}
 		e.mu.Lock()
 		if e.closed {
 			e.mu.Unlock()
 			c.Close()
 			return
+		}
+		if e.importingLocked() >= e.maxConn {
+			// Decided here, in the order of arrival: the connections
+			// served keep their handlers.
+			e.mu.Unlock()
+			e.refuse(c, CodeBusy, fmt.Sprintf("%d import requests served, the bound", e.maxConn))
+			c.Close()
+			continue
 		}
 		e.conns[c] = true
 		e.wg.Add(1)
@@ -374,6 +421,41 @@ func (e *Exporter) serve() {
 		}()
 	}
 }
+
+// admit checks a new connection's uid (SO_PEERCRED, taken at connect)
+// before anything else, so that a peer the policy refuses costs no
+// handler: it is answered at once, without its request being read.
+func (e *Exporter) admit(c *net.UnixConn) bool {
+	cred, err := peerCred(c)
+	if err != nil {
+		e.refuse(c, CodeInternal, "reading peer credentials: "+err.Error())
+		return false
+	}
+	if !slices.Contains(e.allow, cred.Uid) {
+		e.refuse(c, CodeNotAllowed, fmt.Sprintf("uid %d (pid %d) may not import from this exporter", cred.Uid, cred.Pid))
+		return false
+	}
+	return true
+}
+
+// refuse answers a connection the accept loop will close, without
+// waiting: a fresh connection's queue has room, and a peer that made it
+// full loses the answer.
+func (e *Exporter) refuse(c *net.UnixConn, code Code, msg string) {
+	c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+	e.reply(c, code, msg)
+}
+
+// handlers returns the number of connections being served (tests).
+func (e *Exporter) handlers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.conns)
+}
+
+// importing counts the connections that are not watchers. e.mu must be
+// held.
+func (e *Exporter) importingLocked() int { return len(e.conns) - len(e.watchers) }
 
 func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	rc, err := c.SyscallConn()
@@ -492,6 +574,12 @@ func (e *Exporter) watch(c *net.UnixConn) {
 		e.reply(c, CodeClosing, "")
 		return
 	}
+	if len(e.watchers) >= e.maxWatch {
+		e.mu.Unlock()
+		w.mu.Unlock()
+		e.reply(c, CodeBusy, fmt.Sprintf("%d watchers, the bound", e.maxWatch))
+		return
+	}
 	e.watchers[w] = true
 	e.mu.Unlock()
 	defer func() {
@@ -500,19 +588,41 @@ func (e *Exporter) watch(c *net.UnixConn) {
 		e.mu.Unlock()
 	}()
 	c.SetDeadline(time.Now().Add(noticeTimeout))
-	_, err := c.Write(encodeReply(CodeOK, 0, 0, ""))
+	_, err := c.Write(encodeReply(CodeOK, uint64(e.keepalive), 0, ""))
 	c.SetDeadline(time.Time{})
 	w.mu.Unlock()
 	if err != nil {
 		return
 	}
-	// The importer sends nothing more: a read returns when it closes the
-	// connection, or when Close or a failed notice closes it here.
-	var b [1]byte
+	// The importer sends only acknowledgements of keepalives: a read
+	// returns one, or fails when the importer closes the connection, when
+	// Close or a failed notice closes it here, or at the next keepalive.
+	// A watcher silent for watchTimeoutIntervals intervals is dropped.
+	keepalive := encodeNotice(noticeKeepalive, [16]byte{})
+	ack := encodeAck()
+	heard := time.Now()
+	next := heard.Add(e.keepalive)
+	b := make([]byte, len(ack)+1)
 	for {
-		if _, err := c.Read(b[:]); err != nil {
+		c.SetReadDeadline(next)
+		n, err := c.Read(b)
+		now := time.Now()
+		switch {
+		case err == nil && n == len(ack) && [8]byte(b[:8]) == [8]byte(ack):
+			heard = now
+			continue
+		case err == nil:
+			return // a watcher sends nothing else
+		case !errors.Is(err, os.ErrDeadlineExceeded):
 			return
 		}
+		if now.Sub(heard) >= watchTimeoutIntervals*e.keepalive {
+			return
+		}
+		if !w.notify(keepalive) {
+			return
+		}
+		next = now.Add(e.keepalive)
 	}
 }
 

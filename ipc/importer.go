@@ -31,14 +31,23 @@ type Imported struct {
 // Close closes the descriptor.
 func (im *Imported) Close() error { return im.File.Close() }
 
-// Import asks the Exporter listening on addr (a path, or "@name" for an
+// Import is ImportWith with the default ImportOptions: the exporter must
+// run as this process's effective uid or root.
+func Import(ctx context.Context, addr string, h Handle) (*Imported, error) {
+	return ImportWith(ctx, addr, h, ImportOptions{})
+}
+
+// ImportWith asks the Exporter listening on addr (a path, or "@name" for an
 // abstract socket) for the descriptor of h. It fails with ErrOtherHost for a
 // handle of another boot, with ErrExporterGone when nobody listens on addr
 // or the exporter closes or dies before it answers, with a *RefusedError
 // (ErrNotAllowed, ErrUnknownBuffer, ErrRevoked, ...) when the exporter
 // refuses, and with ctx's error when ctx ends first. Without a deadline in
-// ctx, DefaultImportTimeout applies.
-func Import(ctx context.Context, addr string, h Handle) (*Imported, error) {
+// ctx, DefaultImportTimeout applies. Before it sends the handle it checks
+// who listens on addr (SO_PEERCRED): the handle's exporter (its pid, in
+// this pid namespace, else ErrOtherNamespace) running as a uid opts
+// allows, else it fails with ErrUnexpectedPeer.
+func ImportWith(ctx context.Context, addr string, h Handle, opts ImportOptions) (*Imported, error) {
 	boot, err := BootID()
 	if err != nil {
 		return nil, err
@@ -50,7 +59,7 @@ func Import(ctx context.Context, addr string, h Handle) (*Imported, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, r, err := roundTrip(ctx, addr, "import from", req)
+	c, r, err := roundTrip(ctx, addr, "import from", req, func(c *net.UnixConn) error { return checkPeer(c, &h, opts) })
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +101,13 @@ type reply struct {
 // answer, all within ctx (DefaultImportTimeout when ctx has no deadline).
 // A refusal is a *RefusedError. On success the connection is returned with
 // no deadline set, for the caller to close. what names the operation in
-// errors ("import from").
-func roundTrip(ctx context.Context, addr, what string, req []byte) (*net.UnixConn, reply, error) {
+// errors ("import from"); check vets the peer before anything is sent.
+//
+// The exporter answers a connection it refuses (CodeNotAllowed, CodeBusy)
+// and closes it without reading the request, so the request may fail
+// (EPIPE) and the first read report the unread request (ECONNRESET)
+// while the answer is queued: both are followed by a read of it.
+func roundTrip(ctx context.Context, addr, what string, req []byte, check func(*net.UnixConn) error) (*net.UnixConn, reply, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultImportTimeout)
@@ -135,12 +149,30 @@ func roundTrip(ctx context.Context, addr, what string, req []byte) (*net.UnixCon
 		}
 		return fmt.Errorf("ipc: %s %s: %s: %w", what, addr, op, err)
 	}
-	if _, err := c.Write(req); err != nil {
-		return nil, reply{}, fail("request", err)
+	if err := check(c); err != nil {
+		return nil, reply{}, err
+	}
+	_, werr := c.Write(req)
+	if werr != nil && !errors.Is(werr, syscall.EPIPE) && !errors.Is(werr, syscall.ECONNRESET) {
+		return nil, reply{}, fail("request", werr)
 	}
 	buf := make([]byte, repHeaderLen+maxMessage+1)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, flags, err := recvMsg(c, buf, oob)
+	if errors.Is(err, syscall.ECONNRESET) {
+		n, oobn, flags, err = recvMsg(c, buf, oob)
+	}
+	if werr != nil && err == nil && n > 0 {
+		if code, _, _, _, derr := decodeReply(buf[:n]); derr == nil && code == CodeOK {
+			// An acceptance of a request that was never sent.
+			closeRights(oob[:oobn])
+			return nil, reply{}, fmt.Errorf("%w: accepted a request it never received", ErrProtocol)
+		}
+	}
+	if werr != nil && (err != nil || n == 0) {
+		closeRights(oob[:oobn])
+		return nil, reply{}, fail("request", werr)
+	}
 	fds, perr := rights(oob[:oobn])
 	closeAll := func() {
 		for _, fd := range fds {

@@ -47,6 +47,12 @@ func TestMain(m *testing.M) {
 		os.Exit(childWatch())
 	case "device-export":
 		os.Exit(childDeviceExport())
+	case "served-export":
+		os.Exit(childServedExport())
+	case "self-import":
+		os.Exit(childSelfImport())
+	case "impostor":
+		os.Exit(childImpostor())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(2)
@@ -393,7 +399,13 @@ func TestExporterKilledDuringImport(t *testing.T) {
 
 func newTestExporter(t *testing.T) (*Exporter, Handle) {
 	t.Helper()
-	e, err := NewExporter("", ExporterOptions{})
+	return newTestExporterWith(t, ExporterOptions{})
+}
+
+// newTestExporterWith is newTestExporter with opts.
+func newTestExporterWith(t *testing.T, opts ExporterOptions) (*Exporter, Handle) {
+	t.Helper()
+	e, err := NewExporter("", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,8 +438,16 @@ func TestRefusals(t *testing.T) {
 	}
 	otherPID := h
 	otherPID.PID++
-	if _, err := Import(ctx, e.Addr(), otherPID); !errors.Is(err, ErrUnknownBuffer) {
-		t.Errorf("handle of another pid: %v", err)
+	// The importer refuses the socket of another process than the
+	// handle's exporter before it asks; the exporter refuses the handle
+	// of another pid too.
+	if _, err := Import(ctx, e.Addr(), otherPID); !errors.Is(err, ErrUnexpectedPeer) {
+		t.Errorf("handle of another pid: %v, want ErrUnexpectedPeer", err)
+	}
+	if req, err := encodeRequest(otherPID); err != nil {
+		t.Error(err)
+	} else if code, msg := rawRequest(t, e.Addr(), req); code != CodeUnknown {
+		t.Errorf("exporter asked for a handle of another pid: %v %s, want %v", code, msg, CodeUnknown)
 	}
 	otherBoot := h
 	otherBoot.BootID[0] ^= 1

@@ -21,7 +21,15 @@ import (
 // sends notices: magic "GIRN", version (1), kind (1), 2 reserved bytes,
 // buffer id (16). The exporter closing the connection means it is gone (or
 // dropped a watcher that did not keep up): every buffer it exported must
-// be taken as revoked.
+// be taken as revoked. The CodeOK reply's size field is the keepalive
+// interval in nanoseconds: the exporter sends a keepalive notice (zero
+// buffer id) at that interval, the watcher answers each with an opAck
+// request header; either side closes a connection on which it heard
+// nothing for watchTimeoutIntervals intervals.
+//
+// A connection of a uid the exporter does not allow, or beyond its bound
+// on connections, is answered (CodeNotAllowed, CodeBusy) and closed
+// before the request is read.
 var (
 	reqMagic    = [4]byte{'G', 'I', 'R', 'Q'}
 	repMagic    = [4]byte{'G', 'I', 'R', 'P'}
@@ -32,13 +40,15 @@ const (
 	protoVersion = 1
 	opImport     = 1
 	opWatch      = 2
+	opAck        = 3 // a watcher's answer to a keepalive notice
 	reqHeaderLen = 8
 	repHeaderLen = 24
 	noticeLen    = 24
 	maxMessage   = 1024
 	maxRequest   = reqHeaderLen + handleFixedLen + MaxPCIAddressLen
 
-	noticeRevoked = 1
+	noticeRevoked   = 1
+	noticeKeepalive = 2 // the watcher answers with an opAck request header
 )
 
 // Code is the exporter's answer to an import request.
@@ -53,6 +63,7 @@ const (
 	CodeBadRequest Code = 4 // the request or the handle is malformed
 	CodeClosing    Code = 5 // the exporter is shutting down
 	CodeInternal   Code = 6 // the exporter failed to send the descriptor
+	CodeBusy       Code = 7 // the exporter serves as many connections as it allows
 )
 
 func (c Code) String() string {
@@ -71,6 +82,8 @@ func (c Code) String() string {
 		return "exporter closing"
 	case CodeInternal:
 		return "exporter error"
+	case CodeBusy:
+		return "exporter busy"
 	}
 	return fmt.Sprintf("code %d", uint8(c))
 }
@@ -84,6 +97,9 @@ var (
 	ErrBadRequest    = errors.New("ipc: bad request")
 	ErrClosing       = errors.New("ipc: exporter closing")
 	ErrExporter      = errors.New("ipc: exporter error")
+	// ErrBusy: the exporter serves as many connections (or watchers) as
+	// its options allow; try again later.
+	ErrBusy = errors.New("ipc: exporter busy")
 	// ErrExporterGone: nobody listens on the socket, or the exporter
 	// closed the connection (or died) before it answered.
 	ErrExporterGone = errors.New("ipc: exporter gone")
@@ -125,6 +141,8 @@ func (e *RefusedError) Is(target error) bool {
 		return target == ErrClosing
 	case CodeInternal:
 		return target == ErrExporter
+	case CodeBusy:
+		return target == ErrBusy
 	}
 	return false
 }
@@ -134,6 +152,13 @@ func encodeWatchRequest() []byte {
 	copy(b, reqMagic[:])
 	b[4] = protoVersion
 	b[5] = opWatch
+	return b
+}
+
+// encodeAck is a watcher's answer to a keepalive.
+func encodeAck() []byte {
+	b := encodeWatchRequest()
+	b[5] = opAck
 	return b
 }
 
@@ -186,7 +211,7 @@ func decodeNotice(b []byte) (kind byte, id [16]byte, err error) {
 	if len(b) != noticeLen || [4]byte(b[0:4]) != noticeMagic || b[4] != protoVersion || b[6] != 0 || b[7] != 0 {
 		return 0, id, fmt.Errorf("%w: bad notice (%d bytes)", ErrProtocol, len(b))
 	}
-	if b[5] != noticeRevoked {
+	if b[5] != noticeRevoked && b[5] != noticeKeepalive {
 		return 0, id, fmt.Errorf("%w: unknown notice kind %d", ErrProtocol, b[5])
 	}
 	return b[5], [16]byte(b[8:24]), nil

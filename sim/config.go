@@ -37,6 +37,14 @@ type Config struct {
 	// MEMORY REG_DMABUF_FD answers EPERM. It has no effect on the
 	// upstream flavour, which does not know the op.
 	NoPeerToPeer bool
+	// ServedMemoryLimit bounds the device memory one file opened on
+	// behalf of another process (OpenFor: a client of tools/hlsim) may
+	// hold allocated at once, so that one client of a shared server
+	// cannot make it hold the machine's memory (the simulator's DRAM is
+	// host memory): an ALLOC beyond it answers ENOMEM, as the driver does
+	// when the DRAM is exhausted. Freed memory is scrubbed and given back
+	// (dram_scrub.go). 0 means no bound but the DRAM size.
+	ServedMemoryLimit uint64
 	// Strict turns strict mode on or off (strict.go); the zero value,
 	// StrictAuto, turns it on in test binaries unless GAUDI_SIM_STRICT=0.
 	Strict StrictMode

@@ -208,7 +208,9 @@ func (c *context) resolveMapLocked(va, n uint64) (extent, *mapping, error) {
 	}
 	off := va - m.vaStart
 	n = min(n, m.size-off)
-	if m.host && c.rem != nil {
+	if m.host && c.rem != nil && m.imported == nil {
+		// A served process's memory; an imported dma-buf is the
+		// simulator's own mapping of it (import_unsafe.go).
 		return extent{kind: extentHost, rem: c.rem, addr: m.hostBase() + off, n: n}, m, nil
 	}
 	if m.host {

@@ -15,17 +15,18 @@ import (
 // file. Tests drive its state with SetState, Reset and InjectFault. A Device
 // is safe for concurrent use.
 type Device struct {
-	index    int
-	cfg      DeviceConfig
-	prof     profile
-	legacy   bool
-	driver   Driver
-	noP2P    bool // out-of-tree driver built without _HAS_PEER2PEER
-	lockPath string
-	dram     *sparseMem
-	vm       *devVM
-	dramUsed atomic.Int64  // dram_used_mem: bytes allocated (Gaudi: as users report them)
-	hazards  atomic.Uint64 // LIN_DMA packets that raced for want of an engine barrier (barrier.go)
+	index       int
+	cfg         DeviceConfig
+	prof        profile
+	legacy      bool
+	driver      Driver
+	noP2P       bool   // out-of-tree driver built without _HAS_PEER2PEER
+	servedLimit uint64 // Config.ServedMemoryLimit
+	lockPath    string
+	dram        *sparseMem
+	vm          *devVM
+	dramUsed    atomic.Int64  // dram_used_mem: bytes allocated (Gaudi: as users report them)
+	hazards     atomic.Uint64 // LIN_DMA packets that raced for want of an engine barrier (barrier.go)
 
 	mu             sync.Mutex
 	state          State
@@ -82,6 +83,7 @@ func newDevice(i int, dc DeviceConfig, cfg Config, strict bool) (*Device, error)
 		legacy:      cfg.Legacy,
 		driver:      cfg.Driver,
 		noP2P:       cfg.NoPeerToPeer,
+		servedLimit: cfg.ServedMemoryLimit,
 		lockPath:    lockPath(cfg.LockDir, dc.PCIAddress),
 		dram:        newSparseMem(dc.DRAMSize),
 		vm:          newDevVM(&prof),
@@ -195,6 +197,11 @@ func (d *Device) release(f *File) {
 	d.mu.Unlock()
 	if !compute {
 		return
+	}
+	if f.rem != nil {
+		// A served file's imports go with it (import_unsafe.go), so that
+		// an import of its own export does not hold the device.
+		f.ctx.dropImports()
 	}
 	if f.ctx.exported() {
 		d.mu.Lock()

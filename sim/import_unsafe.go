@@ -2,6 +2,7 @@ package sim
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -63,8 +64,46 @@ import (
 // the simulator keeps (a reference, as dma_buf_get takes one) and its
 // mapping of the buffer.
 type importMap struct {
-	fd  int
-	mem []byte
+	fd       int
+	mem      []byte
+	readOnly bool // the importer's descriptor was not open for writing
+}
+
+// MaxServedImports bounds the dma-bufs one file opened for another
+// process (OpenFor: a client of tools/hlsim) may have imported
+// (REG_DMABUF_FD) at once: each holds a descriptor and a mapping in the
+// server. Beyond it the import answers ENOMEM, as the driver does when
+// no host VA block is free. A served file's imports are released with
+// its last close (Device.release), so importing its own export does not
+// keep the device taken.
+const MaxServedImports = 256
+
+// importCount returns the number of imported dma-bufs mapped. c.mu must
+// not be held.
+func (c *context) importCount() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, m := range c.index {
+		if m.imported != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// dropImports unmaps every imported dma-buf, as UNMAP of each would.
+func (c *context) dropImports() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range slices.Clone(c.index) {
+		if m.imported == nil {
+			continue
+		}
+		c.remove(m)
+		c.ranges[m.rangeType].add(m.vaStart, m.vaStart+m.size-1)
+		m.imported.release()
+	}
 }
 
 // release unmaps and closes the buffer.
@@ -90,6 +129,9 @@ func (c *context) importDMABuf(fd int, length uint64) (uint64, error) {
 	if d.noP2P {
 		return 0, unix.EPERM
 	}
+	if c.rem != nil && c.importCount() >= MaxServedImports {
+		return 0, unix.ENOMEM
+	}
 	im, size, err := openImport(fd)
 	if err != nil {
 		return 0, err
@@ -108,7 +150,13 @@ func (c *context) importDMABuf(fd int, length uint64) (uint64, error) {
 		unix.Close(im.fd)
 		return 0, unix.ENOMEM
 	}
-	mem, err := unix.Mmap(im.fd, 0, int(total), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	share := unix.MAP_SHARED
+	if im.readOnly {
+		// Device writes land in pages of the simulator's own, never in
+		// the exporter's memory.
+		share = unix.MAP_PRIVATE
+	}
+	mem, err := unix.Mmap(im.fd, 0, int(total), unix.PROT_READ|unix.PROT_WRITE, share)
 	if err != nil {
 		r.add(start, start+total-1)
 		unix.Close(im.fd)
@@ -142,12 +190,24 @@ func openImport(fd int) (*importMap, uint64, error) {
 	if err != nil {
 		return nil, 0, unix.EBADF
 	}
+	// The importer's access mode: an export is opened write-only when
+	// writable and O_PATH when read-only (export.go); a descriptor opened
+	// read-only or O_PATH imports read-only.
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return nil, 0, unix.EBADF
+	}
+	readOnly := fl&unix.O_PATH != 0 || fl&unix.O_ACCMODE == unix.O_RDONLY
 	var own int
 	switch {
 	case strings.HasPrefix(link, "/memfd:"+exportName+" "), link == "/memfd:"+exportName:
-		// An export (write-only, or O_PATH when read-only): reopen the
-		// memfd for reading and writing, as the device reaches it.
-		own, err = unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
+		// An export: reopen the memfd for reading (and writing, when the
+		// importer's descriptor may write), as the device reaches it.
+		mode := unix.O_RDWR
+		if readOnly {
+			mode = unix.O_RDONLY
+		}
+		own, err = unix.Open("/proc/self/fd/"+strconv.Itoa(fd), mode|unix.O_CLOEXEC, 0)
 	case strings.HasPrefix(link, "/dmabuf:"), link == "anon_inode:dmabuf":
 		own, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	default:
@@ -163,5 +223,5 @@ func openImport(fd int) (*importMap, uint64, error) {
 			size = uint64(n)
 		}
 	}
-	return &importMap{fd: own}, size, nil
+	return &importMap{fd: own, readOnly: readOnly}, size, nil
 }

@@ -163,6 +163,9 @@ func (c *context) allocDevice(size, userPage uint64, flags uint32) (uint32, erro
 		return 0, unix.EINVAL
 	}
 	contiguous := flags&hl.HL_MEM_CONTIGUOUS != 0
+	if c.rem != nil && d.servedLimit != 0 && (total > d.servedLimit || uint64(c.dramPhysMem.Load()) > d.servedLimit-total) {
+		return 0, unix.ENOMEM // Config.ServedMemoryLimit
+	}
 	vm := d.vm
 	vm.mu.Lock()
 	var units, pages []uint64
@@ -216,8 +219,9 @@ func (c *context) freeDevice(handle uint32) error {
 	vm.mu.Lock()
 	vm.freePages(pk.allocated())
 	vm.mu.Unlock()
-	d.dram.release(d.packRuns(pk, 0, pk.total))
-	return nil
+	runs := d.packRuns(pk, 0, pk.total)
+	d.dram.release(runs)
+	return d.dram.scrub(runs) // dram_scrub.go
 }
 
 // packRuns returns the DRAM ranges behind [off, off+n) of an allocation,
@@ -522,9 +526,11 @@ func (c *context) fini() {
 	c.maps, c.index, c.exports = map[uint64]*mapping{}, nil, nil
 	c.mu.Unlock()
 	vm := d.vm
+	var freed []dramRun
 	vm.mu.Lock()
 	for id, pk := range vm.packs {
 		if pk.asid == c.asid {
+			freed = append(freed, d.packRuns(pk, 0, pk.total)...)
 			d.dramUsed.Add(-int64(pk.total))
 			delete(vm.packs, id)
 			vm.handles.remove(id)
@@ -534,6 +540,9 @@ func (c *context) fini() {
 	vm.mu.Unlock()
 	if !d.prof.dramVirtual {
 		d.dramUsed.Store(0)
+		// Gaudi addresses DRAM physically: the context had all of it.
+		freed = []dramRun{{0, d.prof.dramSize}}
 	}
 	d.dram.releaseAll()
+	d.dram.scrub(freed) // dram_scrub.go
 }

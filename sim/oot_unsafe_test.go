@@ -332,29 +332,38 @@ func regDMABuf(f *File, fd int, length uint64) (hl.MemArgs, error) {
 	return a, err
 }
 
-func TestRegDMABufFD(t *testing.T) {
+// exportPair opens two devices of an out-of-tree system (memfd exports),
+// fills n bytes of device memory of the first with random bytes of seed
+// and exports them with flags: exp, imp, the exported range's address,
+// its bytes and the export's descriptor, which the test closes.
+func exportPair(t *testing.T, n uint64, seed uint64, flags uint32) (s *System, exp, imp *File, va uint64, want []byte, fd int) {
+	t.Helper()
 	memfdExports(t)
-	s := ootSystem(t, Gaudi2, 2)
+	s = ootSystem(t, Gaudi2, 2)
 	exp, err := s.Device(0).Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer exp.Close()
-	imp, err := s.Device(1).Open()
+	t.Cleanup(func() { exp.Close() })
+	imp, err = s.Device(1).Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer imp.Close()
-
-	const n = 1 << 20
-	va := deviceBuf(t, exp, n)
-	want := make([]byte, n)
-	fillRandom(want, 5)
+	va = deviceBuf(t, exp, n)
+	want = make([]byte, n)
+	fillRandom(want, seed)
 	dramPut(t, exp, va, want)
-	fd, err := memExport(exp, va, n, 0, exportFlags)
+	fd, err = memExport(exp, va, n, 0, flags)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, exp, imp, va, want, fd
+}
+
+func TestRegDMABufFD(t *testing.T) {
+	const n = 1 << 20
+	s, exp, imp, va, want, fd := exportPair(t, n, 5, exportFlags)
+	defer func() { imp.Close() }()
 	defer unix.Close(fd)
 
 	fds := countFDs(t)

@@ -53,12 +53,39 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte) int32 {
 		copy(out, buf)
 		return -int32(errnoOf(err))
 	}
+	if cmd == hl.DRM_IOCTL_HL_MEMORY && size >= int(unsafe.Sizeof(hl.MemRegDmabufFDArgs{})) &&
+		(*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_REG_DMABUF_FD && !of.ctl {
+		err := s.regDMABuf(of, cmd, (*hl.MemRegDmabufFDArgs)(arg))
+		copy(out, buf)
+		return -int32(errnoOf(err))
+	}
 	err := of.f.Ioctl(uint(cmd), arg)
 	if export && err == nil {
 		err = s.exported(of, (*hl.MemArgs)(arg).Out())
 	}
 	copy(out, buf)
 	return -int32(errnoOf(err))
+}
+
+// regDMABuf runs MEMORY REG_DMABUF_FD with the client's descriptor: the
+// number in the argument is the client's, so the server takes a duplicate
+// of that descriptor from the client (pidfd_getfd, as for
+// REGISTER_EVENTFD), never a number of its own table; the duplicate shares
+// the client's open file, so its access mode (a read-only export imports
+// read-only) is the client's. A number the client does not have is EBADF,
+// as dma_buf_get answers. The simulator keeps its own reference and
+// bounds the imports per file (sim.MaxServedImports).
+func (s *server) regDMABuf(of *openFile, cmd uint32, a *hl.MemRegDmabufFDArgs) error {
+	theirs := a.FD
+	mine, err := s.clientFD(of, int(int32(theirs)))
+	if err != nil {
+		a.FD = theirs
+		return err
+	}
+	a.FD = uint64(mine)
+	err = of.f.Ioctl(uint(cmd), unsafe.Pointer(a))
+	unix.Close(mine)
+	return err
 }
 
 // hello answers hlsimproto.Hello: the client knows the protocol and can

@@ -117,7 +117,21 @@ func simConfig(spec string) (sim.Config, error) {
 	if spec != "" {
 		os.Setenv("GAUDI_SIM", spec)
 	}
-	return sim.FromEnv()
+	cfg, err := sim.FromEnv()
+	cfg.ServedMemoryLimit = clientMemoryLimit()
+	return cfg, err
+}
+
+// clientMemoryLimit is the device memory one client file may hold
+// allocated (sim.Config.ServedMemoryLimit): a quarter of the machine's
+// memory, since the simulated DRAM is the server's host memory; 0 (no
+// bound) when the machine's memory is unknown.
+func clientMemoryLimit() uint64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit) / 4
 }
 
 func serveCmd(args []string, stdout, stderr io.Writer) error {

@@ -1,0 +1,334 @@
+package ipc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// childImpostor listens on $ADDR, as an impostor that took over the
+// socket name of an exporter that exited, and answers every import with
+// its own memfd of the handle's size starting with "EVIL", and every
+// watch with an acceptance. It prints READY and serves until stdin closes.
+func childImpostor() int {
+	h, err := ParseHandle(os.Getenv("HANDLE"))
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	fd, err := unix.MemfdCreate("evil", unix.MFD_CLOEXEC)
+	if err == nil {
+		err = unix.Ftruncate(fd, int64(h.Size))
+	}
+	if err == nil {
+		_, err = unix.Pwrite(fd, []byte("EVIL"), 0)
+	}
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: os.Getenv("ADDR"), Net: "unixpacket"})
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	go func() {
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			go func() {
+				buf := make([]byte, maxRequest+1)
+				n, err := c.Read(buf)
+				if err != nil {
+					c.Close()
+					return
+				}
+				op, _, _ := decodeRequest(buf[:n])
+				if op == opWatch {
+					c.Write(encodeReply(CodeOK, 0, 0, ""))
+					return // kept open: the watcher hears nothing more
+				}
+				c.WriteMsgUnix(encodeReply(CodeOK, h.Size, h.Offset, ""), unix.UnixRights(fd), nil)
+				c.Close()
+			}()
+		}
+	}()
+	fmt.Println("READY")
+	io.Copy(io.Discard, os.Stdin)
+	ln.Close()
+	return 0
+}
+
+// TestImpostorRefused: the exporter exits, a process of another uid binds
+// the same abstract socket name and hands out its own descriptor. Import,
+// Watch and a Cache must refuse it: the socket is not the handle's
+// exporter (another pid, a uid the importer does not allow).
+func TestImpostorRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the impostor as another uid (nobody)")
+	}
+	bin := copyForNobody(t)
+	addr := abstractAddr(t)
+	exp := startChild(t, selfExe(t), []string{childEnv + "=export", "ADDR=" + addr}, nil)
+	hs, ok := strings.CutPrefix(exp.line(t), "HANDLE ")
+	if !ok {
+		t.Fatal("no handle from the exporter")
+	}
+	h, err := ParseHandle(hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp.stdin.Close()
+	exp.cmd.Wait()
+
+	const nobody = 65534
+	imp := startChild(t, bin, []string{childEnv + "=impostor", "ADDR=" + addr, "HANDLE=" + h.String()},
+		&syscall.Credential{Uid: nobody, Gid: nobody})
+	if l := imp.line(t); l != "READY" {
+		t.Fatalf("impostor: %s", l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	im, err := Import(ctx, addr, h)
+	if err == nil {
+		b := make([]byte, 4)
+		im.File.ReadAt(b, 0)
+		im.Close()
+		t.Fatalf("Import from an impostor of uid %d succeeded; the memory reads %q", nobody, b)
+	}
+	if !errors.Is(err, ErrUnexpectedPeer) {
+		t.Fatalf("Import from an impostor: %v, want ErrUnexpectedPeer", err)
+	}
+	t.Log(err)
+
+	w, err := Watch(ctx, addr)
+	if err == nil {
+		w.Close()
+		t.Fatal("Watch of an impostor succeeded")
+	}
+	if !errors.Is(err, ErrUnexpectedPeer) {
+		t.Errorf("Watch of an impostor: %v, want ErrUnexpectedPeer", err)
+	}
+
+	c := NewCache(4)
+	defer c.Close()
+	ci, err := c.Get(ctx, addr, h)
+	if err == nil {
+		ci.Release()
+		t.Fatal("Cache.Get from an impostor succeeded")
+	}
+	if !errors.Is(err, ErrUnexpectedPeer) {
+		t.Errorf("Cache.Get from an impostor: %v, want ErrUnexpectedPeer", err)
+	}
+}
+
+// TestImpostorSameUIDOtherPID: an impostor of an allowed uid (this test's
+// own) that is not the handle's exporter is refused for its pid.
+func TestImpostorSameUIDOtherPID(t *testing.T) {
+	e, h := newTestExporter(t)
+	addr := abstractAddr(t)
+	// A handle as if this process had exported it on addr, served by a
+	// child (same uid, another pid).
+	imp := startChild(t, selfExe(t), []string{childEnv + "=impostor", "ADDR=" + addr, "HANDLE=" + h.String()}, nil)
+	if l := imp.line(t); l != "READY" {
+		t.Fatalf("impostor: %s", l)
+	}
+	_ = e
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	im, err := Import(ctx, addr, h)
+	if err == nil {
+		im.Close()
+		t.Fatal("Import from another process than the handle's exporter succeeded")
+	}
+	if !errors.Is(err, ErrUnexpectedPeer) {
+		t.Fatalf("Import from another pid: %v, want ErrUnexpectedPeer", err)
+	}
+	other := h
+	other.PIDNamespace++
+	if _, err := Import(ctx, e.Addr(), other); !errors.Is(err, ErrOtherNamespace) {
+		t.Errorf("Import of a handle of another pid namespace: %v, want ErrOtherNamespace", err)
+	}
+}
+
+// readReply reads one answer of the exporter on c, which sent nothing.
+func readReply(c *net.UnixConn) (Code, error) {
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, repHeaderLen+maxMessage)
+	n, err := c.Read(buf)
+	if err != nil {
+		return 0, err
+	}
+	code, _, _, _, err := decodeReply(buf[:n])
+	return code, err
+}
+
+// TestDisallowedUIDCostsNothing: connections of a uid the exporter does
+// not allow are answered at once, before any request, and closed; they
+// hold no handler while they stay silent.
+func TestDisallowedUIDCostsNothing(t *testing.T) {
+	e, err := NewExporter("", ExporterOptions{AllowUIDs: []uint32{uint32(os.Geteuid()) + 1}, RequestTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const conns = 300
+	var cs []*net.UnixConn
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	for i := range conns {
+		nc, err := net.Dial("unixpacket", e.Addr())
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		cs = append(cs, nc.(*net.UnixConn))
+	}
+	for i, c := range cs {
+		code, err := readReply(c)
+		if err != nil {
+			t.Fatalf("connection %d of a disallowed uid, silent: %v, want an immediate not-allowed answer", i, err)
+		}
+		if code != CodeNotAllowed {
+			t.Fatalf("connection %d: %v, want %v", i, code, CodeNotAllowed)
+		}
+	}
+	if n := e.handlers(); n != 0 {
+		t.Errorf("%d handlers run for %d silent connections of a disallowed uid", n, conns)
+	}
+}
+
+// TestConnectionsBounded: an allowed peer that opens connections and
+// stays silent holds at most MaxConnections handlers; the next connection
+// is told the exporter is busy, and an import succeeds again once they
+// close.
+func TestConnectionsBounded(t *testing.T) {
+	e, h := newTestExporterWith(t, ExporterOptions{RequestTimeout: time.Minute})
+	var cs []*net.UnixConn
+	closeAll := func() {
+		for _, c := range cs {
+			c.Close()
+		}
+		cs = nil
+	}
+	defer closeAll()
+	for i := range DefaultMaxConnections {
+		nc, err := net.Dial("unixpacket", e.Addr())
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		cs = append(cs, nc.(*net.UnixConn))
+	}
+	nc, err := net.Dial("unixpacket", e.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	code, err := readReply(nc.(*net.UnixConn))
+	if err != nil || code != CodeBusy {
+		t.Fatalf("connection beyond %d silent ones: %v %v, want %v", DefaultMaxConnections, code, err, CodeBusy)
+	}
+	if n := e.handlers(); n > DefaultMaxConnections {
+		t.Errorf("%d handlers, bound %d", n, DefaultMaxConnections)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := Import(ctx, e.Addr(), h); !errors.Is(err, ErrBusy) {
+		t.Errorf("import while busy: %v, want ErrBusy", err)
+	}
+	closeAll()
+	for e.handlers() != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("handlers of closed connections never ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	im, err := Import(ctx, e.Addr(), h)
+	if err != nil {
+		t.Fatalf("import after the silent connections closed: %v", err)
+	}
+	im.Close()
+}
+
+// TestSilentWatcherTimesOut: a watch connection whose importer stops
+// answering the exporter's keepalives is closed by the exporter.
+func TestSilentWatcherTimesOut(t *testing.T) {
+	e, err := NewExporter("", ExporterOptions{WatchKeepalive: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c, err := net.Dial("unixpacket", e.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(encodeWatchRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := readReply(c.(*net.UnixConn)); err != nil || code != CodeOK {
+		t.Fatalf("watch: %v %v", code, err)
+	}
+	// Read (so the exporter's writes never block) but never answer.
+	buf := make([]byte, 64)
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	for {
+		n, err := c.Read(buf)
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	if n := e.Watchers(); n != 0 {
+		t.Fatalf("%d watchers after the connection ended", n)
+	}
+}
+
+// TestWatchOfSilentExporterTimesOut: a Watcher whose exporter stops
+// sending keepalives ends with ErrExporterGone.
+func TestWatchOfSilentExporterTimesOut(t *testing.T) {
+	addr := abstractAddr(t)
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: addr, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Read(make([]byte, 64))
+		// Accept with a keepalive of 20 ms, then say nothing more.
+		c.Write(encodeReply(CodeOK, uint64(20*time.Millisecond), 0, ""))
+		c.SetReadDeadline(time.Now().Add(time.Minute))
+		io.Copy(io.Discard, c)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := Watch(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Next(ctx); !errors.Is(err, ErrExporterGone) {
+		t.Fatalf("watch of an exporter that went silent: %v, want ErrExporterGone", err)
+	}
+}
+
+var _ = bytes.Equal
