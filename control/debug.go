@@ -11,7 +11,8 @@ import (
 
 // The DEBUG ioctl configures the CoreSight trace and profiling hardware.
 // The device must be in debug mode (SetDebugMode) for any configuration;
-// the driver answers EFAULT otherwise, and EFAULT also when debug mode is
+// the driver answers EFAULT otherwise (the out-of-tree driver EPERM,
+// hl_debug_op_requires_debug), and EFAULT also when debug mode is
 // entered twice or left while off. Only one context can hold debug mode;
 // the driver leaves it when that context ends. Component indexes are the
 // ASIC's CoreSight component numbers (gaudi2_coresight.h in the driver);
