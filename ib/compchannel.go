@@ -166,21 +166,15 @@ func (ch *CompChannel) interrupt() {
 // Close closes the channel's descriptor; a wait in progress returns
 // ErrClosed. Closing twice does nothing.
 func (ch *CompChannel) Close() error {
-	ch.mu.Lock()
-	if ch.closed {
-		ch.mu.Unlock()
-		return nil
-	}
-	ch.closed = true
-	ch.mu.Unlock()
 	c := ch.c
 	c.mu.Lock()
 	delete(c.channels, ch)
 	c.mu.Unlock()
-	return ch.f.Close()
+	return ch.abandon()
 }
 
-// abandon closes the descriptor for a closing Context.
+// abandon closes the descriptor once: for Close, and for a closing
+// Context (which has already forgotten its channels).
 func (ch *CompChannel) abandon() error {
 	ch.mu.Lock()
 	if ch.closed {
