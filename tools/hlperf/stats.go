@@ -3,19 +3,18 @@ package main
 import (
 	"slices"
 	"time"
+
+	"github.com/gaudi-go/gaudi/tools/internal/stats"
 )
 
 // minP99Samples is the fewest samples a 99th percentile is reported for:
 // below 100, the nearest rank of the 99th percentile is the maximum.
-const minP99Samples = 100
+var minP99Samples = stats.MinSamples(99)
 
 // percentile returns the p-th percentile (0 < p <= 100) of sorted by the
-// nearest-rank method: the smallest sample that at least p percent of
-// the samples are less than or equal to, sorted[ceil(p/100·n) - 1].
+// nearest-rank method every command shares (tools/internal/stats).
 func percentile(sorted []time.Duration, p int) time.Duration {
-	n := len(sorted)
-	rank := (p*n + 99) / 100 // ceil(p·n/100)
-	return sorted[max(rank, 1)-1]
+	return stats.NearestRank(sorted, p)
 }
 
 // summary describes the latency samples of one point.

@@ -4,21 +4,68 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/gaudi-go/gaudi/tools/internal/stats"
 )
 
+// exactSamples is how many samples a latencyHist keeps as they are: up to
+// it, its percentiles are exact by nearest rank (tools/internal/stats, as
+// hlperf reports them); beyond it they are estimated from the buckets.
+const exactSamples = 4096
+
 // latencyHist is a log-linear histogram of durations: exact below 8 ns,
-// then every power of two split into 8 buckets, so a percentile is off
-// by at most 12.5%. It is small, fixed-size and needs no sorting. Not
-// safe for concurrent use.
+// then every power of two split into 8 buckets, so an estimated
+// percentile is off by at most 12.5%. It also keeps the first
+// exactSamples samples, from which percentiles are exact. Not safe for
+// concurrent use.
 type latencyHist struct {
 	counts   [8 * 62]uint64
 	pow2us   [64]uint64 // row 0: under 1µs; row p > 0: [2^(p-1), 2^p) µs
+	exact    []uint64   // every sample while n <= exactSamples, then nil
 	n        uint64
 	sum      uint64
 	min, max uint64
 }
+
+// A percentile is one percentile of a latencyHist as a report shows it.
+type percentile struct {
+	D time.Duration
+	// OK is false when there are too few samples for it
+	// (stats.MinSamples): the report shows "-", never the maximum under
+	// the percentile's name.
+	OK bool
+	// Estimated is true when it comes from the buckets (more than
+	// exactSamples samples): within 12.5% of the exact value.
+	Estimated bool
+}
+
+// String prints the percentile for a text report: "-" when there are
+// too few samples, a leading "~" when it is an estimate.
+func (p percentile) String() string {
+	switch {
+	case !p.OK:
+		return "-"
+	case p.Estimated:
+		return "~" + formatDuration(p.D)
+	}
+	return formatDuration(p.D)
+}
+
+// ns returns the percentile in nanoseconds for JSON, nil (the key left
+// out) when there are too few samples.
+func (p percentile) ns() *int64 {
+	if !p.OK {
+		return nil
+	}
+	v := int64(p.D)
+	return &v
+}
+
+// percentileNote is the line a text report prints under its percentiles.
+const percentileNote = "percentiles by nearest rank; - too few samples (P90 needs 10, P99 100); ~ estimated from a histogram (within 12.5%) beyond 4096 samples"
 
 const histSub = 8 // buckets per power of two
 
@@ -50,15 +97,35 @@ func (h *latencyHist) add(d time.Duration) {
 	h.max = max(h.max, v)
 	h.n++
 	h.sum += v
+	if h.n <= exactSamples {
+		h.exact = append(h.exact, v)
+	} else {
+		h.exact = nil
+	}
 }
 
-// quantile returns the q-quantile (0 < q <= 1): the middle of the bucket
-// holding it, clamped to the observed range.
+// percentile returns the p-th percentile (0 < p <= 100): exact by
+// nearest rank while every sample is kept, estimated from the buckets
+// after that.
+func (h *latencyHist) percentile(p int) percentile {
+	if h.n == 0 || h.n < uint64(stats.MinSamples(p)) {
+		return percentile{}
+	}
+	if h.exact != nil {
+		sorted := slices.Sorted(slices.Values(h.exact))
+		return percentile{D: time.Duration(stats.NearestRank(sorted, p)), OK: true}
+	}
+	return percentile{D: h.quantile(float64(p) / 100), OK: true, Estimated: true}
+}
+
+// quantile estimates the q-quantile (0 < q <= 1) from the buckets: the
+// middle of the bucket holding its nearest rank, clamped to the observed
+// range.
 func (h *latencyHist) quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(h.n) + 0.5)
+	rank := uint64(q*float64(h.n) + 0.999999)
 	rank = min(max(rank, 1), h.n)
 	var seen uint64
 	for b, c := range h.counts {

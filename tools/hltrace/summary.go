@@ -54,7 +54,11 @@ func (s *summary) keys() []summaryKey {
 	return keys
 }
 
+// errnoList prints a row's errors as NAME:count, or 0 when it has none.
 func errnoList(m map[unix.Errno]uint64) string {
+	if len(m) == 0 {
+		return "0"
+	}
 	var parts []string
 	for errno, n := range m {
 		parts = append(parts, fmt.Sprintf("%s:%d", errnoName(errno), n))
@@ -69,8 +73,11 @@ func (s *summary) writeText(w io.Writer) {
 		r := s.rows[k]
 		h := &r.hist
 		fmt.Fprintf(w, "%-30s %-24s %9d %9s %9s %9s %9s  %s\n", k.Call, k.Op, r.count,
-			formatDuration(h.quantile(0.50)), formatDuration(h.quantile(0.90)), formatDuration(h.quantile(0.99)),
+			h.percentile(50), h.percentile(90), h.percentile(99),
 			formatDuration(time.Duration(h.max)), errnoList(r.errnos))
+	}
+	if len(s.rows) > 0 {
+		fmt.Fprintln(w, percentileNote)
 	}
 }
 
@@ -80,11 +87,14 @@ type jsonSummaryRow struct {
 	Op     string            `json:"op,omitempty"`
 	Count  uint64            `json:"count"`
 	Errors map[string]uint64 `json:"errors,omitempty"`
-	P50Ns  int64             `json:"p50_ns"`
-	P90Ns  int64             `json:"p90_ns"`
-	P99Ns  int64             `json:"p99_ns"`
-	MaxNs  int64             `json:"max_ns"`
-	MeanNs int64             `json:"mean_ns"`
+	// The percentiles are left out when there are too few samples for
+	// them; Estimated says they come from the histogram.
+	P50Ns     *int64 `json:"p50_ns,omitempty"`
+	P90Ns     *int64 `json:"p90_ns,omitempty"`
+	P99Ns     *int64 `json:"p99_ns,omitempty"`
+	Estimated bool   `json:"percentiles_estimated,omitempty"`
+	MaxNs     int64  `json:"max_ns"`
+	MeanNs    int64  `json:"mean_ns"`
 }
 
 func (s *summary) json() []jsonSummaryRow {
@@ -92,8 +102,9 @@ func (s *summary) json() []jsonSummaryRow {
 	for _, k := range s.keys() {
 		r := s.rows[k]
 		h := &r.hist
+		p50 := h.percentile(50)
 		j := jsonSummaryRow{Type: "summary", Call: k.Call, Op: k.Op, Count: r.count,
-			P50Ns: int64(h.quantile(0.5)), P90Ns: int64(h.quantile(0.9)), P99Ns: int64(h.quantile(0.99)),
+			P50Ns: p50.ns(), P90Ns: h.percentile(90).ns(), P99Ns: h.percentile(99).ns(), Estimated: p50.Estimated,
 			MaxNs: int64(h.max), MeanNs: int64(h.mean())}
 		if len(r.errnos) > 0 {
 			j.Errors = map[string]uint64{}

@@ -187,8 +187,8 @@ func (v *transferView) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  outstanding: pid %d %s fd=%d seq=%d chunks=%d waits=%d\n", k.PID, p.comm, k.FD, k.Seq, p.chunks, p.waits)
 	}
 	if v.completed > 0 {
-		fmt.Fprintf(w, "submit-to-completion p50 %s p90 %s p99 %s\n",
-			formatDuration(v.hist.quantile(0.5)), formatDuration(v.hist.quantile(0.9)), formatDuration(v.hist.quantile(0.99)))
+		fmt.Fprintf(w, "submit-to-completion p50 %s p90 %s p99 %s (%s)\n",
+			v.hist.percentile(50), v.hist.percentile(90), v.hist.percentile(99), percentileNote)
 	}
 	v.hist.write(w, "submit-to-completion latency")
 }
@@ -199,9 +199,10 @@ type jsonTransferSummary struct {
 	Aborted     uint64   `json:"aborted"`
 	Unmatched   uint64   `json:"unmatched_waits"`
 	Outstanding []csKey  `json:"outstanding"`
-	P50Ns       int64    `json:"p50_ns"`
-	P90Ns       int64    `json:"p90_ns"`
-	P99Ns       int64    `json:"p99_ns"`
+	P50Ns       *int64   `json:"p50_ns,omitempty"` // left out, as P90 and P99, when there are too few samples
+	P90Ns       *int64   `json:"p90_ns,omitempty"`
+	P99Ns       *int64   `json:"p99_ns,omitempty"`
+	Estimated   bool     `json:"percentiles_estimated,omitempty"`
 	MaxNs       int64    `json:"max_ns"`
 	Buckets     []bucket `json:"buckets,omitempty"`
 }
@@ -213,8 +214,8 @@ type bucket struct {
 
 func (v *transferView) json() jsonTransferSummary {
 	j := jsonTransferSummary{Type: "transfers", Completed: v.completed, Aborted: v.aborted, Unmatched: v.unmatched,
-		Outstanding: v.outstanding(), P50Ns: int64(v.hist.quantile(0.5)), P90Ns: int64(v.hist.quantile(0.9)),
-		P99Ns: int64(v.hist.quantile(0.99)), MaxNs: int64(v.hist.max)}
+		Outstanding: v.outstanding(), P50Ns: v.hist.percentile(50).ns(), P90Ns: v.hist.percentile(90).ns(),
+		P99Ns: v.hist.percentile(99).ns(), Estimated: v.hist.percentile(50).Estimated, MaxNs: int64(v.hist.max)}
 	for b, c := range v.hist.counts {
 		if c > 0 {
 			j.Buckets = append(j.Buckets, bucket{LowNs: histLow(b), Count: c})
