@@ -115,7 +115,7 @@ func TestGaudi3Striping(t *testing.T) {
 func TestGaudi3Packets(t *testing.T) {
 	r := newRig(t, sim.Gaudi3, Options{Streams: 1})
 	h, _ := r.m.AllocHost(8192, memory.HostOptions{})
-	buf, _ := r.m.Alloc(8192, memory.AllocOptions{})
+	buf, _ := r.m.Alloc(3*4096, memory.AllocOptions{})
 	ctx := context.Background()
 	if err := r.e.CopyToDevice(ctx, buf.Range(0, 4096), h.Range(0, 4096)); err != nil {
 		t.Fatal(err)
@@ -124,6 +124,9 @@ func TestGaudi3Packets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := r.e.Memset(ctx, buf.Range(4096, 4096), 0x0102030405060708); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.CopyOnDevice(ctx, buf.Range(8192, 4096), buf.Range(0, 4096)); err != nil {
 		t.Fatal(err)
 	}
 	var got []packet.Packet
@@ -135,16 +138,20 @@ func TestGaudi3Packets(t *testing.T) {
 	}); err != nil && len(got) < 3 {
 		t.Fatalf("walking the ring: %v", err)
 	}
-	if len(got) < 3 {
-		t.Fatalf("%d packets in the ring, want 3", len(got))
+	if len(got) < 4 {
+		t.Fatalf("%d packets in the ring, want 4", len(got))
 	}
+	// The direction bit is set for host-to-device transfers only, as
+	// Habana's Gaudi3 tests set it (hl-thunk's gaudi3_is_pdma_direction_down:
+	// host to DRAM or SRAM); a fill and a device-to-device copy leave it clear.
 	want := []struct {
 		dst, src  uint64
 		h2d, fill bool
 	}{
 		{buf.VA(), h.VA(), true, false},
 		{h.VA() + 4096, buf.VA(), false, false},
-		{buf.VA() + 4096, 0x0102030405060708, true, true},
+		{buf.VA() + 4096, 0x0102030405060708, false, true},
+		{buf.VA() + 8192, buf.VA(), false, false},
 	}
 	for i, w := range want {
 		l, ok := got[i].(packet.LinPDMA)
@@ -161,8 +168,8 @@ func TestGaudi3Packets(t *testing.T) {
 		irq != uint32(r.d.HWIPInfo().FirstUserInterrupt) || db != g3.D0_PCIE_MSIX_BASE {
 		t.Errorf("completion queue: CH_CFG %#x, interrupt %d to %#x; want 0x7, %d to the MSI-X doorbell", cfg, irq, db, r.d.HWIPInfo().FirstUserInterrupt)
 	}
-	if n, pi := c.Completed(), ld(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI); n != 3 || pi != 3 {
-		t.Errorf("counter %d, ECMPLTN_Q_BASE_PI %d; want 3 jobs", n, pi)
+	if n, pi := c.Completed(), ld(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI); n != 4 || pi != 4 {
+		t.Errorf("counter %d, ECMPLTN_Q_BASE_PI %d; want 4 jobs", n, pi)
 	}
 }
 

@@ -165,7 +165,11 @@ func (b *Batch) encodePQM(jobs []*job, store []job) ([]*job, error) {
 				j = nil
 				continue
 			}
-			p := packet.LinPDMA{Src: src, Dst: dst, Size: n, Memset: o.memset, HostToDevice: o.dir != DeviceToHost}
+			// The direction bit means "down", host to device: Habana's
+			// Gaudi3 tests set it for host to DRAM or SRAM only
+			// (hl-thunk, gaudi3_is_pdma_direction_down), so fills and
+			// device-to-device copies leave it clear.
+			p := packet.LinPDMA{Src: src, Dst: dst, Size: n, Memset: o.memset, HostToDevice: o.dir == HostToDevice}
 			p.EngineBarrier = j.flight.admit(o.memset, src, dst, uint64(n))
 			return j.pj.Add(p)
 		}
