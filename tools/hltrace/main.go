@@ -341,6 +341,20 @@ func run(cfg *config, stdin *os.File, stdout, stderr io.Writer) int {
 		defer f.Close() // again after the Close below: harmless
 	}
 
+	// -p holds the process by a pidfd from here on: a pid that names no
+	// process is refused now rather than traced for the whole duration,
+	// and the trace ends when the process exits.
+	var gone <-chan struct{}
+	if cfg.opts.PID != 0 {
+		w, err := watchPID(cfg.opts.PID)
+		if err != nil {
+			fmt.Fprintf(stderr, "hltrace: -p %d: %v\n", cfg.opts.PID, err)
+			return failed
+		}
+		defer w.close()
+		gone = w.gone
+	}
+
 	cfg.opts.Follow = cfg.argv != nil
 	t, err := Open(cfg.opts)
 	if err != nil {
@@ -384,7 +398,14 @@ func run(cfg *config, stdin *os.File, stdout, stderr io.Writer) int {
 
 	p := newPrinter(w, cfg.out, t.Wall)
 	start := time.Now()
-	err = trace(t, p, cfg.duration, cmd, sigs)
+	err = trace(t, p, cfg.duration, cmd, gone, sigs)
+	if gone != nil {
+		select {
+		case <-gone:
+			fmt.Fprintf(stderr, "hltrace: process %d exited; stopped tracing\n", cfg.opts.PID)
+		default:
+		}
+	}
 	if err == nil {
 		err = report(t, p, stderr, cfg, cmd, time.Since(start))
 	}
@@ -437,14 +458,14 @@ func (o *Options) who() string {
 }
 
 // trace reads events into p until a signal on sigs (without a command),
-// the command's exit or dur ends it. With a command, the signals are
+// the command's exit, the -p process's exit (gone) or dur ends it. With a command, the signals are
 // passed on to it while it runs, and do not stop the trace.
-func trace(t *Tracer, p *printer, dur time.Duration, cmd *command, sigs <-chan os.Signal) error {
+func trace(t *Tracer, p *printer, dur time.Duration, cmd *command, gone <-chan struct{}, sigs <-chan os.Signal) error {
 	var timeout <-chan time.Time
 	if dur > 0 {
 		timeout = time.After(dur)
 	}
-	var exited <-chan struct{}
+	exited := gone
 	if cmd != nil {
 		exited = cmd.done
 		go func() {
@@ -541,6 +562,11 @@ func report(t *Tracer, p *printer, stderr io.Writer, cfg *config, cmd *command, 
 	}
 	if err := p.finish(c); err != nil {
 		return err
+	}
+	if hint := p.asicHint(); hint != "" {
+		for _, l := range wrapWords(hint, bannerWidth) {
+			fmt.Fprintf(stderr, "hltrace: %s\n", l)
+		}
 	}
 	var who string
 	if cmd != nil {

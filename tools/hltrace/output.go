@@ -75,6 +75,21 @@ type printer struct {
 	calls   uint64 // events seen
 	ioctls  uint64 // of which ioctls
 	matched uint64 // events that passed the filters
+	// unnamed counts the CS and MEMORY calls on devices whose ASIC
+	// nothing identified, printed with raw queue, engine and block
+	// numbers (asicHint says what to do about it).
+	unnamed uint64
+}
+
+// asicHint returns the line that tells the user how to get names for the
+// raw queue numbers in the trace, or "" when every CS was named.
+func (p *printer) asicHint() string {
+	if p.unnamed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d command submission(s) show raw queue and engine numbers: nothing told hltrace the device's ASIC "+
+		"(it reads it from the program's INFO HW_IP_INFO call, which a program makes when it opens the device, before -p or -c attached, "+
+		"or from sysfs); pass -asic gaudi, gaudi2 or gaudi3 to name them", p.unnamed)
 }
 
 func newPrinter(w io.Writer, opts outputOptions, wall func(uint64) time.Time) *printer {
@@ -112,6 +127,9 @@ func (p *printer) event(e *Event) error {
 	switch e.Call() {
 	case bpfCallCALL_HL_CS:
 		e.asic = p.asics.ofCall(e, e.CS().Rdev)
+		if e.asic == device.ASICUnknown {
+			p.unnamed++
+		}
 	case bpfCallCALL_HL_MEMORY:
 		e.asic = p.asics.ofCall(e, e.Mem().Rdev)
 	}

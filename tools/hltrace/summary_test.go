@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"github.com/google/go-cmp/cmp"
 )
@@ -84,5 +85,34 @@ func TestSummaryJSONLeavesOutPercentiles(t *testing.T) {
 	out := buf.String()
 	if !strings.Contains(out, `"p50_ns":1000`) || regexp.MustCompile(`"p9[09]_ns"`).MatchString(out) {
 		t.Errorf("JSON summary of 2 samples: want p50_ns and no p90_ns/p99_ns:\n%s", out)
+	}
+}
+
+// TestASICHint: a trace whose CSs show raw queue numbers, because no INFO
+// answer or sysfs named the device's ASIC (hltrace attached with -p or -c
+// after the program opened the device), ends with a hint to pass -asic;
+// with -asic, or when the ASIC is known, there is none.
+func TestASICHint(t *testing.T) {
+	cs := func() *Event {
+		return synth(bpfCallCALL_HL_CS, hl.DRM_IOCTL_HL_CS, 0, 0, 1000, &bpfCsBody{NumExecute: 1, Seq: 1})
+	}
+	wall := func(ns uint64) time.Time { return t0.Add(time.Duration(ns)) }
+	for _, tc := range []struct {
+		name string
+		opts outputOptions
+		want string
+	}{
+		{"unknown ASIC", outputOptions{SysFS: t.TempDir()}, "1 command submission(s) show raw queue and engine numbers"},
+		{"-asic given", outputOptions{SysFS: t.TempDir(), ASIC: device.Gaudi2}, ""},
+	} {
+		var buf bytes.Buffer
+		p := newPrinter(&buf, tc.opts, wall)
+		if err := p.event(cs()); err != nil {
+			t.Fatal(err)
+		}
+		got := p.asicHint()
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) || (got != "" && !strings.Contains(got, "-asic gaudi, gaudi2 or gaudi3")) {
+			t.Errorf("%s: hint %q, want one containing %q and naming -asic (none when want is empty)", tc.name, got, tc.want)
+		}
 	}
 }
