@@ -72,6 +72,10 @@ type bpfConfig struct {
 	FuncRegOff  [3]uint32
 	RetRegOff   uint32
 	WakeupBytes uint32
+	Nfile       uint32
+	FileDev     [16]uint32
+	_           [4]byte
+	FileIno     [16]uint64
 }
 
 type bpfConfigFlag uint32
@@ -160,6 +164,7 @@ type bpfEventFlag uint32
 const (
 	bpfEventFlagEVF_ENTER_FAULT bpfEventFlag = 1
 	bpfEventFlagEVF_EXIT_FAULT  bpfEventFlag = 2
+	bpfEventFlagEVF_CHECK_FILE  bpfEventFlag = 4
 )
 
 type bpfEventHdr struct {

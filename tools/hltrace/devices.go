@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,9 +24,23 @@ import (
 // without a system call, so hltrace has nothing to see.
 var ErrSimulated = errors.New("hltrace sees only the kernel's devices, and a program on the simulator makes no system call for its device")
 
-// sysfsRoot is where resolveDevices reads sysfs; tests point it at a
-// fixture tree.
-var sysfsRoot = "/"
+// sysfsRoot is where resolveDevices reads sysfs: "" for the machine's,
+// which is the tree of served devices GAUDI_ROOT names when it is set
+// (device.RootEnv), as for every command of this module; tests point it
+// at a fixture tree.
+var sysfsRoot = ""
+
+// effectiveRoot returns the directory that holds the sys/ tree
+// resolveDevices reads for root.
+func effectiveRoot(root string) string {
+	if root != "" {
+		return root
+	}
+	if r := os.Getenv(device.RootEnv); r != "" {
+		return r
+	}
+	return "/"
+}
 
 // A deviceFilter is what a selection restricts the trace to.
 type deviceFilter struct {
@@ -55,8 +70,11 @@ func origin(sel cli.Selection) string {
 func resolveDevices(sel cli.Selection, root string) (deviceFilter, error) {
 	f := deviceFilter{sel: sel}
 	switch {
-	case sel.Default():
+	case sel.Default() && (root != "" || os.Getenv(device.RootEnv) == ""):
 		return f, nil
+	case sel.Default():
+		// GAUDI_ROOT=DIR: the devices served under DIR, all of them.
+		return servedDefault(f, device.SysFS{})
 	case sel.Selector.Sim:
 		return f, fmt.Errorf("%s: %w; choose a Gaudi, or -device \"\" for every device", origin(sel), ErrSimulated)
 	}
@@ -115,11 +133,50 @@ func resolveDevices(sel cli.Selection, root string) (deviceFilter, error) {
 	return f, nil
 }
 
+// servedDefault is the default selection under GAUDI_ROOT: every node of
+// every Gaudi sys lists, which are the served devices.
+func servedDefault(f deviceFilter, sys device.SysFS) (deviceFilter, error) {
+	origin := device.RootEnv + "=" + os.Getenv(device.RootEnv)
+	nodes, err := sys.Nodes()
+	if err != nil {
+		return f, fmt.Errorf("%s: list devices: %w", origin, err)
+	}
+	if len(nodes) == 0 {
+		return f, fmt.Errorf("%s: no Gaudi there: %w", origin, device.ErrNoDevice)
+	}
+	for _, n := range nodes {
+		for _, path := range []string{n.Path, n.ControlPath} {
+			if path == "" {
+				continue
+			}
+			dn, err := sysfsNode("", n, path)
+			if err != nil {
+				return f, fmt.Errorf("%s: %w", origin, err)
+			}
+			f.nodes = append(f.nodes, dn)
+		}
+	}
+	if len(f.nodes) > MaxDevices {
+		return f, fmt.Errorf("%s has %d device nodes; hltrace traces at most %d: choose fewer devices with -device", origin, len(f.nodes), MaxDevices)
+	}
+	f.gaudi = true
+	return f, nil
+}
+
 // sysfsNode returns path, a node of the Gaudi n, with the device number
 // its sysfs class entry gives in its dev attribute ("MAJOR:MINOR"):
 // class/accel/accelN and accel_controlDN, or class/habanalabs/hlN and
 // hl_controlDN on the legacy layout.
 func sysfsNode(root string, n device.Node, path string) (DeviceNode, error) {
+	if r := os.Getenv(device.RootEnv); root == "" && r != "" && !strings.HasPrefix(path, r+"/") {
+		// The kernel's name of a node served under GAUDI_ROOT
+		// (device.SysFS opens it there).
+		path = filepath.Join(r, path)
+	}
+	if served, err := NodeAt(path); err == nil && served.Served {
+		return served, nil // no device number: known by identity
+	}
+	root = effectiveRoot(root)
 	class := "accel"
 	if n.Layout == device.LayoutLegacy {
 		class = "habanalabs"

@@ -19,9 +19,13 @@ import (
 
 // acc and ctl are the nodes of the fixture machine's accelN
 // (devstattest: compute 261:N, control 508:N).
-func acc(n uint32) DeviceNode { return DeviceNode{"/dev/accel/accel" + itoa(n), 261<<20 | n} }
+func acc(n uint32) DeviceNode {
+	return DeviceNode{Path: "/dev/accel/accel" + itoa(n), Rdev: 261<<20 | n}
+}
 
-func ctl(n uint32) DeviceNode { return DeviceNode{"/dev/accel/accel_controlD" + itoa(n), 508<<20 | n} }
+func ctl(n uint32) DeviceNode {
+	return DeviceNode{Path: "/dev/accel/accel_controlD" + itoa(n), Rdev: 508<<20 | n}
+}
 
 // TestResolveDevices resolves selectors on the fixture machine (accel0
 // and accel1 Gaudi2, module 3 and 5; accel2 a Gaudi at 0000:4d:00.0) and

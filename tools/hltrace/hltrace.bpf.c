@@ -78,8 +78,13 @@ static long (*bpf_get_func_ret)(void *ctx, u64 *value) = (void *)184;
 // names must match the kernel's, the offsets come from its BTF at load time.
 
 struct file;
+struct super_block {
+	u32 s_dev;
+} __attribute__((preserve_access_index));
 struct inode {
 	u32 i_rdev;
+	unsigned long i_ino;
+	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
 struct file {
 	struct inode *f_inode;
@@ -313,6 +318,10 @@ enum call {
 enum event_flag {
 	EVF_ENTER_FAULT = 1, // the argument struct could not be read at entry
 	EVF_EXIT_FAULT = 2,  // ... or at exit
+	// An openat that matched no path prefix, sent only if the file it
+	// opened is one of the filter's served nodes (config.nfile); never
+	// seen by user space.
+	EVF_CHECK_FILE = 4,
 };
 
 struct event_hdr {
@@ -567,6 +576,12 @@ struct config {
 	// Wake the reader only when this many bytes wait in the ring buffer
 	// (it also polls): a wakeup per event costs an interrupt each.
 	u32 wakeup_bytes;
+	// Regular files the filter names besides its devices: the nodes
+	// tools/hlsim serves, which have no device number, by the device of
+	// their file system and their inode number.
+	u32 nfile;
+	u32 file_dev[MAX_RDEVS]; // kernel dev_t of the file system (s_dev)
+	u64 file_ino[MAX_RDEVS];
 };
 
 struct request {
@@ -706,9 +721,9 @@ static __always_inline u32 file_rdev(struct file *file)
 	return rdev;
 }
 
-// fd_rdev returns the device number of the inode behind the current
-// task's file descriptor fd, or 0.
-static __always_inline u32 fd_rdev(u32 fd)
+// fd_file returns the struct file behind the current task's file
+// descriptor fd, or NULL.
+static __always_inline struct file *fd_file(u32 fd)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct files_struct *files = 0;
@@ -727,7 +742,14 @@ static __always_inline u32 fd_rdev(u32 fd)
 		return 0;
 	if (bpf_probe_read_kernel(&file, sizeof(file), &fdarr[fd]))
 		return 0;
-	return file_rdev(file);
+	return file;
+}
+
+// fd_rdev returns the device number of the inode behind the current
+// task's file descriptor fd, or 0.
+static __always_inline u32 fd_rdev(u32 fd)
+{
+	return file_rdev(fd_file(fd));
 }
 
 // read_reg reads the register saved at byte offset off of a struct
@@ -1059,6 +1081,28 @@ static __always_inline void enter_dmabuf(struct event *ev, enum call call, u64 a
 	}
 }
 
+// want_served reports whether file is one of the regular files (served
+// nodes) the filter names, by its file system's device and inode number.
+static __always_inline int want_served(struct config *cfg, struct file *file)
+{
+	struct inode *inode = 0;
+	struct super_block *sb = 0;
+	unsigned long ino = 0;
+	u32 dev = 0;
+
+	if (!cfg->nfile || !file || kread(&inode, &file->f_inode) || !inode)
+		return 0;
+	if (kread(&ino, &inode->i_ino) || kread(&sb, &inode->i_sb) || !sb || kread(&dev, &sb->s_dev))
+		return 0;
+	for (u32 i = 0; i < MAX_RDEVS; i++) {
+		if (i >= cfg->nfile)
+			break;
+		if (cfg->file_dev[i] == dev && cfg->file_ino[i] == ino)
+			return 1;
+	}
+	return 0;
+}
+
 // want_rdev reports whether rdev is one of the devices the filter names.
 static __always_inline int want_rdev(struct config *cfg, u32 rdev)
 {
@@ -1097,9 +1141,11 @@ static __always_inline int ioctl_enter(s32 fd, u64 cmd, u64 arg, struct file *fi
 	// MAP_BLOCK a block, and an INFO HW_IP_INFO answer tells which ASIC
 	// the device is (exit_body).
 	u32 rdev = 0;
-	if (cfg->nrdev || major || call == CALL_HL_CS || call == CALL_HL_MEMORY) {
-		rdev = file ? file_rdev(file) : fd_rdev((u32)fd);
-		if (cfg->nrdev && !want_rdev(cfg, rdev))
+	if (cfg->nrdev || cfg->nfile || major || call == CALL_HL_CS || call == CALL_HL_MEMORY) {
+		if (!file)
+			file = fd_file((u32)fd);
+		rdev = file_rdev(file);
+		if ((cfg->nrdev || cfg->nfile) && !(rdev ? want_rdev(cfg, rdev) : want_served(cfg, file)))
 			return 0;
 		if (major && rdev >> 20 != major)
 			return 0;
@@ -1172,7 +1218,7 @@ static __always_inline int has_prefix(struct config *cfg, const u8 *path)
 static __always_inline int openat_enter(u64 dirfd, u64 path, u64 flags, u64 mode)
 {
 	struct config *cfg = get_config();
-	if (!cfg || !cfg->nprefix)
+	if (!cfg || (!cfg->nprefix && !cfg->nfile))
 		return 0;
 	u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!want_task(cfg, pid_tgid))
@@ -1181,11 +1227,17 @@ static __always_inline int openat_enter(u64 dirfd, u64 path, u64 flags, u64 mode
 	u64 buf[PATH_LEN / 8] = {};
 	if (bpf_probe_read_user_str(buf, sizeof(buf), (const void *)path) < 0)
 		return 0;
-	if (!has_prefix(cfg, (const u8 *)buf))
+	// An openat of no configured path may still open one of the filter's
+	// served nodes (whose paths are too long for a prefix): the exit
+	// checks the file it opened (EVF_CHECK_FILE).
+	int check = !has_prefix(cfg, (const u8 *)buf);
+	if (check && !cfg->nfile)
 		return 0;
 	struct event *ev = begin();
 	if (!ev)
 		return 0;
+	if (check)
+		ev->hdr.flags |= EVF_CHECK_FILE;
 	struct open_body *b = &ev->body.open;
 	u64 *dst = (u64 *)b->path;
 	for (int i = 0; i < PATH_LEN / 8; i++)
@@ -1301,8 +1353,15 @@ static __always_inline void exit_body(struct event *ev, u64 pid_tgid)
 		break;
 	}
 	case CALL_OPENAT:
-		if (ev->hdr.ret >= 0)
-			follow_fd(pid_tgid, (s32)ev->hdr.ret);
+		if (ev->hdr.ret < 0)
+			break;
+		if (ev->hdr.flags & EVF_CHECK_FILE) {
+			struct config *cfg = get_config();
+			if (!cfg || !want_served(cfg, fd_file((u32)ev->hdr.ret)))
+				break; // not sent: finish_call sees the flag
+			ev->hdr.flags &= ~EVF_CHECK_FILE;
+		}
+		follow_fd(pid_tgid, (s32)ev->hdr.ret);
 		break;
 	default:
 		break;
@@ -1324,7 +1383,8 @@ static __always_inline int finish_call(s64 ret)
 	ev->hdr.end_ns = bpf_ktime_get_ns();
 	ev->hdr.ret = ret;
 	exit_body(ev, bpf_get_current_pid_tgid());
-	send(ev);
+	if (!(ev->hdr.flags & EVF_CHECK_FILE)) // an openat of no file the filter names
+		send(ev);
 	ev->hdr.call = CALL_NONE;
 	return 0;
 }

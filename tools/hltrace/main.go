@@ -30,7 +30,9 @@
 // selector names, in the grammar every command of this module shares: an
 // index, a PCI address, module:N or a chip name stands for the compute
 // and control nodes of each Gaudi it matches (found in sysfs, with their
-// device numbers); a path for that one device node, a Gaudi's or any
+// device numbers, or under GAUDI_ROOT the nodes tools/hlsim serves there,
+// known by file system and inode); a path for that one device node, a
+// served node, a Gaudi's or any
 // other (a uverbs device, say); the calls on other files, dma-bufs
 // included, are left out. With a command, -device's selector also
 // becomes the command's GAUDI_DEVICE, so that a program of this module

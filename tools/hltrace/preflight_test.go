@@ -150,8 +150,8 @@ func TestBuildConfig(t *testing.T) {
 	// Every node of a full machine: the numbers and whole paths in order.
 	var nodes []DeviceNode
 	for i := range MaxDevices / 2 {
-		nodes = append(nodes, DeviceNode{fmt.Sprintf("/dev/accel/accel%d", i), 261<<20 | uint32(i)},
-			DeviceNode{fmt.Sprintf("/dev/accel/accel_controlD%d", i), 508<<20 | uint32(i)})
+		nodes = append(nodes, DeviceNode{Path: fmt.Sprintf("/dev/accel/accel%d", i), Rdev: 261<<20 | uint32(i)},
+			DeviceNode{Path: fmt.Sprintf("/dev/accel/accel_controlD%d", i), Rdev: 508<<20 | uint32(i)})
 	}
 	cfg, err = buildConfig(Options{Devices: nodes})
 	if err != nil {
@@ -166,9 +166,9 @@ func TestBuildConfig(t *testing.T) {
 		}
 	}
 
-	long := DeviceNode{"/dev/a-device-node-path-of-32-by", 1}
+	long := DeviceNode{Path: "/dev/a-device-node-path-of-32-by", Rdev: 1}
 	for _, bad := range []Options{{Comm: "a-name-longer-than-15"}, {PID: -1}, {Devices: append(nodes, null)},
-		{Devices: []DeviceNode{{"/dev/x", 0}}}, {Devices: []DeviceNode{long}}} {
+		{Devices: []DeviceNode{{Path: "/dev/x"}}}, {Devices: []DeviceNode{long}}} {
 		if _, err := buildConfig(bad); err == nil {
 			t.Errorf("buildConfig(%+v) accepted", bad)
 		}

@@ -64,20 +64,47 @@ type Options struct {
 // device number, for the ioctls on it.
 type DeviceNode struct {
 	Path string
-	Rdev uint32 // the kernel's dev_t: major << 20 | minor
+	Rdev uint32 // the kernel's dev_t: major << 20 | minor; 0 for a served node
+	// Served is set for a node tools/hlsim serves: a regular file on a
+	// FUSE file system, without a device number, which the BPF side
+	// knows by its file system's device (Dev, a kernel dev_t) and its
+	// inode number (Ino).
+	Served bool
+	Dev    uint32
+	Ino    uint64
 }
 
 // MaxDevices is the most device nodes Options.Devices may hold: the BPF
 // side's MAX_RDEVS, a compute and a control node for eight Gaudis.
 const MaxDevices = len(bpfConfig{}.Rdev)
 
-// NodeAt returns the device node at path, a character or block device.
+// NodeAt returns the device node at path: a character or block device,
+// or a node tools/hlsim serves (a regular file on a FUSE file system).
 func NodeAt(path string) (DeviceNode, error) {
-	rdev, err := deviceNumber(path)
-	if err != nil {
-		return DeviceNode{}, err
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return DeviceNode{}, fmt.Errorf("device %s: %w", path, err)
 	}
-	return DeviceNode{Path: path, Rdev: rdev}, nil
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return DeviceNode{Path: path, Rdev: kernelDev(st.Rdev)}, nil
+	case unix.S_IFREG:
+		var fs unix.Statfs_t
+		if err := unix.Statfs(path, &fs); err != nil {
+			return DeviceNode{}, fmt.Errorf("device %s: %w", path, err)
+		}
+		if fs.Type == unix.FUSE_SUPER_MAGIC {
+			return DeviceNode{Path: path, Served: true, Dev: kernelDev(st.Dev), Ino: st.Ino}, nil
+		}
+	}
+	return DeviceNode{}, fmt.Errorf("device %s: not a device node, nor a node tools/hlsim serves", path)
+}
+
+// kernelDev converts a device number as stat(2) returns it to the
+// kernel's dev_t (major << 20 | minor, include/linux/kdev_t.h), the form
+// the BPF side reads from struct inode and struct super_block.
+func kernelDev(dev uint64) uint32 {
+	return unix.Major(dev)<<20 | unix.Minor(dev)
 }
 
 // DefaultOpenPrefixes are the paths whose openat is reported: the device
@@ -408,18 +435,24 @@ func buildConfig(opts Options) (bpfConfig, error) {
 			return cfg, fmt.Errorf("%d device nodes to trace: at most %d", len(opts.Devices), len(cfg.Rdev))
 		}
 		prefixes = nil
-		for i, d := range opts.Devices {
+		for _, d := range opts.Devices {
 			switch {
+			case d.Served:
+				// Known by identity: its openat is checked on the
+				// file it opened, whatever the path's length.
+				cfg.FileDev[cfg.Nfile], cfg.FileIno[cfg.Nfile] = d.Dev, d.Ino
+				cfg.Nfile++
+				continue
 			case d.Rdev == 0:
 				return cfg, fmt.Errorf("device %s: no device number", d.Path)
-			case len(d.Path) >= len(cfg.Prefix[i]):
-				return cfg, fmt.Errorf("device %s: the path is longer than %d bytes", d.Path, len(cfg.Prefix[i])-1)
+			case len(d.Path) >= len(cfg.Prefix[0]):
+				return cfg, fmt.Errorf("device %s: the path is longer than %d bytes", d.Path, len(cfg.Prefix[0])-1)
 			}
-			cfg.Rdev[i] = d.Rdev
+			cfg.Rdev[cfg.Nrdev] = d.Rdev
+			cfg.Nrdev++
 			// The NUL makes the prefix a whole path: accel1 is not accel10.
 			prefixes = append(prefixes, d.Path+"\x00")
 		}
-		cfg.Nrdev = uint32(len(opts.Devices))
 	}
 	if len(prefixes) > len(cfg.Prefix) {
 		return cfg, fmt.Errorf("at most %d openat prefixes", len(cfg.Prefix))
@@ -433,19 +466,6 @@ func buildConfig(opts Options) (bpfConfig, error) {
 	}
 	cfg.Nprefix = uint32(len(prefixes))
 	return cfg, nil
-}
-
-// deviceNumber returns the kernel's dev_t (major << 20 | minor) of a
-// character or block device node.
-func deviceNumber(path string) (uint32, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, fmt.Errorf("device %s: %w", path, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFCHR && st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		return 0, fmt.Errorf("device %s: not a device node", path)
-	}
-	return unix.Major(st.Rdev)<<20 | unix.Minor(st.Rdev), nil
 }
 
 // regsConfig fills what the raw tracepoint, kprobe and fentry programs
