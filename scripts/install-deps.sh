@@ -5,8 +5,9 @@
 # the archive tools to read the tarball, and clang with llvm (llvm-strip)
 # to build tools/hltrace's BPF object, and prometheus (the server and
 # promtool) for tools/hlexporter's tests, which have promtool check the
-# exposition and a real Prometheus scrape the exporter. It does nothing when
-# all are there.
+# exposition and a real Prometheus scrape the exporter, and systemd
+# (systemd-analyze verify checks deploy/'s unit). It does nothing when all
+# are there.
 set -eu
 
 # tools/hlsim's tests serve simulated devices over FUSE (the kernel's own;
@@ -17,7 +18,7 @@ set -eu
 
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in linux-source-6.12 gcc libc6-dev linux-libc-dev make tar xz-utils clang llvm prometheus; do
+for p in linux-source-6.12 gcc libc6-dev linux-libc-dev make tar xz-utils clang llvm prometheus systemd; do
 	have "$p" || need="$need $p"
 done
 [ -z "$need" ] && exit 0

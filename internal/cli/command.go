@@ -38,7 +38,10 @@ type Section struct {
 // CommonEnv are the variables every command that opens a device reads.
 var CommonEnv = []Env{
 	{"GAUDI_DEVICE", "the device when -device is not given, in the grammar of -device"},
-	{"GAUDI_SIM", `the simulator's devices: ASIC and count, such as "gaudi2:8" (the default) or "gaudi:2"`},
+	{"GAUDI_ROOT", "DIR: find the devices under DIR instead of /sys and /dev (the nodes `hlsim serve -dir DIR` serves)"},
+	{"GAUDI_SIM", `the simulator's devices: ASIC, count and driver, such as "gaudi2:8" (the default), "gaudi:2", ` +
+		`"gaudi3:4" or "gaudi2:8:oot" (as Intel's out-of-tree driver; "gaudi2::oot" keeps the count)`},
+	{"GAUDI_SIM_DRIVER", `the simulated driver when GAUDI_SIM names none: "upstream" (the default) or "oot"`},
 	{"GAUDI_SIM_LOCKDIR", "where simulated devices keep their lock files (one owner per device across processes)"},
 }
 

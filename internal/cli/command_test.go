@@ -50,7 +50,8 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%s: %v (exit %d), want flag.ErrHelp and 0", arg, err, ExitCode(err))
 		}
 		for _, want := range []string{"Usage:\n  tool [-device SEL] [-n N]\n", "Tool does things.", "-device", "-version", "-n int",
-			"Environment:", "GAUDI_DEVICE", "GAUDI_SIM ", "GAUDI_SIM_LOCKDIR"} {
+			"Environment:", "GAUDI_DEVICE", "GAUDI_ROOT", "hlsim serve", "GAUDI_SIM ", "gaudi3:4", "gaudi2:8:oot",
+			"GAUDI_SIM_DRIVER", "GAUDI_SIM_LOCKDIR"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("%s: help lacks %q:\n%s", arg, want, out.String())
 			}

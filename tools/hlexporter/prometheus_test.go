@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -27,15 +28,33 @@ import (
 // (CI=true) and is skipped elsewhere.
 func need(t *testing.T, name string) string {
 	t.Helper()
+	return needProgram(t, name, "Debian's prometheus package")
+}
+
+// needProgram returns the path of the program name, which pkg installs
+// (scripts/install-deps.sh installs it). Without it the test fails in CI
+// (CI=true) and is skipped elsewhere.
+func needProgram(t *testing.T, name, pkg string) string {
+	t.Helper()
 	p, err := exec.LookPath(name)
 	if err == nil {
 		return p
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing: scripts/install-deps.sh installs Debian's prometheus package", name)
+		t.Fatalf("%s is missing: scripts/install-deps.sh installs %s", name, pkg)
 	}
-	t.Skipf("%s is missing (apt-get install prometheus, or make deps): %v", name, err)
+	t.Skipf("%s is missing (%s; make deps installs it): %v", name, pkg, err)
 	return ""
+}
+
+// httpGet returns the body of a GET of url.
+func httpGet(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
 }
 
 // promtoolCheck runs promtool check metrics on an exposition and returns
