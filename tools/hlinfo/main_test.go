@@ -429,7 +429,7 @@ func TestEngines(t *testing.T) {
 
 func TestVersionAndHelp(t *testing.T) {
 	out, err := hlinfo(t, "", "-version")
-	if !errors.Is(err, cli.ErrVersion) || !strings.HasPrefix(out, "hlinfo ") || !strings.HasSuffix(out, " (JSON schema 1)\n") {
+	if !errors.Is(err, cli.ErrVersion) || !strings.HasPrefix(out, "hlinfo ") || !strings.HasSuffix(out, " (JSON schema 2)\n") {
 		t.Errorf("-version: %v, %q", err, out)
 	}
 	out, stderr, err := hlinfoCtx(t, context.Background(), "", "-h")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
@@ -128,7 +129,7 @@ func writeDetails(w io.Writer, d devstat.Device) error {
 	}
 	line("memory", "%s used, %s free of %s, %s pages", bytesOr(d.MemoryUsedBytes), bytesOr(d.MemoryFreeBytes),
 		bytesOr(d.MemoryTotalBytes), bytesOr(d.MemoryPageSizeBytes))
-	line("power", "%s mW (limit %s mW), energy %s mJ", uintOr(d.PowerMW), uintOr(d.PowerMaxMW), uintOr(d.EnergyMJ))
+	line("power", "%s (limit %s), energy %s", milliUnits(d.PowerMW, "W"), milliUnits(d.PowerMaxMW, "W"), energy(d.EnergyMJ))
 	line("utilization", "%s", percent(d.UtilizationPercent))
 	line("clock", "%s MHz (max %s MHz), throttled by %s", uint32Or(d.ClockMHz), uint32Or(d.ClockMaxMHz), listOr(d.ClockThrottleReasons, "nothing"))
 	var temps []string
@@ -167,7 +168,7 @@ func writeDetails(w io.Writer, d devstat.Device) error {
 			line("pll 0", "%v MHz", x.PLL0OutputsMHz)
 		}
 		if o := x.OpenStats; o != nil {
-			line("opens", "%d, last session %d ns, releasing %s", o.Opens, o.LastSessionNS, yesNo(o.ComputeInRelease))
+			line("opens", "%d, last session %s, releasing %s", o.Opens, time.Duration(o.LastSessionNS), yesNo(o.ComputeInRelease))
 		}
 		if x.DevMemAllocPageSizesMask != nil {
 			line("alloc page sizes", "mask %#x", *x.DevMemAllocPageSizesMask)
@@ -181,8 +182,7 @@ func writeDetails(w io.Writer, d devstat.Device) error {
 			line("user mappings", "%d", *x.UserMappings)
 		}
 		for _, e := range x.Events {
-			b, _ := json.Marshal(e)
-			line("event "+e.Kind, "%s", b)
+			line("event "+e.Kind, "%s", eventText(e))
 		}
 		if o := x.OutOfTree; o != nil {
 			line("drm accel", "%s", boolOr(o.DRMAccel))
@@ -202,6 +202,75 @@ func writeDetails(w io.Writer, d devstat.Device) error {
 		line("error "+e.Query, "%s", msg)
 	}
 	return tw.Flush()
+}
+
+// milliUnits prints thousandths (mW) in units (W) with one decimal, as
+// people read power: "95.0 W"; "-" when absent.
+func milliUnits(v *uint64, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d.%d %s", *v/1000, (*v%1000)/100, unit)
+}
+
+// energy prints millijoules in the largest unit that keeps a whole
+// number in front: "96.3 J", "12.4 kJ", "3.2 MJ"; "-" when absent.
+func energy(mj *uint64) string {
+	if mj == nil {
+		return "-"
+	}
+	v := float64(*mj) / 1000 // joules
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 1, 64) + " MJ"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + " kJ"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " J"
+}
+
+// eventText prints a driver event for people: its time on the driver's
+// monotonic clock, then each field it has, addresses in hex.
+func eventText(e devstat.Event) string {
+	parts := []string{"at " + time.Duration(e.TimeNS).String()}
+	hex := func(k string, v *devstat.Hex) {
+		if v != nil {
+			parts = append(parts, fmt.Sprintf("%s %#x", k, *v))
+		}
+	}
+	dec := func(k string, v any) {
+		parts = append(parts, fmt.Sprintf("%s %v", k, v))
+	}
+	if e.Seq != nil {
+		dec("seq", *e.Seq)
+	}
+	hex("addr", e.Addr)
+	if len(e.Engines) > 0 {
+		dec("engines", e.Engines)
+	}
+	if e.Engine != nil {
+		dec("engine", *e.Engine)
+	}
+	if e.Flags != nil {
+		parts = append(parts, fmt.Sprintf("flags %#x", *e.Flags))
+	}
+	if e.Stream != nil {
+		dec("stream", *e.Stream)
+	}
+	hex("cq addr", e.CQAddr)
+	if e.CQSize != nil {
+		dec("cq size", *e.CQSize)
+	}
+	if e.EventID != nil {
+		dec("event id", *e.EventID)
+	}
+	if e.FWErrorType != nil {
+		dec("fw error type", *e.FWErrorType)
+	}
+	if e.Count != nil {
+		dec("count", *e.Count)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeEngines prints the driver's engine status of one device.
@@ -330,7 +399,7 @@ func labelOf(l *string) string {
 	return " (" + *l + ")"
 }
 
-func masks(m []uint64) string {
+func masks(m []devstat.Hex) string {
 	if len(m) == 0 {
 		return "-"
 	}

@@ -161,6 +161,6 @@ func collectSim(s *Snapshot, sd *sim.Device, o *Options, files map[string]holder
 func newDevice(index int) Device {
 	return Device{
 		Index: index, Firmware: map[string]string{}, ClockThrottleReasons: []string{},
-		Temperatures: []Temperature{}, BusyEngineMask: []uint64{}, Processes: []Process{}, Errors: []QueryError{},
+		Temperatures: []Temperature{}, BusyEngineMask: []Hex{}, Processes: []Process{}, Errors: []QueryError{},
 	}
 }

@@ -26,7 +26,7 @@ import (
 )
 
 // SchemaVersion is the version of the JSON form of a Snapshot.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Snapshot is every device a selector chose, read at one time.
 type Snapshot struct {
@@ -120,8 +120,8 @@ type Device struct {
 	DRAMPendingRows *uint32 `json:"dram_pending_rows"`
 	// Idle is INFO HW_IDLE; BusyEngineMask its busy engines by the
 	// ASIC's engine ids, 64 per word.
-	Idle           *bool    `json:"idle"`
-	BusyEngineMask []uint64 `json:"busy_engine_mask"`
+	Idle           *bool `json:"idle"`
+	BusyEngineMask []Hex `json:"busy_engine_mask"`
 	// ComputeActive says whether a process holds the compute context
 	// (INFO OPEN_STATS).
 	ComputeActive *bool `json:"compute_active"`

@@ -21,7 +21,7 @@ type Details struct {
 	OpenStats      *OpenStats `json:"open_stats"`
 	// DevMemAllocPageSizesMask has bit n set when 2^n-byte pages may be
 	// allocated.
-	DevMemAllocPageSizesMask *uint64 `json:"dev_mem_alloc_page_sizes_mask"`
+	DevMemAllocPageSizesMask *Hex `json:"dev_mem_alloc_page_sizes_mask"`
 	// HWEvents counts each hardware event id the device raised since
 	// the driver loaded (across resets); ids with no event are left out.
 	HWEvents []EventCount `json:"hw_events"`
@@ -45,12 +45,12 @@ type OutOfTree struct {
 	// class.
 	DRMAccel *bool `json:"drm_accel"`
 	// MMEMask and SchedArcMask are the enabled MMEs and scheduler ARCs.
-	MMEMask      uint32 `json:"mme_mask"`
-	SchedArcMask uint32 `json:"sched_arc_mask"`
+	MMEMask      Hex `json:"mme_mask"`
+	SchedArcMask Hex `json:"sched_arc_mask"`
 	// NICPortsMask are the enabled NIC ports, NICPortsExternalMask those
 	// used for scale-out.
-	NICPortsMask         uint64 `json:"nic_ports_mask"`
-	NICPortsExternalMask uint64 `json:"nic_ports_external_mask"`
+	NICPortsMask         Hex `json:"nic_ports_mask"`
+	NICPortsExternalMask Hex `json:"nic_ports_external_mask"`
 	// NICInitialized is false when the driver answers that its NIC is not
 	// initialized (INFO HABANA_LINK_STATE of port 0); nil when not asked
 	// or another error came.
@@ -63,28 +63,28 @@ type OutOfTree struct {
 // ModuleParams is part of INFO MODULE_PARAMS: the values the driver's
 // module parameters took.
 type ModuleParams struct {
-	TimeoutLockedS      int64  `json:"timeout_locked_s"`
-	ResetOnLockup       bool   `json:"reset_on_lockup"`
-	MMUEnable           bool   `json:"mmu_enable"`
-	MMEEnable           bool   `json:"mme_enable"`
-	DRAMEnable          bool   `json:"dram_enable"`
-	TPCMask             uint64 `json:"tpc_mask"`
-	DecoderMask         uint32 `json:"decoder_mask"`
-	RotatorMask         uint32 `json:"rotator_mask"`
-	NICPortsMask        uint32 `json:"nic_ports_mask"`
-	FWLoadingMask       uint64 `json:"fw_loading_mask"`
-	Heartbeat           bool   `json:"heartbeat"`
-	SecurityEnable      bool   `json:"security_enable"`
-	HBMECCEnable        bool   `json:"hbm_ecc_enable"`
-	HardResetOnFWEvents bool   `json:"hard_reset_on_fw_events"`
+	TimeoutLockedS      int64 `json:"timeout_locked_s"`
+	ResetOnLockup       bool  `json:"reset_on_lockup"`
+	MMUEnable           bool  `json:"mmu_enable"`
+	MMEEnable           bool  `json:"mme_enable"`
+	DRAMEnable          bool  `json:"dram_enable"`
+	TPCMask             Hex   `json:"tpc_mask"`
+	DecoderMask         Hex   `json:"decoder_mask"`
+	RotatorMask         Hex   `json:"rotator_mask"`
+	NICPortsMask        Hex   `json:"nic_ports_mask"`
+	FWLoadingMask       Hex   `json:"fw_loading_mask"`
+	Heartbeat           bool  `json:"heartbeat"`
+	SecurityEnable      bool  `json:"security_enable"`
+	HBMECCEnable        bool  `json:"hbm_ecc_enable"`
+	HardResetOnFWEvents bool  `json:"hard_reset_on_fw_events"`
 }
 
 // HWIP is INFO HW_IP_INFO: the device's fixed properties.
 type HWIP struct {
-	SRAMBase                  uint64 `json:"sram_base"`
+	SRAMBase                  Hex    `json:"sram_base"`
 	SRAMSizeBytes             uint64 `json:"sram_size_bytes"`
 	DRAMEnabled               bool   `json:"dram_enabled"`
-	DRAMBase                  uint64 `json:"dram_base"`
+	DRAMBase                  Hex    `json:"dram_base"`
 	DRAMSizeBytes             uint64 `json:"dram_size_bytes"`
 	DRAMPageSizeBytes         uint64 `json:"dram_page_size_bytes"`
 	DRAMReservedBytes         uint64 `json:"dram_reserved_bytes"`
@@ -92,9 +92,9 @@ type HWIP struct {
 	NumEvents                 uint32 `json:"num_events"`
 	FirstUserInterrupt        uint16 `json:"first_user_interrupt"`
 	UserInterrupts            uint16 `json:"user_interrupts"`
-	TPCMask                   uint64 `json:"tpc_mask"`
-	DecoderMask               uint32 `json:"decoder_mask"`
-	EDMAMask                  uint32 `json:"edma_mask"`
+	TPCMask                   Hex    `json:"tpc_mask"`
+	DecoderMask               Hex    `json:"decoder_mask"`
+	EDMAMask                  Hex    `json:"edma_mask"`
 	CPLDVersion               uint32 `json:"cpld_version"`
 	SecurityEnabled           bool   `json:"security_enabled"`
 	ServerType                uint16 `json:"server_type"`
@@ -131,12 +131,12 @@ type Event struct {
 	// TimeNS is the driver's CLOCK_MONOTONIC stamp.
 	TimeNS      int64    `json:"time_ns"`
 	Seq         *uint64  `json:"seq,omitempty"`
-	Addr        *uint64  `json:"addr,omitempty"`
+	Addr        *Hex     `json:"addr,omitempty"`
 	Engines     []uint16 `json:"engines,omitempty"`
 	Engine      *uint32  `json:"engine,omitempty"`
 	Flags       *uint8   `json:"flags,omitempty"`
 	Stream      *uint32  `json:"stream,omitempty"`
-	CQAddr      *uint64  `json:"cq_addr,omitempty"`
+	CQAddr      *Hex     `json:"cq_addr,omitempty"`
 	CQSize      *uint32  `json:"cq_size,omitempty"`
 	EventID     *uint16  `json:"event_id,omitempty"`
 	FWErrorType *uint32  `json:"fw_error_type,omitempty"`
@@ -235,7 +235,10 @@ func fillInfo(r *Device, d *device.Device, o *Options) {
 	}
 	if i, err := d.HWIdle(); err == nil {
 		r.Idle = ptr(i.Idle)
-		r.BusyEngineMask = i.BusyEngines[:]
+		r.BusyEngineMask = make([]Hex, len(i.BusyEngines))
+		for k, m := range i.BusyEngines {
+			r.BusyEngineMask[k] = Hex(m)
+		}
 	} else {
 		fail("hw_idle", err)
 	}
@@ -271,8 +274,8 @@ func fillInfo(r *Device, d *device.Device, o *Options) {
 // outOfTree reads what only the out-of-tree driver reports.
 func outOfTree(d *device.Device, hw device.HWIPInfo, info device.DriverInfo, fail func(string, error)) *OutOfTree {
 	x := &OutOfTree{
-		DRMAccel: info.DRMAccel, MMEMask: hw.MMEMask, SchedArcMask: hw.SchedArcMask,
-		NICPortsMask: hw.NICPortsMask, NICPortsExternalMask: hw.NICPortsExternalMask, ODPSupported: hw.ODPSupported,
+		DRMAccel: info.DRMAccel, MMEMask: Hex(hw.MMEMask), SchedArcMask: Hex(hw.SchedArcMask),
+		NICPortsMask: Hex(hw.NICPortsMask), NICPortsExternalMask: Hex(hw.NICPortsExternalMask), ODPSupported: hw.ODPSupported,
 	}
 	switch _, err := d.LinkState(0); {
 	case err == nil:
@@ -285,8 +288,8 @@ func outOfTree(d *device.Device, hw device.HWIPInfo, info device.DriverInfo, fai
 	if p, err := d.ModuleParams(); err == nil {
 		x.ModuleParams = &ModuleParams{
 			TimeoutLockedS: int64(p.TimeoutLocked / time.Second), ResetOnLockup: p.ResetOnLockup, MMUEnable: p.MMUEnable,
-			MMEEnable: p.MMEEnable, DRAMEnable: p.DRAMEnable, TPCMask: p.TPCMask, DecoderMask: p.DecoderMask,
-			RotatorMask: p.RotatorMask, NICPortsMask: p.NICPortsMask, FWLoadingMask: p.FWLoading, Heartbeat: p.Heartbeat,
+			MMEEnable: p.MMEEnable, DRAMEnable: p.DRAMEnable, TPCMask: Hex(p.TPCMask), DecoderMask: Hex(p.DecoderMask),
+			RotatorMask: Hex(p.RotatorMask), NICPortsMask: Hex(p.NICPortsMask), FWLoadingMask: Hex(p.FWLoading), Heartbeat: p.Heartbeat,
 			SecurityEnable: p.SecurityEnable, HBMECCEnable: p.HBMECCEnable, HardResetOnFWEvents: p.HardResetOnFWEvents,
 		}
 	} else {
@@ -318,11 +321,11 @@ func throttleNames(mask uint32) []string {
 // fillDetails reads the INFO values only -v shows.
 func fillDetails(x *Details, d *device.Device, hw device.HWIPInfo, fail func(string, error)) {
 	x.HWIP = HWIP{
-		SRAMBase: hw.SRAMBase, SRAMSizeBytes: hw.SRAMSize, DRAMEnabled: hw.DRAMEnabled, DRAMBase: hw.DRAMBase,
+		SRAMBase: Hex(hw.SRAMBase), SRAMSizeBytes: hw.SRAMSize, DRAMEnabled: hw.DRAMEnabled, DRAMBase: Hex(hw.DRAMBase),
 		DRAMSizeBytes: hw.DRAMSize, DRAMPageSizeBytes: hw.DRAMPageSize, DRAMReservedBytes: hw.DRAMReserved,
 		DefaultAllocPageSizeBytes: hw.DefaultAllocPageSize, NumEvents: hw.NumEvents,
-		FirstUserInterrupt: hw.FirstUserInterrupt, UserInterrupts: hw.UserInterrupts, TPCMask: hw.TPCMask,
-		DecoderMask: hw.DecoderMask, EDMAMask: hw.EDMAMask, CPLDVersion: hw.CPLDVersion,
+		FirstUserInterrupt: hw.FirstUserInterrupt, UserInterrupts: hw.UserInterrupts, TPCMask: Hex(hw.TPCMask),
+		DecoderMask: Hex(hw.DecoderMask), EDMAMask: Hex(hw.EDMAMask), CPLDVersion: hw.CPLDVersion,
 		SecurityEnabled: hw.SecurityEnabled, ServerType: hw.ServerType,
 	}
 	if s, err := d.SyncManager(0); err == nil {
@@ -336,7 +339,7 @@ func fillDetails(x *Details, d *device.Device, hw device.HWIPInfo, fail func(str
 		fail("pll_frequency", err)
 	}
 	if m, err := d.DevMemAllocPageSizes(); err == nil {
-		x.DevMemAllocPageSizesMask = ptr(m)
+		x.DevMemAllocPageSizesMask = ptr(Hex(m))
 	} else {
 		fail("dev_mem_alloc_page_sizes", err)
 	}
@@ -371,13 +374,13 @@ func fillDetails(x *Details, d *device.Device, hw device.HWIPInfo, fail func(str
 	add("cs_timeout", cst.Time, ok, err, func(e *Event) { e.Seq = ptr(cst.Seq) })
 	rz, ok, err := d.RazwiEvent()
 	add("razwi", rz.Time, ok, err, func(e *Event) {
-		e.Addr, e.Engines, e.Flags = ptr(rz.Addr), rz.Engines, ptr(rz.Flags)
+		e.Addr, e.Engines, e.Flags = ptr(Hex(rz.Addr)), rz.Engines, ptr(rz.Flags)
 	})
 	pf, ok, err := d.PageFaultEvent()
-	add("page_fault", pf.Time, ok, err, func(e *Event) { e.Addr, e.Engine = ptr(pf.Addr), ptr(uint32(pf.Engine)) })
+	add("page_fault", pf.Time, ok, err, func(e *Event) { e.Addr, e.Engine = ptr(Hex(pf.Addr)), ptr(uint32(pf.Engine)) })
 	uo, ok, err := d.UndefinedOpcodeEvent()
 	add("undefined_opcode", uo.Time, ok, err, func(e *Event) {
-		e.Engine, e.Stream, e.CQAddr, e.CQSize = ptr(uo.Engine), ptr(uo.Stream), ptr(uo.CQAddr), ptr(uo.CQSize)
+		e.Engine, e.Stream, e.CQAddr, e.CQSize = ptr(uo.Engine), ptr(uo.Stream), ptr(Hex(uo.CQAddr)), ptr(uo.CQSize)
 	})
 	he, ok, err := d.HWErrEvent()
 	add("hw_error", he.Time, ok, err, func(e *Event) { e.EventID = ptr(he.EventID) })
