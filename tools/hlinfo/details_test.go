@@ -19,7 +19,7 @@ func TestDetailsHumanUnits(t *testing.T) {
 		Events:    []devstat.Event{{Kind: "page_fault", TimeNS: 1_500_000_000, Addr: (*devstat.Hex)(&addr)}},
 	}}
 	var buf bytes.Buffer
-	if err := writeDetails(&buf, d); err != nil {
+	if err := writeDetails(&buf, d, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()

@@ -21,6 +21,10 @@
 // interval until interrupted (or -count times); with -json each report is
 // one line (JSON Lines), with -query-device the header is printed once.
 //
+// hl-smi's flags work where they cost nothing: -L lists the devices one
+// per line, -q is -v (-d SECTIONS keeps some of its sections), -i is
+// -device, and -f csv,noheader,nounits shapes -query-device's CSV.
+//
 // -device, and GAUDI_DEVICE without it, select devices as in every
 // command of this module (internal/cli): an index, a PCI address,
 // module:N, a node path or a chip name for hardware (a chip name selects
@@ -76,10 +80,13 @@ type config struct {
 	json     bool
 	query    []field
 	noHeader bool
+	noUnits  bool
+	list     bool
+	sections map[string]bool // -d: the -v sections to print; nil for all
 	interval time.Duration
 	count    int
 
-	queryText, loopText string
+	queryText, loopText, formatText, sectionsText string
 }
 
 // newCommand returns hlinfo's command line, writing to stdout and
@@ -90,7 +97,14 @@ func newCommand(stdout, stderr io.Writer) (*cli.Command, *config) {
 	cmd.VersionNote = fmt.Sprintf("JSON schema %d", devstat.SchemaVersion)
 	c := &config{}
 	fs := cmd.Flags
-	fs.BoolVar(&c.Details, "v", false, "report every value of each device")
+	fs.BoolVar(&c.Details, "v", false, "report every value of each device (hl-smi calls this -q)")
+	fs.BoolVar(&c.Details, "q", false, "the same as -v, as hl-smi -q")
+	fs.StringVar(&c.sectionsText, "d", "", "with -v or -q, only these comma-separated `SECTIONS` (hl-smi -d): "+sectionNames())
+	fs.BoolVar(&c.list, "L", false, "list the devices, one line each (hl-smi -L)")
+	fs.Func("i", "the same as -device `SEL` (hl-smi -i: an index or a PCI bus id)", func(v string) error {
+		return fs.Set("device", v)
+	})
+	fs.StringVar(&c.formatText, "f", "", "with -query-device, the CSV's `FORMAT` as hl-smi -f: csv, and noheader and nounits (csv,noheader,nounits)")
 	fs.BoolVar(&c.Engines, "engines", false, "print the driver's engine status of each device")
 	fs.BoolVar(&c.json, "json", false, "print JSON (one line per report with -l)")
 	fs.StringVar(&c.queryText, "query-device", "", "print these comma-separated `FIELDS` as CSV (\"help\" lists them)")
@@ -132,8 +146,28 @@ func parse(cmd *cli.Command, c *config, args []string) error {
 			return cmd.UsageError("%w", err)
 		}
 		c.query = f
+		if c.formatText != "" {
+			if err := c.parseFormat(); err != nil {
+				return cmd.UsageError("%w", err)
+			}
+		}
 	} else if c.noHeader {
 		return cmd.UsageError("-noheader goes with -query-device")
+	} else if c.formatText != "" {
+		return cmd.UsageError("-f %s goes with -query-device (-Q)", c.formatText)
+	}
+	if c.sectionsText != "" {
+		if !c.Details {
+			return cmd.UsageError("-d %s chooses sections of -v (or -q): give one of them", c.sectionsText)
+		}
+		secs, err := parseSections(c.sectionsText)
+		if err != nil {
+			return cmd.UsageError("%w", err)
+		}
+		c.sections = secs
+	}
+	if c.list && (c.json || c.query != nil || c.Details) {
+		return cmd.UsageError("-L lists the devices: it goes without -json, -query-device and -v")
 	}
 	if c.loopText != "" {
 		d, err := parseInterval(c.loopText)
@@ -203,8 +237,10 @@ func report(w io.Writer, c *config, n int) error {
 		return err
 	}
 	switch {
+	case c.list:
+		return writeList(w, s)
 	case c.query != nil:
-		return writeCSV(w, s, c.query, n == 1 && !c.noHeader)
+		return writeCSV(w, s, c.query, n == 1 && !c.noHeader, !c.noUnits)
 	case c.json:
 		return writeJSON(w, s, nics, c.interval > 0)
 	}

@@ -48,7 +48,7 @@ func TestOutOfTreeDriverText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeCSV(&csv, s, q, true); err != nil {
+	if err := writeCSV(&csv, s, q, true, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := csv.String(), "index,driver,driver_version\n0,out-of-tree,1.24.1-a1b2c3d\n"; got != want {

@@ -74,7 +74,7 @@ func writeText(w io.Writer, s *devstat.Snapshot, nics []nicReport, c *config) er
 	}
 	for _, d := range s.Devices {
 		if c.Details {
-			if err := writeDetails(w, d); err != nil {
+			if err := writeDetails(w, d, c.sections); err != nil {
 				return err
 			}
 		}
@@ -106,11 +106,16 @@ func writeProcesses(w io.Writer, s *devstat.Snapshot) error {
 	return tw.Flush()
 }
 
-// writeDetails prints every value of one device (-v), one per line.
-func writeDetails(w io.Writer, d devstat.Device) error {
+// writeDetails prints every value of one device (-v), one per line, or
+// with -d those of the chosen sections (nil: all).
+func writeDetails(w io.Writer, d devstat.Device, chosen map[string]bool) error {
 	fmt.Fprintf(w, "\ndevice %d: %s (control %s)\n", d.Index, d.Node, d.ControlNode)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	line := func(k, format string, a ...any) { fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, a...)...) }
+	line := func(k, format string, a ...any) {
+		if keep(chosen, strings.TrimSpace(k)) {
+			fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, a...)...)
+		}
+	}
 	line("asic", "%s, pci id %#04x rev %d, card %s, module %s", dash(d.ASIC), d.PCIDeviceID, d.PCIRevision, strOr(d.CardName), intOr(d.ModuleID))
 	line("serial", "%s", strOr(d.Serial))
 	line("uuid", "%s", strOr(d.UUID))

@@ -212,13 +212,16 @@ func fieldHelp() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// writeCSV prints one row per device, after a header when header is set.
-func writeCSV(w io.Writer, s *devstat.Snapshot, fs []field, header bool) error {
+// writeCSV prints one row per device, after a header when header is set,
+// whose names carry their unit ("power.draw [W]") when units is set; the
+// values never do (hl-smi's nounits removes the units from the header, as
+// our values are bare numbers already).
+func writeCSV(w io.Writer, s *devstat.Snapshot, fs []field, header, units bool) error {
 	cw := csv.NewWriter(w)
 	if header {
 		var h []string
 		for _, f := range fs {
-			if f.unit != "" {
+			if f.unit != "" && units {
 				h = append(h, f.name+" ["+f.unit+"]")
 			} else {
 				h = append(h, f.name)
