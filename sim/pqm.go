@@ -534,11 +534,21 @@ func (c *pqmChan) step() bool {
 // resetChannel is the write of DESC_SUBMIT_FIFO_CFG (value v): the ring
 // counters restart.
 func (c *pqmChan) resetChannel(v uint32) {
-	// An MSQ_PI still at the value the channel last read is the old one:
-	// it goes to 0 as on the hardware. One that moved since was written
-	// after the reset and stays (a new MSQ_PI equal to the old one cannot
-	// be told from it: the simulator cannot trap the register write).
-	c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_PI).CompareAndSwap(c.lastPI, 0)
+	// The hardware's mode write sets MSQ_PI to 0; the simulator sees the
+	// write only when it next polls, and cannot trap the writes between.
+	// An MSQ_PI that moved since the channel last read it was written
+	// after the reset and stays. One still at that value is the old one
+	// (it goes to 0, as on the hardware), unless the completion queue was
+	// set up again after it (enabled, with ECMPLTN_Q_BASE_PI at 0 and no
+	// completion since): then the owner set the channel up anew and rang
+	// the doorbell with a value that happens to equal the old one, which
+	// a new Pool whose first job is as long as the old Pool's last does,
+	// and zeroing it lost that job.
+	cq := c.reg(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG).Load()
+	fresh := cq&g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE != 0 && c.reg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI).Load() == 0
+	if !fresh {
+		c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_PI).CompareAndSwap(c.lastPI, 0)
+	}
 	c.ci, c.lastPI = 0, 0
 	c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_CI).Store(0)
 	c.halted = false
