@@ -95,34 +95,42 @@ func TestCtl(t *testing.T) {
 // blockDevice submits, on the compute node at path, a CS that never
 // completes, with a 1 s timeout.
 func blockDevice(path string) error {
+	_, _, err := blockDeviceFor(path, time.Second)
+	return err
+}
+
+// blockDeviceFor submits, on the compute node at path, a CS that never
+// completes, with the given timeout, and returns its streams and sequence
+// number.
+func blockDeviceFor(path string, timeout time.Duration) (*stream.Streams, uint64, error) {
 	d, err := device.Open(path)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	m, err := memory.New(d, memory.Options{})
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	h, err := m.AllocHost(4096, memory.HostOptions{})
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	b := packet.NewBuilder(packet.Gaudi2, h.Bytes()[:0])
 	b.Fence(packet.Fence{ID: 1, Target: 1, Dec: 1})
 	if b.Err() != nil {
-		return b.Err()
+		return nil, 0, b.Err()
 	}
 	q, err := d.Queue("PDMA_0_0")
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	s, err := stream.New(d)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	_, err = s.Submit(context.Background(), []stream.Chunk{{Queue: q, CB: h.VA(), Size: uint32(len(b.Bytes())), UserCB: true}},
-		stream.SubmitOptions{Timeout: time.Second})
-	return err
+	seq, err := s.Submit(context.Background(), []stream.Chunk{{Queue: q, CB: h.VA(), Size: uint32(len(b.Bytes())), UserCB: true}},
+		stream.SubmitOptions{Timeout: timeout})
+	return s, seq, err
 }
 
 // TestKillOnHardReset has a client's CS time out: the driver resets the

@@ -61,6 +61,14 @@ func child(cmd string) int {
 		fmt.Println("submitted")
 		time.Sleep(time.Minute)
 		fmt.Println("still alive")
+	case "fds":
+		// The descriptors this process was given beyond stdio.
+		for _, l := range openFDs() {
+			fmt.Println(l)
+		}
+		fmt.Println("end")
+	case "waitmany":
+		return waitMany(f[1])
 	case "discover":
 		// Unmodified discovery: /sys and /dev as the kernel has them.
 		d, err := device.Open("")
@@ -88,6 +96,18 @@ func hwIPInfo(fd int) string {
 		return fmt.Sprintf("device id %#x", r.DeviceID)
 	}
 	return "ok"
+}
+
+// registerEventfd registers efd on the compute file fd (INFO
+// REGISTER_EVENTFD).
+func registerEventfd(fd, efd int) error {
+	a := hl.InfoArgs{Op: hl.HL_INFO_REGISTER_EVENTFD}
+	a.SetEventfd(uint32(efd))
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(hl.DRM_IOCTL_HL_INFO), uintptr(unsafe.Pointer(&a)))
+	if e != 0 {
+		return fmt.Errorf("register eventfd: %w", e)
+	}
+	return nil
 }
 
 // runChild runs cmd in a child process and returns what it printed.
