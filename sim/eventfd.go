@@ -48,17 +48,19 @@ func (f *File) infoRegisterEventfd(a *hl.InfoArgs) error {
 	if err != nil {
 		return err
 	}
-	f.eventfd = dup
+	f.eventfd, f.signaler = dup, newEventSignal(dup)
 	return nil
 }
 
 func (f *File) infoUnregisterEventfd(a *hl.InfoArgs) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.eventfd < 0 {
+		f.mu.Unlock()
 		return unix.EINVAL
 	}
-	unix.Close(f.eventfd)
-	f.eventfd = -1
+	sig := f.signaler
+	f.signaler, f.eventfd = nil, -1
+	f.mu.Unlock()
+	sig.close() // outside f.mu: it may wait for a write to end
 	return nil
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -26,6 +25,7 @@ type File struct {
 	pending  bool       // released while busy: the last call out releases
 	events   uint64     // notifier bits not yet read by GET_EVENTS
 	eventfd  int        // a duplicate of the registered eventfd, or -1
+	signaler *eventSignal // signals eventfd; nil without one
 	csDrops  csCounters // the compute context's dropped submissions
 	cs       csHolder   // command buffers and submissions (cb.go, cs.go)
 	mmaps    map[*byte]userMapping
@@ -114,15 +114,16 @@ func (f *File) put() {
 		return
 	}
 	f.released = true
-	if f.eventfd >= 0 {
-		unix.Close(f.eventfd)
-		f.eventfd = -1
-	}
+	sig := f.signaler
+	f.signaler, f.eventfd = nil, -1
 	// As the kernel holds a file for the duration of a system call, calls
 	// in progress keep the file until they return.
 	f.pending = f.busy > 0
 	pending := f.pending
 	f.mu.Unlock()
+	if sig != nil {
+		sig.close() // outside f.mu: it may wait for a write to end
+	}
 	if !pending {
 		f.dev.release(f)
 	}
@@ -225,10 +226,8 @@ func (f *File) notify(bits uint64) {
 		return
 	}
 	f.events |= bits
-	if f.eventfd >= 0 {
-		var one [8]byte
-		binary.NativeEndian.PutUint64(one[:], 1)
-		unix.Write(f.eventfd, one[:])
+	if f.signaler != nil {
+		f.signaler.signal() // never blocks (eventsignal.go)
 	}
 }
 

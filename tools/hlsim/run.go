@@ -144,6 +144,14 @@ func runInner(args []string, stderr io.Writer) (int, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// None of the server's descriptors reaches the command: go-fuse opens
+	// /dev/fuse without O_CLOEXEC (fuse/mount_linux.go), and a command
+	// holding it could read and answer other clients' requests, and kept
+	// the connection alive after the server died, its clients' waits
+	// hanging in D state.
+	if err := closeOnExec(); err != nil {
+		return 1, fmt.Errorf("run: %w", err)
+	}
 	if err := cmd.Start(); err != nil {
 		return 127, fmt.Errorf("run: %w", err)
 	}

@@ -369,7 +369,10 @@ func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 	if in.Offset >= uint64(len(v)) {
 		return fuse.ReadResultData(nil), fuse.OK
 	}
-	return fuse.ReadResultData(v[in.Offset:]), fuse.OK
+	// At most the size asked for, as sysfs answers any read size: a reply
+	// longer than the request is an error the kernel turns into EIO.
+	end := min(uint64(len(v)), in.Offset+uint64(in.Size))
+	return fuse.ReadResultData(v[in.Offset:end]), fuse.OK
 }
 
 // Flush implements fuse.RawFileSystem: a descriptor of the open file was
