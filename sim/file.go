@@ -18,16 +18,16 @@ type File struct {
 	lock    *ctxLock
 
 	mu       sync.Mutex
-	closed   bool       // this handle is closed
-	refs     int        // open handles: this one and its duplicates
-	released bool       // every handle is closed and the context is gone
-	busy     int        // ioctls and mmaps in progress
-	pending  bool       // released while busy: the last call out releases
-	events   uint64     // notifier bits not yet read by GET_EVENTS
-	eventfd  int        // a duplicate of the registered eventfd, or -1
+	closed   bool         // this handle is closed
+	refs     int          // open handles: this one and its duplicates
+	released bool         // every handle is closed and the context is gone
+	busy     int          // ioctls and mmaps in progress
+	pending  bool         // released while busy: the last call out releases
+	events   uint64       // notifier bits not yet read by GET_EVENTS
+	eventfd  int          // a duplicate of the registered eventfd, or -1
 	signaler *eventSignal // signals eventfd; nil without one
-	csDrops  csCounters // the compute context's dropped submissions
-	cs       csHolder   // command buffers and submissions (cb.go, cs.go)
+	csDrops  csCounters   // the compute context's dropped submissions
+	cs       csHolder     // command buffers and submissions (cb.go, cs.go)
 	mmaps    map[*byte]userMapping
 
 	// Compute files only: the memory context and the mmap buffers. Both

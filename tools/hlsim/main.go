@@ -207,11 +207,11 @@ func mount(dir string, cfg sim.Config, force, verbose bool, stderr io.Writer) (*
 		return nil, err
 	}
 	fs, err := fuse.NewServer(s, abs, &fuse.MountOptions{
-		DirectMountStrict:  true, // mount(2) itself: no fusermount
-		AllowOther:         true, // any user may open the nodes
+		DirectMountStrict: true, // mount(2) itself: no fusermount
+		AllowOther:        true, // any user may open the nodes
 		// ... as the modes shown allow: the kernel checks them (ctl and
 		// hard_reset are 0200 root, the nodes 0666, attributes 0444).
-		Options: []string{"default_permissions"},
+		Options:            []string{"default_permissions"},
 		Name:               "hlsim",
 		FsName:             "hlsim",
 		DisableReadDirPlus: true,
