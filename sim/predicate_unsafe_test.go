@@ -116,7 +116,7 @@ func TestLoadScalarsAndExecute(t *testing.T) {
 				cb := build(t, fm, func(b *packet.Builder) {
 					b.LoadAndExe(packet.LoadAndExe{Src: scalars, Dst: true, Load: true, Exe: true})
 				})
-				h, _ := kernelCB(t, f, uint32(len(cb)), cb)
+				h := kernelCB(t, f, uint32(len(cb)), cb)
 				if _, _, err := submit(f, chunksOf([]chunk{{queue: c.queue, handle: h, size: uint32(len(cb))}}), 0, 0); err != unix.EPERM {
 					t.Fatalf("Dst set on an external queue: %v, want EPERM", err)
 				}
@@ -225,7 +225,7 @@ func runCP(t *testing.T, f *File, q uint32, cb []byte) {
 		b.MsgLong(packet.MsgLong{Header: packet.Header{MsgBarrier: true}, Addr: gaudiCFGBase + 0x508000 + gaudiQMFence0, Value: 1})
 	})...)
 	ext := build(t, packet.Gaudi, func(b *packet.Builder) { b.Fence(packet.Fence{ID: 0, Target: 1, Dec: 1}) })
-	h, _ := kernelCB(t, f, uint32(len(ext)), ext)
+	h := kernelCB(t, f, uint32(len(ext)), ext)
 	seq, a, err := submit(f, chunksOf([]chunk{userCB(t, f, q, cb), {queue: 0, handle: h, size: uint32(len(ext))}}), 0, 0)
 	if err != nil {
 		t.Fatalf("submit: %v (status %#x)", err, a.Out().Status)
