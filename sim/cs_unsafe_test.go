@@ -64,7 +64,7 @@ func cbInfo(f *File, h uint64, flags uint32) (hl.CBArgs, error) {
 }
 
 // kernelCB creates a CB of size bytes, maps it and copies b into it.
-func kernelCB(t *testing.T, f *File, size uint32, b []byte) (uint64, []byte) {
+func kernelCB(t *testing.T, f *File, size uint32, b []byte) uint64 {
 	t.Helper()
 	h, err := cbCreate(f, size, 0)
 	if err != nil {
@@ -74,9 +74,13 @@ func kernelCB(t *testing.T, f *File, size uint32, b []byte) (uint64, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Munmap(m) })
 	copy(m, b)
-	return h, m
+	// Unmapped at once: a mapping holds the file, which a test may close
+	// and reopen (hl_device_release runs with the last reference).
+	if err := f.Munmap(m); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 type chunk struct {
@@ -381,7 +385,7 @@ func TestCSManyMsgLong(t *testing.T) {
 			})
 			var ch chunk
 			if asic == Gaudi {
-				h, _ := kernelCB(t, f, uint32(len(cb)), cb)
+				h := kernelCB(t, f, uint32(len(cb)), cb)
 				ch = chunk{queue: 0, handle: h, size: uint32(len(cb))}
 			} else {
 				ch = userCB(t, f, 0, cb)

@@ -67,6 +67,41 @@
 // registrations, raised through the sync managers' completion queues and
 // the MSI-X doorbell (interrupt.go, syncmgr.go).
 //
+// # What the engines model
+//
+// Every packet of Gaudi and Gaudi2 and every engine feature, and whether
+// the simulator runs it (engine.go, cpstate.go, cmdq.go, syncmgr.go):
+//
+//	Packet / feature          Gaudi   Gaudi2  What the simulator does
+//	LIN_DMA copy, memset      yes     yes     copies or fills through the MMU, SRAM, DRAM
+//	LIN_DMA endian swap       -       yes     swaps 16/32/64-bit words (simulator's reading)
+//	LIN_DMA WrComp            no      no      accepted; the DMA core's completion write is not made
+//	MSG_LONG, MSG_PROT        yes     yes     32-bit write (op 1: timestamp) to memory or CFG
+//	MSG_SHORT                 yes     yes     write at the stream's MSG_BASE plus offset
+//	FENCE, WAIT               yes     yes     stream (and lower-CP) fence counters; WAIT's cycles not waited
+//	CP_DMA                    yes     yes     runs the CB it points at, 4 levels deep
+//	STOP                      yes     yes     ends the job
+//	predicates (ctl 4:0)      yes     yes     a packet whose predicate is false is skipped; P0 true
+//	LOAD_AND_EXE predicates   yes     yes     PMap 0 (word map); PMap 1 (bit map) on Gaudi2
+//	LOAD_AND_EXE scalars/Exe  yes     yes     R0-R3 loaded; Exe runs the packet at R0 (EType 0) or R2 (1)
+//	CB_LIST                   -       yes     index at IndexAddr selects a 16/32-byte entry, its first packet runs
+//	NOP, ARB_POINT            yes     yes     no effect (one stream per goroutine: no arbitration)
+//	REPEAT                    no      no      accepted without effect (jump pointer not followed)
+//	WREG_32, WREG_BULK        no      no      accepted without effect: no engine registers
+//	WREG_64_SHORT/LONG        -       no      accepted without effect
+//	WRITE_ARC_STREAM          -       no      accepted without effect: no ARCs
+//	LAST_READ_FROM_ARC        -       no      undefined opcode (the kernel gives no layout)
+//	DMA-core descriptors      no      no      WREG32 to a DMA core's registers (strided DMA) does nothing
+//	TPC, MME kernels          no      no      their QMANs run the packets above; the engines compute nothing
+//	sync managers             yes     yes     SOBs, monitors, CQs (syncmgr.go)
+//	QMAN fence registers      yes     yes     CP_FENCEn_RDATA_s writes add to the counters
+//	undefined opcode, fault   yes     yes     recorded; the stream stops (Gaudi2 resets)
+//	engine barrier hazard     yes     yes     LIN_DMA racing an earlier one writes a fill pattern
+//
+// The driver's parser (Gaudi's external queues, gaudi_validate_cb)
+// refuses MSG_PROT, CP_DMA, STOP, WREG_BULK and LOAD_AND_EXE with Dst
+// set (EPERM), as packet.Format.ValidateUser does; Gaudi2 parses nothing.
+//
 // # Gaudi3
 //
 // A Gaudi3 (gaudi3.go) has no user queue for command submission: the
@@ -211,11 +246,11 @@
 // TestHookReadDMABuf, a test hook, reads an export's bytes. The driver's
 // dma-buf holds the compute file until it is released: the simulator has
 // no release callback and counts an export as released once no file of
-// it is open for writing in any process (a write lease on the memfd tells)
-// and no descriptor or mapping of this process refers to it (it looks in
-// /proc/self); a read-only export, or an udmabuf one, passed to another
-// process does not keep the export alive
-// here. Two exports that overlap without being the same range cannot share
+// it is open for writing in any process (a write lease on the memfd tells),
+// no descriptor or mapping of this process refers to it (it looks in
+// /proc/self) and no descriptor of another process it may read
+// (/proc/PID/fd); a mapping of an udmabuf export in another process is
+// not seen. Two exports that overlap without being the same range cannot share
 // pages: while the first is open, the second fails with EOPNOTSUPP. The driver
 // accepts an export whose offset + size wraps around; the simulator
 // answers EINVAL. HW blocks mapped through MAP_BLOCK handles are plain

@@ -48,11 +48,15 @@ import (
 //     subtracts Dec (inside a CP_DMA command buffer, the counter of the
 //     QMAN's lower CP, which CP_FENCEn_RDATA_4 writes reach: cmdq.go). WAIT adds Inc to fence counter ID (its cycle count is
 //     not waited).
-//   - NOP, ARB_POINT, REPEAT, WREG_32, WREG_BULK, LOAD_AND_EXE, CB_LIST,
-//     and Gaudi2's WREG_64_* and WRITE_ARC_STREAM are accepted without
-//     effect: the simulator has no engine registers, descriptors or ARCs.
-//     Predicates are not evaluated. STOP ends the job. CP_DMA runs the
-//     command buffer it points at, nested up to four levels.
+//   - LOAD_AND_EXE loads the stream's predicates or scalar registers and
+//     runs the packet the scalars hold; CB_LIST (Gaudi2) runs an entry of
+//     a table of CP_DMAs; a packet whose predicate is false is skipped
+//     (cpstate.go).
+//   - NOP, ARB_POINT, REPEAT, WREG_32, WREG_BULK, and Gaudi2's WREG_64_*
+//     and WRITE_ARC_STREAM are accepted without effect: the simulator has
+//     no engine registers, DMA-core descriptors or ARCs (doc.go lists what
+//     is modelled). STOP ends the job. CP_DMA runs the command buffer it
+//     points at, nested up to four levels.
 //   - An opcode the ASIC does not define, Gaudi2's LAST_READ_FROM_ARC
 //     (whose layout the kernel does not give) and a packet cut by the end
 //     of its command buffer are undefined opcodes: the error is recorded
@@ -226,6 +230,7 @@ type hwQueue struct {
 	// fetch windows of its command buffers (one per CP_DMA nesting level)
 	// and the endian swap buffer.
 	x    execEnv
+	cp   cpState // predicates and scalars (cpstate.go)
 	win  [maxCPDMADepth + 1][]byte
 	swap []byte
 }
@@ -393,6 +398,7 @@ func (hw *hwState) restart() {
 	for _, q := range hw.queues {
 		q.mu.Lock()
 		q.fence = [4]uint32{}
+		q.cp = cpState{}
 		if q.cmdq != nil {
 			q.cmdq.clear()
 		}
@@ -568,7 +574,12 @@ func (x *execEnv) run(src cbSource, depth int) error {
 			return err
 		}
 		var stop bool
-		switch packetOpcode(b) {
+		op := packetOpcode(b)
+		if x.q.cp.skipped(op, b) {
+			off += n
+			continue
+		}
+		switch op {
 		case packet.OpLinDMA:
 			// The hot path, decoded without allocating.
 			p, _, ok := f.DecodeLinDMA(b)
@@ -577,7 +588,7 @@ func (x *execEnv) run(src cbSource, depth int) error {
 			}
 			err = x.linDMA(p)
 		case packet.OpMsgLong, packet.OpMsgProt, packet.OpMsgShort, packet.OpFence,
-			packet.OpWait, packet.OpCPDMA:
+			packet.OpWait, packet.OpCPDMA, packet.OpLoadAndExe, packet.OpCBList:
 			p, _, derr := f.Decode(b)
 			if derr != nil && !errors.Is(derr, packet.ErrReservedBits) {
 				return src.undefinedAt(off)
@@ -586,8 +597,7 @@ func (x *execEnv) run(src cbSource, depth int) error {
 		case packet.OpStop:
 			stop = true
 		default:
-			// NOP, ARB_POINT, REPEAT, WREG_32, WREG_BULK, LOAD_AND_EXE,
-			// CB_LIST: Decode accepts any packet of these opcodes that
+			// NOP, ARB_POINT, REPEAT, WREG_32, WREG_BULK: Decode accepts any packet of these opcodes that
 			// packetLen accepted (at most with ErrReservedBits), and they
 			// have no effect here. WREG_64_* and WRITE_ARC_STREAM, which
 			// Decode does not support: no engine registers here.
@@ -653,8 +663,12 @@ func (x *execEnv) exec(p packet.Packet, depth int) (stop bool, err error) {
 			return false, &undefinedOpcode{addr: p.Src, left: p.Size}
 		}
 		return false, x.run(cbSource{x: x, addr: p.Src, size: uint64(p.Size)}, depth+1)
+	case packet.LoadAndExe:
+		return false, x.loadAndExe(p, depth)
+	case packet.CBList:
+		return false, x.cbList(p, depth)
 	}
-	// NOP, ARB_POINT, REPEAT, WREG_32, WREG_BULK, LOAD_AND_EXE, CB_LIST.
+	// NOP, ARB_POINT, REPEAT, WREG_32, WREG_BULK.
 	return false, nil
 }
 

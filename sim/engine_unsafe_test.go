@@ -44,7 +44,7 @@ func runCB(t *testing.T, f *File, q uint32, cb []byte, flags, timeout uint32) ui
 	t.Helper()
 	var ch chunk
 	if !f.dev.prof.dramVirtual && q < 8 {
-		h, _ := kernelCB(t, f, uint32(len(cb)), cb)
+		h := kernelCB(t, f, uint32(len(cb)), cb)
 		ch = chunk{queue: q, handle: h, size: uint32(len(cb))}
 	} else {
 		ch = userCB(t, f, q, cb)
@@ -373,7 +373,7 @@ func TestCSFailuresGaudi2(t *testing.T) {
 func TestCSFailuresGaudi(t *testing.T) {
 	_, _, f := openSim(t, Gaudi)
 	kcb := func(b []byte, size uint32) chunk {
-		h, _ := kernelCB(t, f, 4096, b)
+		h := kernelCB(t, f, 4096, b)
 		return chunk{queue: 0, handle: h, size: size}
 	}
 	nop := build(t, packet.Gaudi, func(b *packet.Builder) { b.Nop(packet.Nop{}) })

@@ -117,8 +117,11 @@ func (f *File) put() {
 	sig := f.signaler
 	f.signaler, f.eventfd = nil, -1
 	// As the kernel holds a file for the duration of a system call, calls
-	// in progress keep the file until they return.
-	f.pending = f.busy > 0
+	// in progress keep the file until they return; and a mapping holds it
+	// (vma->vm_file) until it is unmapped: hl_device_release runs on the
+	// last reference, so a CB still mapped keeps the compute context and
+	// a new open answers EBUSY.
+	f.pending = f.busy > 0 || len(f.mmaps) > 0
 	pending := f.pending
 	f.mu.Unlock()
 	if sig != nil {
@@ -144,7 +147,15 @@ func (f *File) enter() bool {
 func (f *File) exit() {
 	f.mu.Lock()
 	f.busy--
-	release := f.busy == 0 && f.pending
+	f.mu.Unlock()
+	f.releaseIfUnheld()
+}
+
+// releaseIfUnheld releases a file whose handles are all closed once no
+// call and no mapping holds it any more.
+func (f *File) releaseIfUnheld() {
+	f.mu.Lock()
+	release := f.pending && f.busy == 0 && len(f.mmaps) == 0
 	if release {
 		f.pending = false
 	}

@@ -311,7 +311,7 @@ func TestDMAToUnmappedHost(t *testing.T) {
 func chunkFor(t *testing.T, f *File, q uint32, cb []byte) chunk {
 	t.Helper()
 	if !f.dev.prof.dramVirtual && q < 8 {
-		h, _ := kernelCB(t, f, uint32(len(cb)), cb)
+		h := kernelCB(t, f, uint32(len(cb)), cb)
 		return chunk{queue: q, handle: h, size: uint32(len(cb))}
 	}
 	return userCB(t, f, q, cb)

@@ -82,15 +82,17 @@ func TestPQMResetBesideRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var win2 []byte
 		if h, size, err = mapBlock(f2, g3.PDMAChannelBlock(2)); err == nil {
-			if win, err := f2.Mmap(int64(h), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
-				defer f2.Munmap(win)
-			}
+			win2, _ = f2.Mmap(int64(h), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		}
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("a reset beside a release and a new mapping has not returned after 5 s\n%s", allStacks())
+		}
+		if win2 != nil {
+			f2.Munmap(win2) // a mapping holds the file: unmapped before the next open
 		}
 		f2.Close()
 	}

@@ -1643,7 +1643,14 @@ func (r *runner) opFile(rd *reader) func() string {
 			return l[len(l)-1-int(iv%uint64(len(l)))]
 		}
 		switch mode {
-		case 0: // reopen: every handle of the compute file, then open
+		case 0: // reopen: every mapping and handle of the compute file (as a process that exits), then open
+			for _, m := range r.maps {
+				if m.live && m.owner.kind != fileControl {
+					if m.owner.file.Munmap(m.b) == nil {
+						m.live = false
+					}
+				}
+			}
 			for _, f := range r.files {
 				if f.kind != fileControl && !f.closed {
 					f.f.Close()

@@ -231,7 +231,9 @@ func (f *File) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 }
 
 // Munmap removes a mapping Mmap returned, through any handle of the file,
-// also after Close. Memory Mmap did not return gives EINVAL.
+// also after Close. Memory Mmap did not return gives EINVAL. A mapping
+// holds the file as the kernel's does: a file whose handles are all
+// closed is released with its last Munmap.
 func (f *File) Munmap(b []byte) error {
 	if len(b) == 0 {
 		return unix.EINVAL
@@ -254,5 +256,6 @@ func (f *File) Munmap(b []byte) error {
 	if rec.buf != nil {
 		f.mm.unmapped(rec.buf)
 	}
+	f.releaseIfUnheld() // the last mapping of a closed file: its release
 	return nil
 }

@@ -26,6 +26,8 @@ type rig struct {
 	s    *stream.Streams
 	mem  *memory.Manager
 	f    packet.Format
+
+	unmaps []func() // the CB mappings of the open device, which hold its file
 }
 
 func newRig(t *testing.T, asic sim.ASIC) *rig { return newRigB(t, asic) }
@@ -64,6 +66,12 @@ func (r *rig) open(t testing.TB) {
 
 // close closes the device and its managers.
 func (r *rig) close() {
+	// A mapping holds the file (hl_device_release runs on the last
+	// reference): unmap the CBs, or a reopen answers EBUSY.
+	for _, unmap := range r.unmaps {
+		unmap()
+	}
+	r.unmaps = nil
 	r.mem.Close()
 	r.dev.Close()
 }
@@ -146,8 +154,16 @@ func (r *rig) newCB(t *testing.T, b []byte) cb {
 		}
 		c.va = i.Out().DeviceVA()
 	}
+	unmapped := false
+	unmap := func() {
+		if !unmapped {
+			unmapped = true
+			io.Munmap(mem)
+		}
+	}
+	r.unmaps = append(r.unmaps, unmap)
 	t.Cleanup(func() {
-		io.Munmap(mem)
+		unmap()
 		var d hl.CBArgs
 		d.In().Op = hl.HL_CB_OP_DESTROY
 		d.In().CBHandle = c.handle
