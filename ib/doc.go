@@ -38,8 +38,10 @@
 // write work requests straight into the queues the driver shares with
 // user space; CQ.Poll reads completions from there; CQ.Arm and CQ.Wait
 // sleep on the completion channel, in the Go runtime's poller, until a
-// completion or the end of a ctx. Posting and polling allocate nothing
-// (pass a reused slice: PostSend(wrs...)); a failed completion's Err
+// completion or the end of a ctx. Posting and polling allocate nothing,
+// also for a request built where it is posted (PostSend stages it in the
+// QP; BenchmarkPostSendRing), and small sends and writes can carry their
+// bytes inline (SendInline, up to Caps().MaxInline); a failed completion's Err
 // matches ErrFlushed, ErrRemoteAccess, ErrRetryExceeded or ErrLocalLength.
 // The memory ordering between a work request and the index that publishes
 // it is argued in rxe_unsafe.go.

@@ -54,6 +54,17 @@ type QP struct {
 	recvMu sync.Mutex
 	recv   recvRing // nil once closed
 
+	// The request being posted, staged in memory the QP owns: the rings
+	// are an interface (the provider seam), so a pointer handed to them
+	// escapes, and staging keeps the caller's requests and SGE slices
+	// off the heap. sendWR, sendSG and inline are guarded by sendMu,
+	// recvWR and recvSG by recvMu.
+	sendWR SendWR
+	sendSG []SGE
+	inline []byte
+	recvWR RecvWR
+	recvSG []SGE
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -144,7 +155,32 @@ func (pd *PD) createQP(o QPOptions, caps QPCaps) (*QP, error) {
 	if err != nil {
 		return nil, errors.Join(err, qp.destroy())
 	}
+	qp.stageBuffers()
 	return qp, nil
+}
+
+// stageBuffers sizes the staging areas to the capacities the kernel
+// reported (rxe may report more than was asked: rxe_qp.c, rxe_init_sq).
+func (qp *QP) stageBuffers() {
+	qp.sendSG = make([]SGE, qp.caps.MaxSendSGE)
+	qp.inline = make([]byte, qp.caps.MaxInline)
+	qp.recvSG = make([]SGE, qp.caps.MaxRecvSGE)
+}
+
+// stageSend copies wr into the QP's staging area; nothing of wr is kept.
+func (qp *QP) stageSend(wr *SendWR) (*SendWR, error) {
+	switch {
+	case len(wr.SG) > len(qp.sendSG):
+		return nil, &wrError{op: opPostSend, id: wr.ID, reason: "more SGEs than the send queue holds", err: ErrBadWorkRequest}
+	case len(wr.Inline) > len(qp.inline):
+		return nil, &wrError{op: opPostSend, id: wr.ID, reason: "more inline data than the send queue holds", err: ErrBadWorkRequest}
+	}
+	qp.sendWR = SendWR{
+		ID: wr.ID, Op: wr.Op, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr, RKey: wr.RKey,
+		SG:     qp.sendSG[:copy(qp.sendSG, wr.SG)],
+		Inline: qp.inline[:copy(qp.inline, wr.Inline)],
+	}
+	return &qp.sendWR, nil
 }
 
 // qpTypeRC is IB_QPT_RC (enum ib_qp_type, include/rdma/ib_verbs.h).
@@ -194,7 +230,11 @@ func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
 	n := 0
 	var err error
 	for i := range wrs {
-		if err = qp.send.post(&wrs[i]); err != nil {
+		var wr *SendWR
+		if wr, err = qp.stageSend(&wrs[i]); err != nil {
+			break
+		}
+		if err = qp.send.post(wr); err != nil {
 			break
 		}
 		n++
@@ -218,7 +258,12 @@ func (qp *QP) PostRecv(wrs ...RecvWR) (int, error) {
 		return 0, closedErr(opPostRecv, qp.pd.c.dev.Name)
 	}
 	for i := range wrs {
-		if err := qp.recv.post(&wrs[i]); err != nil {
+		wr := &wrs[i]
+		if len(wr.SG) > len(qp.recvSG) {
+			return i, &wrError{op: opPostRecv, id: wr.ID, reason: "more SGEs than the receive queue holds", err: ErrBadWorkRequest}
+		}
+		qp.recvWR = RecvWR{ID: wr.ID, SG: qp.recvSG[:copy(qp.recvSG, wr.SG)]}
+		if err := qp.recv.post(&qp.recvWR); err != nil {
 			return i, err
 		}
 	}

@@ -70,7 +70,7 @@ func TestRxeQueueLayout(t *testing.T) {
 // accepted ones.
 func TestRxeSendQueueFullAndBad(t *testing.T) {
 	f := &ringFile{log2: 8, mask: 3}
-	caps := QPCaps{MaxSendWR: 3, MaxRecvWR: 3, MaxSendSGE: 2, MaxRecvSGE: 1}
+	caps := QPCaps{MaxSendWR: 3, MaxRecvWR: 3, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInline: 32}
 	sq, rq, err := rxeProvider{}.newQPRings(f, append(mminfo(4096), mminfo(4096)...), 7, caps)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,9 @@ func TestRxeSendQueueFullAndBad(t *testing.T) {
 	sge := []SGE{{Addr: 0x1000, Length: 10, LKey: 1}}
 	bad := []SendWR{
 		{ID: 1, Op: SendOp(9)},
-		{ID: 2, Op: OpSend, Flags: SendInline},
+		{ID: 2, Op: OpSend, Flags: SendInline, SG: sge, Inline: []byte{1}},
+		{ID: 6, Op: OpRDMARead, Flags: SendInline, Inline: []byte{1}},
+		{ID: 7, Op: OpSend, Flags: SendInline, Inline: make([]byte, 33)}, // MaxInline 32 (2 SGEs)
 		{ID: 3, Op: OpSend, Flags: 1 << 9},
 		{ID: 4, Op: OpSend, SG: []SGE{{}, {}, {}}},
 		{ID: 5, Op: OpSend, SG: []SGE{{Length: 1 << 31}, {Length: 1}}},

@@ -247,15 +247,22 @@ func (s *rxeSQ) post(wr *SendWR) error {
 		n += uint64(wr.SG[i].Length)
 	}
 	inline := wr.Flags&SendInline != 0
+	if inline {
+		n = uint64(len(wr.Inline))
+	}
 	switch {
 	case wr.Op != OpRDMAWrite && wr.Op != OpRDMAWriteImm && wr.Op != OpSend && wr.Op != OpSendImm && wr.Op != OpRDMARead:
 		return &wrError{op: opPostSend, id: wr.ID, reason: "operation " + wr.Op.String() + " not supported", err: ErrBadWorkRequest}
 	case wr.Flags&^(SendFence|SendSignaled|SendSolicited|SendInline) != 0:
 		return &wrError{op: opPostSend, id: wr.ID, reason: "unknown send flags", err: ErrBadWorkRequest}
-	case inline:
-		// Inline data is read from the caller's addresses while posting;
-		// not supported yet.
-		return &wrError{op: opPostSend, id: wr.ID, reason: "inline data not supported", err: ErrBadWorkRequest}
+	case inline && (wr.Op == OpRDMARead || len(wr.SG) != 0):
+		// rxe copies inline bytes only into WRITE and SEND packets
+		// (rxe_req.c, finish_packet: RXE_WRITE_OR_SEND_MASK); its kernel
+		// post path refuses inline on other opcodes (rxe_verbs.c,
+		// validate_send_wr).
+		return &wrError{op: opPostSend, id: wr.ID, reason: "inline data with RDMA READ or with SGEs", err: ErrBadWorkRequest}
+	case inline && n > uint64(s.caps.MaxInline):
+		return &wrError{op: opPostSend, id: wr.ID, reason: "more inline data than the send queue holds", err: ErrBadWorkRequest}
 	case len(wr.SG) > int(s.caps.MaxSendSGE):
 		return &wrError{op: opPostSend, id: wr.ID, reason: "more SGEs than the send queue holds", err: ErrBadWorkRequest}
 	case n > 1<<31: // RXE_MAX_MSG_SIZE (rxe_param.h)
@@ -289,6 +296,15 @@ func encodeSendWQE(w []byte, wr *SendWR, n uint32) {
 	}
 	le.PutUint32(w[rxeWQELength:], n)
 	le.PutUint32(w[rxeWQEResid:], n)
+	if wr.Flags&SendInline != 0 {
+		// The bytes go where the SGEs would, struct rxe_dma_info's
+		// inline_data, and num_sge stays 0; the requester reads them from
+		// dma.inline_data[sge_offset] (rxe_req.c, finish_packet). The
+		// caller checked they fit (MaxInline, which rxe_init_sq makes the
+		// size of that area).
+		copy(w[rxeSendWQESize:], wr.Inline)
+		return
+	}
 	le.PutUint32(w[rxeWQENumSGE:], uint32(len(wr.SG)))
 	putSGEs(w[rxeSendWQESize:], wr.SG)
 }

@@ -71,13 +71,17 @@ const (
 	SendSignaled SendFlags = 1 << 1
 	// SendSolicited raises a solicited event at the peer.
 	SendSolicited SendFlags = 1 << 2
-	// SendInline would copy the data into the work request itself; the
-	// package refuses it for now (ErrBadWorkRequest).
+	// SendInline sends the bytes of SendWR.Inline, copied into the work
+	// request while posting, instead of SG: no memory region is needed and
+	// the buffer may be reused as soon as PostSend returns. Only SEND and
+	// RDMA WRITE (with or without immediate) take it, up to
+	// QP.Caps().MaxInline bytes.
 	SendInline SendFlags = 1 << 3
 )
 
 // SendWR is a send work request. SG may be empty (a zero-length SEND or
-// WRITE). It is plain data; PostSend copies it into the send queue.
+// WRITE). It is plain data; PostSend copies it into the send queue and
+// keeps nothing of it.
 type SendWR struct {
 	// ID comes back in the completion.
 	ID    uint64
@@ -90,6 +94,9 @@ type SendWR struct {
 	RemoteAddr uint64
 	RKey       uint32
 	SG         []SGE
+	// Inline is the data of a request with SendInline (SG must then be
+	// empty); it is ignored without the flag.
+	Inline []byte
 }
 
 // RecvWR is a receive work request: where an incoming SEND (or the

@@ -52,6 +52,7 @@ PACKAGES='
 ./sim            ^TestUdmabufExport    -
 ./tools/hltrace  ^(TestVM|TestIntegrationCommandTree) -
 ./examples/rdma  ^TestKernel           -
+./tools/hlperf   ^TestKernel           -
 ./ipc            .                     -
 '
 
@@ -62,7 +63,7 @@ MODULES="rdma_rxe ib_uverbs rdma_ucm crc32_generic dummy"
 # perftest's ib_*_bw) among them, with libibverbs' rxe provider and its
 # driver file and libgcc_s (which glibc loads for pthread_exit) in
 # HOST_FILES, copied to the same path.
-HOST_BINS="/usr/sbin/ip /usr/bin/rdma /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
+HOST_BINS="/usr/sbin/ip /usr/bin/rdma /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ib_write_lat /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
 HOST_FILES="/etc/libibverbs.d/rxe.driver /usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
 # Rounds of the C benchmark (libibverbs ibv_reg_mr + ibv_dereg_mr of 1 MiB).
 BENCH_ROUNDS=2000

@@ -9,6 +9,12 @@
 //	hlperf [-device SEL] [-all [-parallel]] [-dir h2d,d2h,d2d,bidir]
 //	       [-min 4KiB] [-max 64MiB] [-iters 20 | -duration 10s] [-warmup 2]
 //	       [-streams 2] [-verify] [-pass-fraction 0.7] [-json | -csv]
+//	hlperf -rdma [-lat] [-s SIZE] [-n ITERS] [-t DEPTH] [-Q N] [-p PORT]
+//	       [-bind ADDR] [-report_gbits] [-R] [SERVER]
+//
+// With -rdma it measures RDMA WRITE bandwidth or latency between two
+// hlperf processes over the kernel's RDMA CM, reporting in the columns of
+// perftest's ib_write_bw and ib_write_lat (see rdma.go and hlperf -rdma -h).
 //
 // Sizes take K, M, G, T (and KiB ... TiB) for powers of 1024 and KB, MB,
 // GB, TB for powers of 1000, in any case, with a fraction when the result
@@ -62,6 +68,9 @@ func main() {
 // a bad command line, 130 when interrupted (after printing what was
 // measured).
 func hlperf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if isRDMA(args) {
+		return hlperfRDMA(ctx, args, stdout, stderr)
+	}
 	cfg, cmd := newConfig()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Parse(args); err != nil {
