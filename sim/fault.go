@@ -62,3 +62,15 @@ func (d *Device) DisarmFaults() int {
 	d.faults = nil
 	return n
 }
+
+// Faults returns copies of the armed faults that have not fired, in the
+// order they were armed; Nth is what is left of each one's count.
+func (d *Device) Faults() []Fault {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Fault, len(d.faults))
+	for i, f := range d.faults {
+		out[i] = *f
+	}
+	return out
+}

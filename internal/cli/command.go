@@ -62,7 +62,7 @@ type Command struct {
 	Sections []Section
 	// Flags is the command's flag set. New adds -device and -version.
 	Flags *flag.FlagSet
-	// Device is the -device flag.
+	// Device is the -device flag; nil for a Command of NewPlain.
 	Device *DeviceFlag
 	// Stdout and Stderr are where -h, -version and messages go; New sets
 	// os.Stdout and os.Stderr.
@@ -76,22 +76,30 @@ type Command struct {
 
 // New returns a Command with the shared flags registered.
 func New(name, synopsis, doc string) *Command {
-	c := &Command{
-		Name:     name,
-		Synopsis: synopsis,
-		Doc:      doc,
-		Env:      append([]Env(nil), CommonEnv...),
-		Flags:    flag.NewFlagSet(name, flag.ContinueOnError),
-		Device:   &DeviceFlag{},
-		Stdout:   os.Stdout,
-		Stderr:   os.Stderr,
-	}
+	c := NewPlain(name, synopsis, doc)
+	c.Env = append([]Env(nil), CommonEnv...)
+	c.Device = &DeviceFlag{}
 	c.Flags.Var(c.Device, "device", "the device or devices, a selector `SEL`: an index (0), a PCI address (0000:19:00.0\n"+
 		"or 19:00.0), module:N, a device node (/dev/accel/accel0), a chip (gaudi, gaudi2, gaudi3),\n"+
 		"sim or sim:N (simulated devices); default $GAUDI_DEVICE, else every Gaudi, else the\n"+
 		"simulator's devices. A command that uses one device takes the first free one a selector\n"+
 		"names; one that reports devices takes all. A hardware selector never falls back to the\n"+
 		"simulator.")
+	return c
+}
+
+// NewPlain returns a Command with -version (and -h) but no -device and no
+// environment: a command, or a subcommand such as "hlsim ctl", that does
+// not open devices by selector.
+func NewPlain(name, synopsis, doc string) *Command {
+	c := &Command{
+		Name:     name,
+		Synopsis: synopsis,
+		Doc:      doc,
+		Flags:    flag.NewFlagSet(name, flag.ContinueOnError),
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+	}
 	c.Flags.BoolVar(&c.version, "version", false, "print the version and exit")
 	c.Flags.Usage = func() {}
 	return c

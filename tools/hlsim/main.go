@@ -37,8 +37,11 @@
 // where the driver puts them; nothing of it is visible on the host (see
 // run.go). It exits with the command's status.
 //
-// ctl sends a running server a command (ctl.go): reset a device, change
-// its state, make its next calls fail, raise notifier events.
+// ctl sends a running server a command (ctl.go): reset a device, read or
+// change its state, make its next calls fail, list and clear those faults,
+// raise notifier events. The server's reply, or why it refused the
+// command, comes back to ctl. Every command and subcommand takes -h and
+// -version, and exits 2 for a bad command line.
 package main
 
 import (
@@ -51,6 +54,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -77,10 +81,8 @@ Environment:
 
 func main() {
 	code, err := run(os.Args[1:], os.Stdout, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
+	if err != nil && cli.ExitCode(err) == 1 {
+		// Usage errors, -h and -version said what they had to.
 		fmt.Fprintln(os.Stderr, "hlsim:", err)
 		if code == 0 {
 			code = 1
@@ -89,27 +91,39 @@ func main() {
 	os.Exit(code)
 }
 
-// run runs a command line and returns the exit status.
+// run runs a command line and returns the exit status: 2 for a bad
+// command line, as every command of the module.
 func run(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2, errors.New("no command")
+		return 2, fmt.Errorf("%w: no command", cli.ErrUsage)
 	}
 	switch args[0] {
 	case "serve":
-		return 0, serveCmd(args[1:], stdout, stderr)
+		return serveCmd(args[1:], stdout, stderr)
 	case "run":
-		return runCmd(args[1:], stderr)
+		return runCmd(args[1:], stdout, stderr)
 	case "run-inner":
 		return runInner(args[1:], stderr)
 	case "ctl":
-		return 0, ctlCmd(args[1:], stderr)
+		return ctlCmd(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
-		return 0, nil
+		return 0, flag.ErrHelp
+	case "-version", "--version", "version":
+		fmt.Fprintf(stdout, "hlsim %s\n", cli.Version())
+		return 0, cli.ErrVersion
 	}
-	fmt.Fprint(stderr, usage)
-	return 2, fmt.Errorf("unknown command %q", args[0])
+	fmt.Fprintf(stderr, "hlsim: unknown command %q (want serve, run or ctl)\nhlsim: run hlsim -h for usage\n", args[0])
+	return 2, fmt.Errorf("%w: unknown command %q", cli.ErrUsage, args[0])
+}
+
+// subcommand is the command line of "hlsim NAME": -h and -version as
+// every command of the module has them, and the same exit statuses.
+func subcommand(name, synopsis, doc string, stdout, stderr io.Writer) *cli.Command {
+	c := cli.NewPlain("hlsim "+name, synopsis, doc)
+	c.Stdout, c.Stderr = stdout, stderr
+	return c
 }
 
 // simFlag reads the simulated server's shape: -sim, else GAUDI_SIM.
@@ -134,27 +148,33 @@ func clientMemoryLimit() uint64 {
 	return uint64(si.Totalram) * uint64(si.Unit) / 4
 }
 
-func serveCmd(args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("hlsim serve", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+func serveCmd(args []string, stdout, stderr io.Writer) (int, error) {
+	c := subcommand("serve", "hlsim serve -dir DIR [-sim gaudi2:8] [-force] [-v]",
+		"Serves simulated Gaudis as device nodes under DIR until interrupted (see hlsim -h).", stdout, stderr)
+	c.Env = []cli.Env{{Name: "GAUDI_SIM", Doc: "shape of the simulated server, such as gaudi2:8 (the default)"}}
+	fl := c.Flags
 	dir := fl.String("dir", "", "directory to serve the devices under (required)")
 	spec := fl.String("sim", "", "shape of the simulated server, as GAUDI_SIM (gaudi2:8)")
 	force := fl.Bool("force", false, "unmount a stale hlsim mount on the directory first")
 	verbose := fl.Bool("v", false, "log FUSE requests")
-	if err := fl.Parse(args); err != nil {
-		return err
+	if err := c.Parse(args); err != nil {
+		return cli.ExitCode(err), err
 	}
 	if *dir == "" || fl.NArg() != 0 {
-		fl.Usage()
-		return errors.New("serve: -dir DIR is required, and nothing else")
+		return 2, c.UsageError("-dir DIR is required, and nothing else")
 	}
 	cfg, err := simConfig(*spec)
 	if err != nil {
-		return err
+		return 2, c.UsageError("-sim: %v", err)
 	}
+	return 0, serve(*dir, cfg, *force, *verbose, stdout, stderr)
+}
+
+// serve serves the devices of cfg on dir until SIGINT or SIGTERM.
+func serve(dir string, cfg sim.Config, force, verbose bool, stdout, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	m, err := mount(*dir, cfg, *force, *verbose, stderr)
+	m, err := mount(dir, cfg, force, verbose, stderr)
 	if err != nil {
 		return err
 	}

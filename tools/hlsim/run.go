@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,20 +38,20 @@ import (
 // or /sys/class/accel (another accel driver's) is hidden inside the
 // namespace.
 
-const runUsage = `usage: hlsim run [-sim gaudi2:8] [-v] -- COMMAND [ARG...]`
-
 // runCmd is the outer "hlsim run".
-func runCmd(args []string, stderr io.Writer) (int, error) {
-	fl := flag.NewFlagSet("hlsim run", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+func runCmd(args []string, stdout, stderr io.Writer) (int, error) {
+	c := subcommand("run", "hlsim run [-sim gaudi2:8] [-v] -- COMMAND [ARG...]",
+		"Runs COMMAND in a private mount namespace where the simulated devices are /dev/accel/accelN\n"+
+			"and /sys/class/accel/accelN, as the driver makes them; exits with COMMAND's status.", stdout, stderr)
+	c.Env = []cli.Env{{Name: "GAUDI_SIM", Doc: "shape of the simulated server, such as gaudi2:8 (the default)"}}
+	fl := c.Flags
 	spec := fl.String("sim", "", "shape of the simulated server, as GAUDI_SIM (gaudi2:8)")
 	verbose := fl.Bool("v", false, "log FUSE requests")
-	if err := fl.Parse(args); err != nil {
-		return 2, err
+	if err := c.Parse(args); err != nil {
+		return cli.ExitCode(err), err
 	}
 	if fl.NArg() == 0 {
-		fmt.Fprintln(stderr, runUsage)
-		return 2, errors.New("run: no command")
+		return 2, c.UsageError("no command to run")
 	}
 	inner := []string{"run-inner", "-sim", *spec}
 	if *verbose {

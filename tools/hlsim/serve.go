@@ -34,9 +34,10 @@ type server struct {
 	mu          sync.Mutex
 	files       map[uint64]*openFile
 	nextFh      uint64
-	releases    uint64 // releases of files so far
-	noPassthru  error  // why the kernel refused a passthrough backing file, once it did
-	passthrough bool   // a backing file was accepted
+	releases    uint64            // releases of files so far
+	noPassthru  error             // why the kernel refused a passthrough backing file, once it did
+	passthrough bool              // a backing file was accepted
+	replies     map[uint64]string // the last reply of each open of the control file (ctl.go), by handle
 }
 
 // openFile is a client's open of a device node.
@@ -73,6 +74,7 @@ func newServer(sys *sim.System, dir string, logw io.Writer) (*server, error) {
 		RawFileSystem: fuse.NewDefaultRawFileSystem(),
 		files:         map[uint64]*openFile{},
 		nextFh:        1,
+		replies:       map[uint64]string{},
 	}
 	for _, d := range sys.Devices() {
 		f, err := d.OpenControl()
@@ -213,6 +215,15 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	switch {
 	case n == nil:
 		return fuse.ENOENT
+	case n.kind == kindAttr && n.exchange != nil:
+		// Each open of the control file has its own reply.
+		s.mu.Lock()
+		out.Fh = s.nextFh
+		s.nextFh++
+		s.replies[out.Fh] = ""
+		s.mu.Unlock()
+		out.OpenFlags = fuse.FOPEN_DIRECT_IO
+		return fuse.OK
 	case n.kind == kindAttr:
 		if in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY && n.write == nil ||
 			in.Flags&syscall.O_ACCMODE != syscall.O_WRONLY && n.read == nil {
@@ -333,6 +344,25 @@ func (s *server) backing(f *sim.File) (int32, error) {
 // a command (ctl.go).
 func (s *server) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
 	n := s.tree.get(in.NodeId)
+	if n != nil && n.exchange != nil {
+		reply, err := n.exchange(strings.TrimSpace(string(data)))
+		if err != nil {
+			reply = "error: " + err.Error()
+		} else if reply != "" {
+			reply = "ok\n" + reply
+		} else {
+			reply = "ok"
+		}
+		s.mu.Lock()
+		if _, open := s.replies[in.Fh]; open {
+			s.replies[in.Fh] = reply + "\n"
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return 0, fuse.EINVAL
+		}
+		return uint32(len(data)), fuse.OK
+	}
 	if n == nil || n.kind != kindAttr || n.write == nil {
 		return 0, fuse.EACCES
 	}
@@ -362,10 +392,17 @@ func (s *server) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 // device nodes, like the driver's, cannot be read.
 func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	n := s.tree.get(in.NodeId)
-	if n == nil || n.kind != kindAttr || n.read == nil {
+	var v []byte
+	switch {
+	case n != nil && n.exchange != nil:
+		s.mu.Lock()
+		v = []byte(s.replies[in.Fh])
+		s.mu.Unlock()
+	case n == nil || n.kind != kindAttr || n.read == nil:
 		return nil, fuse.EINVAL
+	default:
+		v = []byte(n.read() + "\n")
 	}
-	v := []byte(n.read() + "\n")
 	if in.Offset >= uint64(len(v)) {
 		return fuse.ReadResultData(nil), fuse.OK
 	}
@@ -402,6 +439,7 @@ func (s *server) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { r
 // of an open are gone, so is the file.
 func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	s.mu.Lock()
+	delete(s.replies, in.Fh)
 	of := s.files[in.Fh]
 	s.mu.Unlock()
 	if of == nil {

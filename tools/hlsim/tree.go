@@ -53,8 +53,11 @@ type node struct {
 	target string               // kindLink
 	read   func() string        // kindAttr: the content, without the newline
 	write  func(v string) error // kindAttr, writable
-	dev    int                  // kindDev: the device index
-	ctl    bool                 // kindDev: the control node
+	// exchange, for a kindAttr, answers each write with a reply that a
+	// read of the same open file gives (the control file, ctl.go).
+	exchange func(cmd string) (string, error)
+	dev      int  // kindDev: the device index
+	ctl      bool // kindDev: the control node
 }
 
 // tree is the served filesystem: inodes by number (the root is 1, FUSE's
@@ -128,6 +131,13 @@ func (t *tree) attr(p string, read func() string) *node {
 func (t *tree) control(p string, fn func(v string) error) {
 	n := t.add(t.dir(path.Dir(p)), path.Base(p), kindAttr, 0o200)
 	n.write = fn
+}
+
+// exchanger adds an attribute that answers each write (see node.exchange):
+// root may write commands and read the replies.
+func (t *tree) exchanger(p string, fn func(cmd string) (string, error)) {
+	n := t.add(t.dir(path.Dir(p)), path.Base(p), kindAttr, 0o600)
+	n.exchange = fn
 }
 
 // value adds an attribute whose content never changes.
@@ -206,7 +216,7 @@ func buildTree(s *server) *tree {
 		t.link(vc+"/subsystem", "../../../../../class/accel")
 	}
 	t.value("hlsim/pid", fmt.Sprint(syscall.Getpid()))
-	t.control("hlsim/ctl", s.command)
+	t.exchanger("hlsim/ctl", s.command)
 	return t
 }
 
