@@ -196,6 +196,9 @@ func (d *Device) release(f *File) {
 	compute := d.compute == f
 	d.mu.Unlock()
 	if !compute {
+		if f.rem != nil {
+			f.rem.close()
+		}
 		return
 	}
 	if f.rem != nil {
@@ -243,6 +246,9 @@ func (d *Device) finish(f *File) {
 		d.pqmStopFile(f) // before the memory the channels reach goes
 		f.mm.fini()
 		f.ctx.fini()
+		if f.rem != nil {
+			f.rem.close() // nothing of the context reaches it any more
+		}
 		d.mu.Lock()
 		if d.compute == f {
 			d.compute = nil

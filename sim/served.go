@@ -2,7 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"math"
+	"os"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,54 +28,111 @@ import (
 // client to map, so what the client writes into a mapped command buffer is
 // what the engines read, with no copy and no system call.
 
-// remoteMem is the address space of a served process.
+// remoteMem is the address space of a served process, held by an open
+// /proc/PID/mem taken when the file was opened, never by its pid: the
+// kernel binds that open file to the mm the process had then
+// (fs/proc/base.c, mem_open -> proc_mem_open -> mm_access, which keeps a
+// reference to the mm_struct), and mem_rw reaches it only while it still
+// has users (mmget_not_zero): once the process execs another image or
+// exits, every read and write answers 0 bytes, so no access can land in
+// the new image (a setuid program, say) or in a process that took the
+// pid. An unmapped address answers EIO (access_remote_vm moved nothing).
+// The first 0-byte answer marks the address space gone for good.
 type remoteMem struct {
-	pid   int    // thread group id
+	pid   int      // thread group id, for /proc/PID/maps and messages only
+	mem   *os.File // /proc/PID/mem of the opener, opened at open time
+	gone  atomic.Bool
 	maps  string // /proc/PID/maps
 	smaps string // /proc/PID/smaps
 }
 
-func newRemoteMem(pid int) *remoteMem {
+func newRemoteMem(pid int) (*remoteMem, error) {
 	p := "/proc/" + strconv.Itoa(pid)
-	return &remoteMem{pid: pid, maps: p + "/maps", smaps: p + "/smaps"}
+	mem, err := os.OpenFile(p+"/mem", os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("address space of process %d: %w", pid, err)
+	}
+	return &remoteMem{pid: pid, mem: mem, maps: p + "/maps", smaps: p + "/smaps"}, nil
+}
+
+// Gone reports whether the address space went away (exec or exit).
+func (r *remoteMem) Gone() bool {
+	if r.gone.Load() {
+		return true
+	}
+	// A 1-byte read at address 0, which nothing maps (mmap_min_addr):
+	// EIO while the address space lives, 0 bytes once it is gone.
+	var b [1]byte
+	if n, err := r.rw(b[:], 0, false); n == 0 && err == nil {
+		r.gone.Store(true)
+	}
+	return r.gone.Load()
+}
+
+// close drops the reference to the address space; later accesses fail.
+func (r *remoteMem) close() {
+	r.gone.Store(true)
+	r.mem.Close()
+}
+
+// rw reads (or writes, when write is set) the process's memory at addr
+// with pread or pwrite on the held /proc/PID/mem. The raw connection's
+// Control keeps the descriptor open for the duration of the call, so a
+// concurrent close cannot hand its number to another file meanwhile.
+func (r *remoteMem) rw(b []byte, addr uint64, write bool) (n int, err error) {
+	if addr > math.MaxInt64 || addr+uint64(len(b)) < addr {
+		return 0, unix.EFAULT
+	}
+	rc, err := r.mem.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	cerr := rc.Control(func(fd uintptr) {
+		if write {
+			n, err = unix.Pwrite(int(fd), b, int64(addr))
+		} else {
+			n, err = unix.Pread(int(fd), b, int64(addr))
+		}
+	})
+	if cerr != nil {
+		return 0, cerr
+	}
+	return n, err
+}
+
+// access moves len(b) bytes, a pread or pwrite at a time, until done, a
+// fault (EIO: unmapped) or the address space is gone (0 bytes).
+func (r *remoteMem) access(b []byte, addr uint64, write bool) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	done := 0
+	for done < len(b) {
+		if r.gone.Load() {
+			return done, unix.EFAULT
+		}
+		n, err := r.rw(b[done:], addr+uint64(done), write)
+		if err != nil || n < 0 {
+			return done, unix.EFAULT
+		}
+		if n == 0 {
+			r.gone.Store(true)
+			return done, unix.EFAULT
+		}
+		done += n
+	}
+	return done, nil
 }
 
 // read copies the process's memory at addr into b. It returns how many
 // bytes were read before a fault; err is EFAULT when that is short.
 func (r *remoteMem) read(b []byte, addr uint64) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	local := []unix.Iovec{{Base: &b[0]}}
-	local[0].SetLen(len(b))
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
-	n, err := unix.ProcessVMReadv(r.pid, local, remote, 0)
-	return remoteResult(n, len(b), err)
+	return r.access(b, addr, false)
 }
 
 // write copies b into the process's memory at addr, as read.
 func (r *remoteMem) write(b []byte, addr uint64) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	local := []unix.Iovec{{Base: &b[0]}}
-	local[0].SetLen(len(b))
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
-	n, err := unix.ProcessVMWritev(r.pid, local, remote, 0)
-	return remoteResult(n, len(b), err)
-}
-
-// remoteResult turns a process_vm_* result into bytes moved and EFAULT
-// for a short transfer. A process that is gone (ESRCH) has no memory to
-// reach: EFAULT too, as for an address it does not map.
-func remoteResult(n, want int, err error) (int, error) {
-	if n < 0 {
-		n = 0
-	}
-	if err == nil && n == want {
-		return n, nil
-	}
-	return n, unix.EFAULT
+	return r.access(b, addr, true)
 }
 
 // copyIn reads len(b) bytes of the caller's memory at addr, as
@@ -121,25 +181,32 @@ func (c *context) pinCheck(addr, size uint64) ([]vma, error) {
 // OpenFor opens the device's compute node on behalf of process pid (a
 // thread group id), for a server that hands the node to that process:
 // user pointers in ioctl arguments and host memory given to MEMORY MAP
-// are addresses in pid, read and written with process_vm_readv and
-// process_vm_writev, which needs the server to be allowed to ptrace it
-// (root, or CAP_SYS_PTRACE); an address they cannot reach is EFAULT as for
-// the calling process. Command buffers and timestamp buffers live in the
+// are addresses in the address space pid has now, read and written
+// through its /proc/PID/mem opened here (remoteMem), which needs the
+// server to be allowed to ptrace it (root, or CAP_SYS_PTRACE); an address
+// they cannot reach is EFAULT as for the calling process, and so is every
+// address once pid execs or exits (AddressSpaceGone). Command buffers and timestamp buffers live in the
 // file's memory file (MmapFile). Otherwise it is Open.
 func (d *Device) OpenFor(pid int) (*File, error) {
 	if pid <= 0 {
 		return nil, unix.ESRCH
 	}
+	rem, err := newRemoteMem(pid)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := newMmapFile()
 	if err != nil {
+		rem.close()
 		return nil, err
 	}
 	f, err := d.Open()
 	if err != nil {
+		rem.close()
 		unix.Close(fd)
 		return nil, err
 	}
-	f.rem = newRemoteMem(pid)
+	f.rem = rem
 	f.ctx.rem = f.rem
 	f.mm.setFile(fd)
 	return f, nil
@@ -152,11 +219,16 @@ func (d *Device) OpenControlFor(pid int) (*File, error) {
 	if pid <= 0 {
 		return nil, unix.ESRCH
 	}
-	f, err := d.OpenControl()
+	rem, err := newRemoteMem(pid)
 	if err != nil {
 		return nil, err
 	}
-	f.rem = newRemoteMem(pid)
+	f, err := d.OpenControl()
+	if err != nil {
+		rem.close()
+		return nil, err
+	}
+	f.rem = rem
 	return f, nil
 }
 
@@ -167,6 +239,15 @@ func (f *File) Pid() int {
 		return 0
 	}
 	return f.rem.pid
+}
+
+// AddressSpaceGone reports whether the address space a file opened with
+// OpenFor or OpenControlFor serves went away: its process ran another
+// program (exec) or exited. From then on every access to it fails
+// (EFAULT), whatever process now has the pid; false for a file of the
+// calling process.
+func (f *File) AddressSpaceGone() bool {
+	return f.rem != nil && f.rem.Gone()
 }
 
 // MmapFile returns the memory file of a compute file opened with OpenFor,

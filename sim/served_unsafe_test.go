@@ -63,6 +63,15 @@ func servedChild() {
 			off, _ := strconv.Atoi(f[1])
 			k, _ := strconv.Atoi(f[2])
 			fmt.Printf("%d\n", checksum(b[off:off+k]))
+		case len(f) == 1 && f[0] == "exec":
+			// Become a new image of this program: same pid, a new
+			// address space, which maps and prints again.
+			exe, err := os.Executable()
+			if err != nil {
+				fmt.Println(err)
+				continue
+			}
+			fmt.Println(unix.Exec(exe, os.Args, os.Environ()))
 		case len(f) == 2 && f[0] == "unmap":
 			k, _ := strconv.Atoi(f[1])
 			if err := unix.MunmapPtr(unsafe.Pointer(&b[0]), uintptr(k)); err != nil {
@@ -398,5 +407,51 @@ func TestServedPQM(t *testing.T) {
 	sm.mu.Unlock()
 	if smBound != nil || sm.sob(2, 6) != 10 {
 		t.Errorf("after release: sync managers bound %v, SOB 6 = %d", smBound != nil, sm.sob(2, 6))
+	}
+}
+
+// TestServedExec binds a served file to the address space its process had
+// when the file was opened: once that process execs (same pid, a new
+// program image that never opened the device, as a setuid program would
+// be), a write through the file fails and the new image's memory is
+// untouched, however the address is chosen; the same after it exits.
+func TestServedExec(t *testing.T) {
+	const n = 4096
+	c := startChild(t, n)
+	s := newTestSystem(t, Default(Gaudi2, 1))
+	t.Cleanup(func() { s.Close() })
+	f, err := s.Device(0).OpenFor(c.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	evil := bytes.Repeat([]byte{0xee}, n)
+	if err := f.copyOut(c.addr, evil[:8]); err != nil {
+		t.Fatalf("write before exec: %v", err)
+	}
+	c.in.Write([]byte("exec\n"))
+	line, err := c.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("child after exec: %v", err)
+	}
+	c.addr, err = strconv.ParseUint(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		t.Fatalf("child after exec said %q", line)
+	}
+	want := c.sum(t, 0, n)
+	err = f.copyOut(c.addr, evil)
+	if got := c.sum(t, 0, n); got != want {
+		t.Fatalf("the served file wrote into the new program image after exec (copyOut: %v)", err)
+	}
+	if !errors.Is(err, unix.EFAULT) {
+		t.Fatalf("write after exec: %v, want EFAULT", err)
+	}
+	if !f.AddressSpaceGone() {
+		t.Fatal("AddressSpaceGone false after exec")
+	}
+	c.in.Close()
+	c.cmd.Wait()
+	if err := f.copyOut(c.addr, evil[:8]); !errors.Is(err, unix.EFAULT) {
+		t.Fatalf("write after exit: %v, want EFAULT", err)
 	}
 }

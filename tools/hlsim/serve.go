@@ -45,7 +45,8 @@ type openFile struct {
 	f       *sim.File
 	dev     int
 	ctl     bool
-	pid     int          // the process the file serves (the opener's thread group)
+	pid     int          // the process the file serves (the opener's thread group), for messages and kcmp
+	pidfd   int          // pidfd of the opener, taken at open: signals and descriptor fetches
 	backing int32        // passthrough backing id, 0 for none
 	flushed bool         // a FLUSH came: the client closed a descriptor of it
 	hello   bool         // the client said Hello (internal/hlsimproto)
@@ -234,19 +235,42 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	case n.kind != kindDev:
 		return fuse.EISDIR
 	}
-	pid, err := processOf(int(in.Pid), false)
+	pid, err := processOf(int(in.Pid))
 	if err != nil {
 		s.log.Printf("open %s: %v", s.name(n), err)
 		return fuse.Status(unix.ESRCH)
 	}
-	of := &openFile{dev: n.dev, ctl: n.ctl, pid: pid}
+	// The file is bound to the opener, not its number: a pidfd for
+	// signals and descriptor fetches, and its address space as it is now
+	// (sim.OpenFor holds /proc/PID/mem). The opener must be the caller's
+	// own (credentials) and still the caller's process once both are
+	// held (inAddressSpace: a pid is not reused while the pidfd's process
+	// lives unreaped).
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		s.log.Printf("open %s: pidfd of process %d: %v", s.name(n), pid, err)
+		return fuse.Status(unix.ESRCH)
+	}
+	if !ownedBy(pid, in.Uid) {
+		unix.Close(pidfd)
+		s.log.Printf("open %s: process %d is not uid %d's: refused with EPERM", s.name(n), pid, in.Uid)
+		return fuse.EPERM
+	}
+	of := &openFile{dev: n.dev, ctl: n.ctl, pid: pid, pidfd: pidfd}
 	if n.ctl {
 		of.f, err = s.sys.Device(n.dev).OpenControlFor(pid)
 	} else {
 		of.f, err = s.openCompute(n.dev, pid)
 	}
 	if err != nil {
+		unix.Close(pidfd)
 		return fuse.Status(errnoOf(err))
+	}
+	if !inAddressSpace(of, int(in.Pid)) {
+		of.f.Close()
+		unix.Close(pidfd)
+		s.log.Printf("open %s: process %d changed while it was opened: refused with ESRCH", s.name(n), pid)
+		return fuse.Status(unix.ESRCH)
 	}
 	if n.ctl {
 		// No mmap on the control node: the kernel answers ENODEV for a
@@ -423,7 +447,13 @@ func (s *server) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	}
 	// A child that inherited the descriptor and runs another program
 	// closes its copy too; only the opener's close says the file may go.
-	if pid, err := processOf(int(in.Pid), true); err == nil && pid != of.pid {
+	// Not kcmp (inAddressSpace): a FLUSH comes from close-on-exec in
+	// the middle of an exec, which holds the exec_update_lock kcmp takes
+	// (fs/exec.c begin_new_exec, kernel/kcmp.c kcmp_lock) until the
+	// FLUSH is answered. Flush reaches no memory; the thread group
+	// and the bound address space still living is enough to tell the
+	// opener's close.
+	if pid, err := processOf(int(in.Pid)); err != nil || pid != of.pid || of.f.AddressSpaceGone() {
 		return fuse.OK
 	}
 	s.mu.Lock()
@@ -455,6 +485,7 @@ func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	of.exports = nil
 	s.mu.Unlock()
 	of.f.Close()
+	unix.Close(of.pidfd)
 	if of.backing != 0 {
 		s.fs.UnregisterBackingFd(of.backing)
 	}
@@ -472,15 +503,12 @@ func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, o
 	if of == nil {
 		return fuse.Status(unix.ENOTTY)
 	}
-	pid, err := processOf(int(in.Pid), true)
-	if err == nil && pid != of.pid {
-		pid, err = processOf(int(in.Pid), false)
-	}
-	if err != nil || pid != of.pid {
-		// The file reaches the memory of the process that opened it; a
-		// descriptor inherited or passed to another process would read
-		// and write the wrong memory.
-		s.log.Printf("ioctl %#x on %s from process %d, which did not open it (process %d did): refused with EPERM", in.Cmd, of.f.Name(), pid, of.pid)
+	if !inAddressSpace(of, int(in.Pid)) {
+		// The file reaches the address space of the process that opened
+		// it (see inAddressSpace); a descriptor inherited or passed to
+		// another process, or kept across exec, would read and write
+		// memory that is not the caller's.
+		s.log.Printf("ioctl %#x on %s from thread %d, which did not open it (it is not in the address space process %d opened it from; that address space gone: %v): refused with EPERM", in.Cmd, of.f.Name(), in.Pid, of.pid, of.f.AddressSpaceGone())
 		return fuse.EPERM
 	}
 	out.Result = s.serveIoctl(of, in.Cmd, inbuf, outbuf)
@@ -502,7 +530,10 @@ func (s *server) kill(of *openFile) {
 		return
 	}
 	s.log.Printf("a hard reset of %s kills process %d, which holds its compute node", s.sys.Device(of.dev).Name(), of.pid)
-	unix.Kill(of.pid, unix.SIGKILL)
+	// Through the pidfd: the opener, never a process that took its pid.
+	if err := unix.PidfdSendSignal(of.pidfd, unix.SIGKILL, nil, 0); err != nil {
+		s.log.Printf("kill process %d: %v", of.pid, err)
+	}
 }
 
 // reap kills the holders of files hard resets killed since it last
@@ -542,12 +573,12 @@ func (s *server) name(n *node) string {
 }
 
 // processOf returns the thread group of thread tid (FUSE names the caller
-// by thread), from the cache when cached is set (see tgid).
-func processOf(tid int, cached bool) (int, error) {
+// by thread; see tgid).
+func processOf(tid int) (int, error) {
 	if tid <= 0 {
 		return 0, fmt.Errorf("request from a process outside the server's pid namespace")
 	}
-	return tgid(tid, cached)
+	return tgid(tid)
 }
 
 // closeFiles releases what clients still hold, at shutdown.
@@ -561,6 +592,7 @@ func (s *server) closeFiles() {
 			unix.Close(fd)
 		}
 		of.f.Close()
+		unix.Close(of.pidfd)
 	}
 	s.closeControl()
 }

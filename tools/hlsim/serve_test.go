@@ -51,6 +51,34 @@ func child(cmd string) int {
 	case "info":
 		fd, _ := strconv.Atoi(f[1])
 		fmt.Println(hwIPInfo(fd))
+	case "openexec":
+		// Open a node keeping the descriptor across exec, check it works,
+		// then become another program image (same pid, new address
+		// space) that runs "info FD" on the descriptor it inherited.
+		fd, err := unix.Open(f[1], unix.O_RDWR, 0)
+		if err != nil {
+			fmt.Println("open:", err)
+			return 1
+		}
+		if got := hwIPInfo(fd); got != "ok" {
+			fmt.Println("INFO before exec:", got)
+			return 1
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		var env []string
+		for _, e := range os.Environ() {
+			if !strings.HasPrefix(e, hlsimChildEnv+"=") {
+				env = append(env, e)
+			}
+		}
+		env = append(env, hlsimChildEnv+"=info "+strconv.Itoa(fd))
+		err = unix.Exec(exe, []string{exe}, env)
+		fmt.Println("exec:", err)
+		return 1
 	case "block":
 		// Submit a CS that never completes (a FENCE nothing satisfies)
 		// with a 1 s timeout, then wait to be killed.
@@ -122,7 +150,7 @@ func runChild(t *testing.T, cmd string, files ...*os.File) string {
 	c.ExtraFiles = files
 	out, err := c.Output()
 	if err != nil {
-		t.Fatalf("child %q: %v", cmd, err)
+		t.Fatalf("child %q: %v: %s", cmd, err, out)
 	}
 	return strings.TrimSpace(string(out))
 }
@@ -330,6 +358,21 @@ func TestRunGaudi3DMA(t *testing.T) {
 	for _, w := range []string{"device: GAUDI3 module 0 (/dev/accel/accel0)", "verified: 67108864 bytes identical"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// TestExecRefused binds a file to the address space of the process that
+// opened it, not to its pid: after the opener execs another image (same
+// pid, new address space, as a setuid program would be), an ioctl from
+// the new image on the descriptor it inherited is refused and its memory
+// is not written (the INFO answer would land in it).
+func TestExecRefused(t *testing.T) {
+	s := hlsimtest.Serve(t, "gaudi2:1")
+	for _, ctl := range []bool{false, true} {
+		got := runChild(t, "openexec "+s.Node(0, ctl))
+		if got != strconv.Itoa(int(unix.EPERM)) {
+			t.Fatalf("INFO from a new image of the opener (control %v): %q, want EPERM (%d)\n%s", ctl, got, unix.EPERM, s.Log())
 		}
 	}
 }
