@@ -30,7 +30,11 @@
 // pages when the address is 2 MB aligned and the size a whole number of
 // 2 MB (the driver decides from the physical layout of the pinned pages).
 // The driver's context release frees every mapping and allocation of the
-// context when its compute file closes, and so does the simulator.
+// context when its compute file closes, and so does the simulator. As in
+// the kernel, where a mapping holds the file (vma->vm_file), a CB, block
+// or timestamp mapping made with File.Mmap keeps a closed compute file
+// until its Munmap: the release (hl_device_release) runs then, and a new
+// open answers EBUSY until it has.
 //
 // # Command submission
 //
