@@ -12,7 +12,7 @@ import (
 // LOAD_AND_EXE's Dst bit only (GAUDI_PKT_LOAD_AND_EXE_CFG_DST); the other
 // bits and their meaning are hl-thunk's (include/specs/gaudi*/
 // gaudi*_packets.h: dst 0, pmap 1 on Gaudi2, load 8, exe 9, etype 10;
-// tests/gaudi/... hl_tests_load_dst, hl_tests_predicates_map,
+// the tests' enums hl_tests_load_dst, hl_tests_predicates_map and
 // hl_tests_exe_type; test_cs_load_predicates, test_cs_load_scalars_exe_*
 // and test_cs_cb_list in tests/common/command_submission.c):
 //
