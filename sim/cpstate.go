@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/gaudi-go/gaudi/packet"
 )
@@ -11,7 +12,7 @@ import (
 // LOAD_AND_EXE's Dst bit only (GAUDI_PKT_LOAD_AND_EXE_CFG_DST); the other
 // bits and their meaning are hl-thunk's (include/specs/gaudi*/
 // gaudi*_packets.h: dst 0, pmap 1 on Gaudi2, load 8, exe 9, etype 10;
-// tests/gaudi/... hl_tests_load_dst, hl_tests_predicates_map,
+// the tests' enums hl_tests_load_dst, hl_tests_predicates_map and
 // hl_tests_exe_type; test_cs_load_predicates, test_cs_load_scalars_exe_*
 // and test_cs_cb_list in tests/common/command_submission.c):
 //
@@ -102,19 +103,54 @@ func (x *execEnv) loadAndExe(p packet.LoadAndExe, depth int) error {
 
 // cbList executes a Gaudi2 CB_LIST packet.
 func (x *execEnv) cbList(p packet.CBList, depth int) error {
+	var entry [32]byte
+	b, err := x.cbListEntry(p, &entry)
+	if err != nil {
+		return err
+	}
+	return x.runOne(b, depth)
+}
+
+// cbListEntry reads the table entry a CB_LIST selects into *buf.
+func (x *execEnv) cbListEntry(p packet.CBList, buf *[32]byte) ([]byte, error) {
 	var idx [4]byte
 	if err := x.load(p.IndexAddr, idx[:]); err != nil {
-		return err
+		return nil, err
 	}
 	size := uint64(16)
 	if p.SizeDesc {
 		size = 32
 	}
-	var entry [32]byte
-	if err := x.load(p.TableAddr+uint64(binary.LittleEndian.Uint32(idx[:]))*size, entry[:size]); err != nil {
-		return err
+	if err := x.load(p.TableAddr+uint64(binary.LittleEndian.Uint32(idx[:]))*size, buf[:size]); err != nil {
+		return nil, err
 	}
-	return x.runOne(entry[:size], depth)
+	return buf[:size], nil
+}
+
+// cbListTail is CB_LIST as the last packet of a fetched command buffer
+// inside a CP_DMA (depth > 0): when its entry holds a CP_DMA whose
+// predicate is true, that buffer is finished and the CP_DMA's buffer
+// runs in its place, at the same depth, instead of one level deeper. So
+// chains of command buffers that each end with a CB_LIST to the next, as
+// hl-thunk's test_cs_cb_list builds ten of, run however long they are;
+// nested CP_DMAs still stop at maxCPDMADepth. ok is false when the entry
+// holds anything else: the caller runs the packet as cbList does.
+func (x *execEnv) cbListTail(p packet.CBList) (next cbSource, ok bool, err error) {
+	var entry [32]byte
+	b, err := x.cbListEntry(p, &entry)
+	if err != nil {
+		return cbSource{}, false, err
+	}
+	op := packetOpcode(b)
+	if op != packet.OpCPDMA || x.q.cp.skipped(op, b) {
+		return cbSource{}, false, nil
+	}
+	d, _, derr := x.hw.format().Decode(b[:16])
+	cp, isCP := d.(packet.CPDMA)
+	if !isCP || derr != nil && !errors.Is(derr, packet.ErrReservedBits) {
+		return cbSource{}, false, nil
+	}
+	return cbSource{x: x, addr: cp.Src, size: uint64(cp.Size)}, true, nil
 }
 
 // runOne runs the first packet of b, which b must hold whole, as part of

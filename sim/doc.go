@@ -30,7 +30,11 @@
 // pages when the address is 2 MB aligned and the size a whole number of
 // 2 MB (the driver decides from the physical layout of the pinned pages).
 // The driver's context release frees every mapping and allocation of the
-// context when its compute file closes, and so does the simulator.
+// context when its compute file closes, and so does the simulator. As in
+// the kernel, where a mapping holds the file (vma->vm_file), a CB, block
+// or timestamp mapping made with File.Mmap keeps a closed compute file
+// until its Munmap: the release (hl_device_release) runs then, and a new
+// open answers EBUSY until it has.
 //
 // # Command submission
 //
@@ -84,7 +88,7 @@
 //	predicates (ctl 4:0)      yes     yes     a packet whose predicate is false is skipped; P0 true
 //	LOAD_AND_EXE predicates   yes     yes     PMap 0 (word map); PMap 1 (bit map) on Gaudi2
 //	LOAD_AND_EXE scalars/Exe  yes     yes     R0-R3 loaded; Exe runs the packet at R0 (EType 0) or R2 (1)
-//	CB_LIST                   -       yes     index at IndexAddr selects a 16/32-byte entry, its first packet runs
+//	CB_LIST                   -       yes     IndexAddr selects a 16/32-byte entry; its first packet runs (chains any length)
 //	NOP, ARB_POINT            yes     yes     no effect (one stream per goroutine: no arbitration)
 //	REPEAT                    no      no      accepted without effect (jump pointer not followed)
 //	WREG_32, WREG_BULK        no      no      accepted without effect: no engine registers

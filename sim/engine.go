@@ -593,6 +593,17 @@ func (x *execEnv) run(src cbSource, depth int) error {
 			if derr != nil && !errors.Is(derr, packet.ErrReservedBits) {
 				return src.undefinedAt(off)
 			}
+			if l, ok := p.(packet.CBList); ok && depth > 0 && src.mem == nil && off+n == src.size {
+				next, tail, err := x.cbListTail(l)
+				if err != nil {
+					return err
+				}
+				if tail { // the CB_LIST's buffer replaces this one (cpstate.go)
+					next.win = src.win
+					src, off = next, 0
+					continue
+				}
+			}
 			stop, err = x.exec(p, depth)
 		case packet.OpStop:
 			stop = true

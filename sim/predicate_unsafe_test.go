@@ -237,3 +237,38 @@ func runCP(t *testing.T, f *File, q uint32, cb []byte) {
 func queueName(q uint32) string {
 	return "q" + string(rune('0'+q/10)) + string(rune('0'+q%10))
 }
+
+// TestCBListChain is hl-thunk's test_cs_cb_list: ten command buffers,
+// each run by a CB_LIST entry (a CP_DMA to the upper CP); each but the
+// last sets the index to the next entry and ends with a CB_LIST, so the
+// chain is ten CP_DMAs deep, more than CP_DMAs nest, and must run whole.
+func TestCBListChain(t *testing.T) {
+	const n = 10
+	_, _, f := openSim(t, Gaudi2)
+	host, hostVA := hostMem(t, f, 64<<10)
+	const index, table, counts, cbs = 0, 1024, 2048, 4096
+	for i := 0; i < n; i++ {
+		cb := build(t, packet.Gaudi2, func(b *packet.Builder) {
+			b.MsgLong(packet.MsgLong{Addr: hostVA + counts + 4*uint64(i), Value: uint32(i + 1)})
+			if i != n-1 {
+				b.MsgLong(packet.MsgLong{Header: packet.Header{MsgBarrier: true}, Addr: hostVA + index, Value: uint32(i + 1)})
+				b.CBList(packet.CBList{Header: packet.Header{MsgBarrier: true}, IndexAddr: hostVA + index, TableAddr: hostVA + table})
+			}
+		})
+		copy(host[cbs+4096*i:], cb)
+		entry := build(t, packet.Gaudi2, func(b *packet.Builder) {
+			b.CPDMA(packet.CPDMA{Src: hostVA + cbs + 4096*uint64(i), Size: uint32(len(cb)), UpperCP: true})
+		})
+		copy(host[table+16*i:], entry)
+	}
+	cb := build(t, packet.Gaudi2, func(b *packet.Builder) {
+		b.MsgLong(packet.MsgLong{Addr: hostVA + index, Value: 0})
+		b.CBList(packet.CBList{Header: packet.Header{MsgBarrier: true}, IndexAddr: hostVA + index, TableAddr: hostVA + table})
+	})
+	mustComplete(t, f, runCB(t, f, 0, cb, 0, 0))
+	for i := 0; i < n; i++ {
+		if got := binary.LittleEndian.Uint32(host[counts+4*i:]); got != uint32(i+1) {
+			t.Errorf("command buffer %d wrote %d, want %d", i, got, i+1)
+		}
+	}
+}
