@@ -110,6 +110,14 @@ import (
 // file that ran it (it finds its registers cleared, and takes the owner's
 // new setup as the hardware does); one its file's release stopped starts
 // again when its block is mapped again.
+//
+// The hardware takes a register write when it is made; a channel's
+// goroutine takes it at its next look. So that the order still holds: a
+// write of DESC_SUBMIT_FIFO_CFG is taken before an MSQ_PI read after it
+// (step reads the mode again after MSQ_PI) and ends a drain or a FENCE
+// under way, and a mapping of the block (MAP_BLOCK served, or the mmap)
+// returns once the goroutine took every write made before it (sync): a
+// new owner's writes never mix with the previous owner's last ones.
 
 // pqmMaxSleep and pqmIdleSleep bound a channel goroutine's sleep between
 // two looks at MSQ_PI: the former while the channel was busy in the last
