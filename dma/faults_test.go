@@ -98,8 +98,11 @@ func faultCases() []faultCase {
 			x.s.Device(0).Reset()
 		}, func(err error) bool {
 			// A reset before the submission or the command buffer's
-			// creation: the driver refuses while not operational.
-			return aborted(err) || errors.Is(err, unix.EBUSY)
+			// creation: the driver refuses while not operational
+			// (EBUSY from the CS ioctl's sanity checks; EPERM when the
+			// reset starts between them and the scheduling: hw_queue.c,
+			// hl_hw_queue_schedule_cs, "device is in reset, CS rejected").
+			return aborted(err) || errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EPERM)
 		}},
 	}
 }
@@ -175,9 +178,9 @@ func TestFaults(t *testing.T) {
 
 // TestFaultsGaudi3Reset is the fault table's reset rows on a Gaudi3:
 // a reset while the channels hold the copy, then a copy on the same
-// Engine, then one on a new Engine. The new Engine's first copy was lost
-// (its MSQ_PI equalled the old Pool's last, which the simulator took for
-// the stale value the ring reset clears: sim/pqm.go resetChannel).
+// Engine, then one on a new Engine that takes over the closed one's
+// channels (the simulator's channel must take the old owner's last
+// register writes before the new owner's: sim TestPQMNewOwnerAfterModeWrite).
 func TestFaultsGaudi3Reset(t *testing.T) {
 	fc := faultCase{"reset mid-wait", []sim.ASIC{sim.Gaudi3}, func(t *testing.T, x *inflight) {
 		x.stall(t)

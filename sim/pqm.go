@@ -110,6 +110,14 @@ import (
 // file that ran it (it finds its registers cleared, and takes the owner's
 // new setup as the hardware does); one its file's release stopped starts
 // again when its block is mapped again.
+//
+// The hardware takes a register write when it is made; a channel's
+// goroutine takes it at its next look. So that the order still holds: a
+// write of DESC_SUBMIT_FIFO_CFG is taken before an MSQ_PI read after it
+// (step reads the mode again after MSQ_PI) and ends a drain or a FENCE
+// under way, and a mapping of the block (MAP_BLOCK served, or the mmap)
+// returns once the goroutine took every write made before it (sync): a
+// new owner's writes never mix with the previous owner's last ones.
 
 // pqmMaxSleep and pqmIdleSleep bound a channel goroutine's sleep between
 // two looks at MSQ_PI: the former while the channel was busy in the last
@@ -182,6 +190,16 @@ type pqmChan struct {
 	resume   *File
 	ring     []byte // fetch buffer
 	lastBusy time.Time
+
+	// A new mapping of the channel's block waits (sync) until the
+	// goroutine took every register write made before it: syncReq counts
+	// the requests, syncAck the last one a step answered, and exited
+	// tells a waiter no goroutine runs (syncMu; set with st.mu held too).
+	syncMu   sync.Mutex
+	syncCond *sync.Cond
+	syncReq  atomic.Uint64
+	syncAck  uint64
+	exited   bool
 }
 
 // pqm returns the device's PDMA channels, nil unless it is a Gaudi3.
@@ -198,7 +216,10 @@ func newPQM(hw *hwState) *pqmState {
 		q.cond = sync.NewCond(&q.mu)
 		q.x = execEnv{hw: hw, q: q}
 		hw.queues = append(hw.queues, q)
-		st.chans[i] = &pqmChan{id: i, st: st, q: q, kick: make(chan struct{}, 1)}
+		c := &pqmChan{id: i, st: st, q: q, kick: make(chan struct{}, 1)}
+		c.syncCond = sync.NewCond(&c.syncMu)
+		c.exited = true // no goroutine yet
+		st.chans[i] = c
 	}
 	return st
 }
@@ -271,11 +292,13 @@ func (st *pqmState) bindLocked(f *File) error {
 // the simulator.
 func (st *pqmState) serveChannel(f *File, ch int) error {
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	if err := st.bindLocked(f); err != nil {
+		st.mu.Unlock()
 		return err
 	}
 	st.startLocked(f, ch)
+	st.mu.Unlock()
+	st.chans[ch].sync()
 	return nil
 }
 
@@ -308,6 +331,15 @@ func (st *pqmState) ensureLocked() error {
 // mapChannel maps channel ch's register page for file f (the mmap of its
 // block) and starts the channel's goroutine if none runs.
 func (st *pqmState) mapChannel(f *File, ch int, length, prot, flags int) ([]byte, error) {
+	mem, err := st.mapChannelLocked(f, ch, length, prot, flags)
+	if err != nil {
+		return nil, err
+	}
+	st.chans[ch].sync()
+	return mem, nil
+}
+
+func (st *pqmState) mapChannelLocked(f *File, ch int, length, prot, flags int) ([]byte, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := st.ensureLocked(); err != nil {
@@ -324,6 +356,38 @@ func (st *pqmState) mapChannel(f *File, ch int, length, prot, flags int) ([]byte
 	}
 	st.startLocked(f, ch)
 	return mem, nil
+}
+
+// sync waits until the channel's goroutine, if one runs, took every write
+// to its registers made before the call: the hardware takes a register
+// write when it is made, the simulator when its goroutine next looks. A
+// new owner maps the block before it writes, so at the mapping only the
+// previous owner's writes can be pending, and taking them now keeps them
+// apart from the new owner's. Without this, a mode write of Pool.Close
+// taken after the next owner's setup and first doorbell found MSQ_PI at
+// the value the channel last read (the same job size) and took it for the
+// old one, losing the job (resetChannel). A channel that waits on a FENCE
+// takes a mode write at once (fenceWait), so the wait is short.
+func (c *pqmChan) sync() {
+	n := c.syncReq.Add(1)
+	c.wake()
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	for c.syncAck < n && !c.exited {
+		c.syncCond.Wait()
+	}
+}
+
+// acked answers the sync requests made before req was read, once a step
+// after that read is over. The goroutine calls it.
+func (c *pqmChan) acked(req uint64, exited bool) {
+	c.syncMu.Lock()
+	if req > c.syncAck {
+		c.syncAck = req
+	}
+	c.exited = exited
+	c.syncMu.Unlock()
+	c.syncCond.Broadcast()
 }
 
 // startLocked starts channel ch's goroutine for file f if none runs.
@@ -343,6 +407,9 @@ func (st *pqmState) startLocked(f *File, ch int) {
 	hw.workers++
 	hw.mu.Unlock()
 	c.running, c.f, c.done = true, f, make(chan struct{})
+	c.syncMu.Lock()
+	c.exited = false
+	c.syncMu.Unlock()
 	go c.run(f, c.done)
 }
 
@@ -467,6 +534,7 @@ func (c *pqmChan) run(f *File, done chan struct{}) {
 		if c.q.halted.Load() && !c.stopping.Load() {
 			c.resume = f
 		}
+		c.acked(0, true) // before a new goroutine may start (st.mu)
 		c.st.mu.Unlock()
 		hw.mu.Lock()
 		hw.workers--
@@ -485,7 +553,12 @@ func (c *pqmChan) run(f *File, done chan struct{}) {
 	idle := 0
 	var sleep time.Duration
 	for !c.stopped() {
-		if c.step() {
+		req := c.syncReq.Load()
+		busy := c.step()
+		if req != 0 {
+			c.acked(req, false)
+		}
+		if busy {
 			idle, sleep = 0, 0
 			c.lastBusy = time.Now()
 			continue
@@ -524,6 +597,11 @@ func (c *pqmChan) step() bool {
 		return false
 	}
 	pi := c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_PI).Load()
+	if cfg.Load() != v {
+		// A mode write came between the two loads: pi may be the new
+		// owner's, for the ring the write resets. Take the write first.
+		return true
+	}
 	c.lastPI = pi
 	if pi == c.ci {
 		return false
@@ -531,24 +609,23 @@ func (c *pqmChan) step() bool {
 	return c.drain(pi)
 }
 
+// modeWritten reports a write of DESC_SUBMIT_FIFO_CFG the channel has not
+// taken yet.
+func (c *pqmChan) modeWritten() bool {
+	v := c.reg(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG).Load()
+	return v != 0 && v&pqmCfgSeen == 0
+}
+
 // resetChannel is the write of DESC_SUBMIT_FIFO_CFG (value v): the ring
 // counters restart.
 func (c *pqmChan) resetChannel(v uint32) {
-	// The hardware's mode write sets MSQ_PI to 0; the simulator sees the
-	// write only when it next polls, and cannot trap the writes between.
-	// An MSQ_PI that moved since the channel last read it was written
-	// after the reset and stays. One still at that value is the old one
-	// (it goes to 0, as on the hardware), unless the completion queue was
-	// set up again after it (enabled, with ECMPLTN_Q_BASE_PI at 0 and no
-	// completion since): then the owner set the channel up anew and rang
-	// the doorbell with a value that happens to equal the old one, which
-	// a new Pool whose first job is as long as the old Pool's last does,
-	// and zeroing it lost that job.
-	cq := c.reg(g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG).Load()
-	fresh := cq&g3.PDMA_CH_A_ECMPLTN_Q_CH_CFG_ENABLE != 0 && c.reg(g3.PDMA_CH_A_ECMPLTN_Q_BASE_PI).Load() == 0
-	if !fresh {
-		c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_PI).CompareAndSwap(c.lastPI, 0)
-	}
+	// An MSQ_PI still at the value the channel last read is the old one:
+	// it goes to 0 as on the hardware. One that moved since was written
+	// after the reset and stays. A new owner's doorbell equal to the old
+	// value cannot be met here: a mapping of the block waits until the
+	// previous owner's writes were taken (sync), and the mode is read
+	// again after MSQ_PI (step).
+	c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_PI).CompareAndSwap(c.lastPI, 0)
 	c.ci, c.lastPI = 0, 0
 	c.reg(g3.PDMA_CH_A_PQM_CH_MSQ_CI).Store(0)
 	c.halted = false
@@ -573,8 +650,8 @@ func (c *pqmChan) drain(pi uint32) bool {
 	}
 	progress := false
 	for c.ci != pi {
-		if c.stopped() {
-			return true
+		if c.stopped() || c.modeWritten() {
+			return true // a mode write resets the ring: step takes it next
 		}
 		n, err := c.execAt(base, size, pi-c.ci)
 		if err == errPQMPartial {
@@ -815,7 +892,9 @@ func (c *pqmChan) fenceWait(id uint8, target, dec uint32) error {
 			}
 			continue
 		}
-		if c.stopped() {
+		if c.stopped() || c.modeWritten() {
+			// A mode write resets the ring: the queued packets, this
+			// FENCE with them, are gone (step takes the write next).
 			return errHalted
 		}
 		if spins < pqmSpins {

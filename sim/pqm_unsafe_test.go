@@ -802,3 +802,45 @@ func TestGaudi3TimeSyncPerDie(t *testing.T) {
 		}
 	}
 }
+
+// TestPQMNewOwnerAfterModeWrite: an owner resets its channel's ring (a
+// mode write, as Pool.Close does) and unmaps; the next owner maps the
+// block, sets the ring up and rings the same MSQ_PI the channel last
+// read (a job of the same size). The job runs: the channel took the old
+// owner's mode write before the new owner's (the mapping waits for it),
+// rather than taking the new MSQ_PI for the stale one and zeroing it.
+func TestPQMNewOwnerAfterModeWrite(t *testing.T) {
+	_, _, f := openSim(t, Gaudi3)
+	const ch = 2
+	u := newPQMUser(t, f, ch, 4096)
+	dst, dstVA := hostMem(t, f, 4096)
+	job := func(v byte) []byte {
+		return pqmPackets(t, func(b *packet.Builder) {
+			b.LinPDMA(packet.LinPDMA{Src: uint64(v), Dst: dstVA, Size: 8, Memset: true})
+		})
+	}
+	u.push(job(1))
+	u.waitCI()
+	for round := range 20 {
+		v := byte(round + 2)
+		// The old owner's last write, then the new owner's mapping.
+		u.setReg(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
+		h, size, err := mapBlock(f, g3.PDMAChannelBlock(ch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		win, err := f.Mmap(int64(h), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Munmap(win) })
+		u.win = win
+		u.reset(4096)
+		u.setReg(g3.PDMA_CH_A_PQM_CH_MSQ_PI, 0)
+		u.push(job(v))
+		u.waitCI()
+		if dst[0] != v {
+			t.Fatalf("round %d: dst[0] = %d, want %d", round, dst[0], v)
+		}
+	}
+}
