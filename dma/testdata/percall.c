@@ -1,0 +1,96 @@
+/*
+ * percall.c: the C reference of BenchmarkPreparedRunVsC. It issues the
+ * ioctl sequence dma.Prepared.Run issues for a one-job batch (CS with one
+ * execute chunk, then WAIT_CS for its sequence number), with the arguments
+ * built from the 6.12 uapi header (include/uapi/drm/habanalabs_accel.h),
+ * against the same fake answers as the Go side (dma/bench_c_unsafe_test.go):
+ * CS answers the next sequence number, WAIT_CS answers COMPLETED. With
+ * "syscall" each ioctl first makes one real cheap system call (getppid),
+ * as the Go side's fake file does.
+ *
+ * Usage: percall inproc|syscall N. Prints the thread CPU time per
+ * submit+wait, in ns, measured with CLOCK_THREAD_CPUTIME_ID.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+/* The headers come from the kernel source tree, not from "make
+ * headers_install": define what that step would strip. */
+#include <linux/types.h>
+#define __user
+#include <drm/habanalabs_accel.h>
+
+static int with_syscall;
+static uint64_t next_seq;
+
+/* fake_ioctl answers as the Go side's fake file does. noinline keeps the
+ * call a call, as the Go side's goes through an interface. */
+__attribute__((noinline)) static int fake_ioctl(int fd, unsigned long req, void *arg)
+{
+	(void)fd;
+	if (with_syscall)
+		syscall(SYS_getppid);
+	if (req == DRM_IOCTL_HL_CS) {
+		union hl_cs_args *a = arg;
+		memset(a, 0, sizeof(*a));
+		a->out.seq = ++next_seq;
+		a->out.status = HL_CS_STATUS_SUCCESS;
+		return 0;
+	}
+	if (req == DRM_IOCTL_HL_WAIT_CS) {
+		union hl_wait_cs_args *a = arg;
+		memset(a, 0, sizeof(*a));
+		a->out.status = HL_WAIT_CS_STATUS_COMPLETED;
+		return 0;
+	}
+	return -1;
+}
+
+static int64_t thread_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: percall inproc|syscall N\n");
+		return 2;
+	}
+	with_syscall = strcmp(argv[1], "syscall") == 0;
+	long n = atol(argv[2]);
+	/* Prepared once, as dma.Prepare does. */
+	static struct hl_cs_chunk chunk;
+	chunk.cb_handle = 1;
+	chunk.queue_index = 0;
+	chunk.cb_size = 64;
+	union hl_cs_args saved;
+	memset(&saved, 0, sizeof(saved));
+	saved.in.chunks_execute = (uint64_t)(uintptr_t)&chunk;
+	saved.in.num_chunks_execute = 1;
+	union hl_cs_args cs;
+	union hl_wait_cs_args wait;
+	int64_t start = thread_ns();
+	for (long i = 0; i < n; i++) {
+		cs = saved;
+		if (fake_ioctl(3, DRM_IOCTL_HL_CS, &cs) != 0 || cs.out.status != HL_CS_STATUS_SUCCESS)
+			return 1;
+		memset(&wait, 0, sizeof(wait));
+		wait.in.seq = cs.out.seq;
+		wait.in.timeout_us = UINT64_MAX;
+		if (fake_ioctl(3, DRM_IOCTL_HL_WAIT_CS, &wait) != 0 ||
+		    wait.out.status != HL_WAIT_CS_STATUS_COMPLETED)
+			return 1;
+	}
+	int64_t spent = thread_ns() - start;
+	printf("%.2f\n", n > 0 ? (double)spent / (double)n : 0.0);
+	return 0;
+}
