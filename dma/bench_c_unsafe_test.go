@@ -27,13 +27,17 @@ import (
 // library's own overhead. "syscall" makes each ioctl first issue one real
 // cheap system call (getppid) on both sides, through the runtime's
 // ordinary entry on the Go side: the cost of a call that enters the kernel.
+// "syscall-rawcs" is "syscall" with CS's system call through the raw
+// entry (unix.RawSyscall) on the Go side, WAIT_CS's through the ordinary
+// one: what the split of issue 29 item 3 would gain.
 //
 //	go test ./dma -run '^$' -bench PreparedRunVsC -benchmem -count 10
 func BenchmarkPreparedRunVsC(b *testing.B) {
 	bin := buildPercall(b)
-	for _, mode := range []string{"inproc", "syscall"} {
+	for _, mode := range []string{"inproc", "syscall", "syscall-rawcs"} {
 		b.Run(mode, func(b *testing.B) {
-			m, e := instantRigOn(b, &instantFile{syscall: mode == "syscall"})
+			f := &instantFile{syscall: mode != "inproc", rawCS: mode == "syscall-rawcs"}
+			m, e := instantRigOn(b, f)
 			h, err := m.AllocHost(4096, memory.HostOptions{})
 			if err != nil {
 				b.Fatal(err)
@@ -63,7 +67,7 @@ func BenchmarkPreparedRunVsC(b *testing.B) {
 				}
 			}
 			goNs := float64(threadNs(b)-start) / float64(b.N)
-			cNs := runPercall(b, bin, mode, max(b.N, 10000))
+			cNs := runPercall(b, bin, strings.TrimSuffix(mode, "-rawcs"), max(b.N, 10000))
 			b.ReportMetric(goNs, "go-ns/op")
 			b.ReportMetric(cNs, "c-ns/op")
 			b.ReportMetric(goNs/cNs, "go/c")

@@ -26,11 +26,19 @@ type instantFile struct {
 	// call (getppid) through the runtime's ordinary entry, as a kernel
 	// ioctl would, for BenchmarkPreparedRunVsC.
 	syscall bool
+	// rawCS issues CS's system call through the raw entry
+	// (unix.RawSyscall, no scheduler hand-off); WAIT_CS keeps the
+	// ordinary one.
+	rawCS bool
 }
 
 func (f *instantFile) Ioctl(req uint, arg unsafe.Pointer) error {
 	if f.syscall && (req == uint(hl.DRM_IOCTL_HL_CS) || req == uint(hl.DRM_IOCTL_HL_WAIT_CS)) {
-		unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
+		if f.rawCS && req == uint(hl.DRM_IOCTL_HL_CS) {
+			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+		} else {
+			unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
+		}
 	}
 	switch req {
 	case uint(hl.DRM_IOCTL_HL_CS):

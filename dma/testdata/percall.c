@@ -12,6 +12,7 @@
  * submit+wait, in ns, measured with CLOCK_THREAD_CPUTIME_ID.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,10 @@
 static int with_syscall;
 static uint64_t next_seq;
 
+/* issue retries an interrupted call, as every ioctl caller must (the Go
+ * library does it in package ioctl). */
+static int issue(int fd, unsigned long req, void *arg);
+
 /* fake_ioctl answers as the Go side's fake file does. noinline keeps the
  * call a call, as the Go side's goes through an interface. */
 __attribute__((noinline)) static int fake_ioctl(int fd, unsigned long req, void *arg)
@@ -39,7 +44,8 @@ __attribute__((noinline)) static int fake_ioctl(int fd, unsigned long req, void 
 	if (req == DRM_IOCTL_HL_CS) {
 		union hl_cs_args *a = arg;
 		memset(a, 0, sizeof(*a));
-		a->out.seq = ++next_seq;
+		/* Atomic, as the Go fake's counter is. */
+		a->out.seq = __atomic_add_fetch(&next_seq, 1, __ATOMIC_SEQ_CST);
 		a->out.status = HL_CS_STATUS_SUCCESS;
 		return 0;
 	}
@@ -49,7 +55,17 @@ __attribute__((noinline)) static int fake_ioctl(int fd, unsigned long req, void 
 		a->out.status = HL_WAIT_CS_STATUS_COMPLETED;
 		return 0;
 	}
+	errno = ENOTTY;
 	return -1;
+}
+
+static int issue(int fd, unsigned long req, void *arg)
+{
+	int rc;
+	do
+		rc = fake_ioctl(fd, req, arg);
+	while (rc == -1 && errno == EINTR);
+	return rc;
 }
 
 static int64_t thread_ns(void)
@@ -81,12 +97,12 @@ int main(int argc, char **argv)
 	int64_t start = thread_ns();
 	for (long i = 0; i < n; i++) {
 		cs = saved;
-		if (fake_ioctl(3, DRM_IOCTL_HL_CS, &cs) != 0 || cs.out.status != HL_CS_STATUS_SUCCESS)
+		if (issue(3, DRM_IOCTL_HL_CS, &cs) != 0 || cs.out.status != HL_CS_STATUS_SUCCESS)
 			return 1;
 		memset(&wait, 0, sizeof(wait));
 		wait.in.seq = cs.out.seq;
 		wait.in.timeout_us = UINT64_MAX;
-		if (fake_ioctl(3, DRM_IOCTL_HL_WAIT_CS, &wait) != 0 ||
+		if (issue(3, DRM_IOCTL_HL_WAIT_CS, &wait) != 0 ||
 		    wait.out.status != HL_WAIT_CS_STATUS_COMPLETED)
 			return 1;
 	}
