@@ -86,11 +86,51 @@ func buildPercall(b *testing.B) string {
 	bin := filepath.Join(b.TempDir(), "percall")
 	out, err := exec.Command("gcc", "-std=gnu11", "-Wall", "-Werror", "-O2",
 		"-I", filepath.Join(ksrc, "include", "uapi"),
+		"-I", filepath.Join(ksrc, "drivers", "accel", "habanalabs", "include"),
 		"-o", bin, filepath.Join("testdata", "percall.c")).CombinedOutput()
 	if err != nil {
 		b.Fatalf("gcc (is it installed?): %v\n%s", err, out)
 	}
 	return bin
+}
+
+// BenchmarkCopy4KiBVsC is BenchmarkPreparedRunVsC for a 4 KiB
+// host-to-device copy between typed ranges (Engine.CopyToDevice, which
+// issues one CS and one WAIT_CS on this fake), against percall.c's copy
+// modes, which also encode one LIN_DMA packet per copy.
+//
+//	go test ./dma -run '^$' -bench Copy4KiBVsC -benchmem -count 10
+func BenchmarkCopy4KiBVsC(b *testing.B) {
+	bin := buildPercall(b)
+	for _, mode := range []string{"inproc", "syscall"} {
+		b.Run(mode, func(b *testing.B) {
+			m, e := instantRigOn(b, &instantFile{syscall: mode == "syscall"})
+			h, err := m.AllocHost(4096, memory.HostOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf, err := m.Alloc(4096, memory.AllocOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst, src := buf.Range(0, 4096), h.Range(0, 4096)
+			ctx := context.Background()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ReportAllocs()
+			start := threadNs(b)
+			for b.Loop() {
+				if err := e.CopyToDevice(ctx, dst, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+			goNs := float64(threadNs(b)-start) / float64(b.N)
+			cNs := runPercall(b, bin, "copy-"+mode, max(b.N, 10000))
+			b.ReportMetric(goNs, "go-ns/op")
+			b.ReportMetric(cNs, "c-ns/op")
+			b.ReportMetric(goNs/cNs, "go/c")
+		})
+	}
 }
 
 // runPercall runs the C reference for n submit+waits and returns its

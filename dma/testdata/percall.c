@@ -8,7 +8,13 @@
  * "syscall" each ioctl first makes one real cheap system call (getppid),
  * as the Go side's fake file does.
  *
- * Usage: percall inproc|syscall N. Prints the thread CPU time per
+ * "copy" modes (copy-inproc, copy-syscall) stand for a 4 KiB host-to-device
+ * copy (dma.Engine.CopyToDevice, which issues the same CS and WAIT_CS):
+ * each iteration first encodes one LIN_DMA packet (struct packet_lin_dma,
+ * drivers/accel/habanalabs/include/gaudi2/gaudi2_packets.h) into the
+ * command buffer, as a minimal caller must.
+ *
+ * Usage: percall [copy-]inproc|[copy-]syscall N. Prints the thread CPU time per
  * submit+wait, in ns, measured with CLOCK_THREAD_CPUTIME_ID.
  */
 #define _GNU_SOURCE
@@ -25,7 +31,13 @@
  * headers_install": define what that step would strip. */
 #include <linux/types.h>
 #define __user
+/* Kernel types the packet header uses. */
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
 #include <drm/habanalabs_accel.h>
+#include <gaudi2/gaudi2_packets.h>
 
 static int with_syscall;
 static uint64_t next_seq;
@@ -78,10 +90,19 @@ static int64_t thread_ns(void)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: percall inproc|syscall N\n");
+		fprintf(stderr, "usage: percall [copy-]inproc|[copy-]syscall N\n");
 		return 2;
 	}
-	with_syscall = strcmp(argv[1], "syscall") == 0;
+	const char *mode = argv[1];
+	int copy = strncmp(mode, "copy-", 5) == 0;
+	if (copy)
+		mode += 5;
+	with_syscall = strcmp(mode, "syscall") == 0;
+	/* The command buffer (the driver's, mmapped, in a real caller) and
+	 * the copy's addresses. */
+	static struct packet_lin_dma cb[4096 / sizeof(struct packet_lin_dma)];
+	static char host[4096];
+	uint64_t dev = 0x1000000000ull;
 	long n = atol(argv[2]);
 	/* Prepared once, as dma.Prepare does. */
 	static struct hl_cs_chunk chunk;
@@ -96,6 +117,15 @@ int main(int argc, char **argv)
 	union hl_wait_cs_args wait;
 	int64_t start = thread_ns();
 	for (long i = 0; i < n; i++) {
+		if (copy) {
+			volatile struct packet_lin_dma *p = &cb[0];
+			p->tsize = sizeof(host);
+			p->ctl = (PACKET_LIN_DMA << GAUDI2_PKT_CTL_OPCODE_SHIFT) |
+				 (1u << GAUDI2_PKT_CTL_EB_SHIFT) | (1u << GAUDI2_PKT_CTL_MB_SHIFT);
+			p->src_addr = (uint64_t)(uintptr_t)host;
+			p->dst_addr = dev;
+			chunk.cb_size = sizeof(*p);
+		}
 		cs = saved;
 		if (issue(3, DRM_IOCTL_HL_CS, &cs) != 0 || cs.out.status != HL_CS_STATUS_SUCCESS)
 			return 1;
