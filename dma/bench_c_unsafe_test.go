@@ -37,42 +37,63 @@ func BenchmarkPreparedRunVsC(b *testing.B) {
 	for _, mode := range []string{"inproc", "syscall", "syscall-rawcs"} {
 		b.Run(mode, func(b *testing.B) {
 			f := &instantFile{syscall: mode != "inproc", rawCS: mode == "syscall-rawcs"}
-			m, e := instantRigOn(b, f)
-			h, err := m.AllocHost(4096, memory.HostOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			buf, err := m.Alloc(4096, memory.AllocOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			bt := e.NewBatch(BatchOptions{})
-			bt.CopyAddr(buf.VA(), h.VA(), 64)
-			p, err := bt.Prepare(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			if n := len(p.chunks); n != 1 {
-				b.Fatalf("prepared CS has %d execute chunks, want 1 as in percall.c", n)
-			}
-			ctx := context.Background()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			start := threadNs(b)
-			for b.Loop() {
-				if err := p.Run(ctx); err != nil {
+			benchVsC(b, bin, strings.TrimSuffix(mode, "-rawcs"), f, func(e *Engine, dst memory.DeviceRange, src memory.HostRange) func() error {
+				bt := e.NewBatch(BatchOptions{})
+				bt.CopyAddr(dst.VA(), src.VA(), 64)
+				p, err := bt.Prepare(context.Background())
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			goNs := float64(threadNs(b)-start) / float64(b.N)
-			cNs := runPercall(b, bin, strings.TrimSuffix(mode, "-rawcs"), max(b.N, 10000))
-			b.ReportMetric(goNs, "go-ns/op")
-			b.ReportMetric(cNs, "c-ns/op")
-			b.ReportMetric(goNs/cNs, "go/c")
+				b.Cleanup(func() { p.Close() })
+				if n := len(p.chunks); n != 1 {
+					b.Fatalf("prepared CS has %d execute chunks, want 1 as in percall.c", n)
+				}
+				return func() error { return p.Run(context.Background()) }
+			})
 		})
 	}
+}
+
+// BenchmarkCopy4KiBVsC is BenchmarkPreparedRunVsC for a 4 KiB
+// host-to-device copy between typed ranges (Engine.CopyToDevice, which
+// issues one CS and one WAIT_CS on this fake), against percall.c's copy
+// modes, which also encode one LIN_DMA packet per copy.
+//
+//	go test ./dma -run '^$' -bench Copy4KiBVsC -benchmem -count 10
+func BenchmarkCopy4KiBVsC(b *testing.B) {
+	bin := buildPercall(b)
+	for _, mode := range []string{"inproc", "syscall"} {
+		b.Run(mode, func(b *testing.B) {
+			benchVsC(b, bin, "copy-"+mode, &instantFile{syscall: mode == "syscall"}, func(e *Engine, dst memory.DeviceRange, src memory.HostRange) func() error {
+				ctx := context.Background()
+				return func() error { return e.CopyToDevice(ctx, dst, src) }
+			})
+		})
+	}
+}
+
+// benchVsC runs the call that prepare returns, given an Engine over f and
+// 4 KiB of device and host memory, as the benchmark's loop, measured as
+// thread CPU time, then percall.c in mode cmode for as many iterations,
+// and reports both and their ratio.
+func benchVsC(b *testing.B, bin, cmode string, f *instantFile, prepare func(*Engine, memory.DeviceRange, memory.HostRange) func() error) {
+	m, e := instantRigOn(b, f)
+	dst, src := copyRanges(b, m)
+	call := prepare(e, dst, src)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	start := threadNs(b)
+	for b.Loop() {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	goNs := float64(threadNs(b)-start) / float64(b.N)
+	cNs := runPercall(b, bin, cmode, max(b.N, 10000))
+	b.ReportMetric(goNs, "go-ns/op")
+	b.ReportMetric(cNs, "c-ns/op")
+	b.ReportMetric(goNs/cNs, "go/c")
 }
 
 // buildPercall compiles testdata/percall.c with gcc against the 6.12 uapi
@@ -92,45 +113,6 @@ func buildPercall(b *testing.B) string {
 		b.Fatalf("gcc (is it installed?): %v\n%s", err, out)
 	}
 	return bin
-}
-
-// BenchmarkCopy4KiBVsC is BenchmarkPreparedRunVsC for a 4 KiB
-// host-to-device copy between typed ranges (Engine.CopyToDevice, which
-// issues one CS and one WAIT_CS on this fake), against percall.c's copy
-// modes, which also encode one LIN_DMA packet per copy.
-//
-//	go test ./dma -run '^$' -bench Copy4KiBVsC -benchmem -count 10
-func BenchmarkCopy4KiBVsC(b *testing.B) {
-	bin := buildPercall(b)
-	for _, mode := range []string{"inproc", "syscall"} {
-		b.Run(mode, func(b *testing.B) {
-			m, e := instantRigOn(b, &instantFile{syscall: mode == "syscall"})
-			h, err := m.AllocHost(4096, memory.HostOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			buf, err := m.Alloc(4096, memory.AllocOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			dst, src := buf.Range(0, 4096), h.Range(0, 4096)
-			ctx := context.Background()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			start := threadNs(b)
-			for b.Loop() {
-				if err := e.CopyToDevice(ctx, dst, src); err != nil {
-					b.Fatal(err)
-				}
-			}
-			goNs := float64(threadNs(b)-start) / float64(b.N)
-			cNs := runPercall(b, bin, "copy-"+mode, max(b.N, 10000))
-			b.ReportMetric(goNs, "go-ns/op")
-			b.ReportMetric(cNs, "c-ns/op")
-			b.ReportMetric(goNs/cNs, "go/c")
-		})
-	}
 }
 
 // runPercall runs the C reference for n submit+waits and returns its

@@ -100,6 +100,19 @@ func instantRigOn(b *testing.B, f *instantFile) (*memory.Manager, *Engine) {
 // allocations per copy, without the simulator's execution.
 func BenchmarkCopy4KiBLibrary(b *testing.B) {
 	m, e := instantRig(b)
+	dst, src := copyRanges(b, m)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.CopyToDevice(ctx, dst, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// copyRanges allocates 4 KiB of device memory and 4 KiB of host memory and
+// returns them as the ranges of a copy.
+func copyRanges(b *testing.B, m *memory.Manager) (memory.DeviceRange, memory.HostRange) {
 	h, err := m.AllocHost(4096, memory.HostOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -108,12 +121,5 @@ func BenchmarkCopy4KiBLibrary(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dst, src := buf.Range(0, 4096), h.Range(0, 4096)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := e.CopyToDevice(ctx, dst, src); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return buf.Range(0, 4096), h.Range(0, 4096)
 }
