@@ -75,6 +75,10 @@ func (d *Device) attempt(req uint, arg unsafe.Pointer) error {
 		return errDeviceClosed
 	}
 	defer d.release()
+	if d.kf != nil {
+		// Closed only by the Device's Close, which waits for the gate.
+		return d.kf.ioctlOpen(req, arg)
+	}
 	return d.f.Ioctl(req, arg)
 }
 

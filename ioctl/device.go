@@ -21,6 +21,10 @@ type Device struct {
 	enc atomic.Uint32 // Encoding, set once the probe succeeded
 
 	f File
+	// kf is f when it is a kernel file, which attempt calls without its
+	// own gate: the Device owns f and its gate (mu) already keeps Close
+	// away from calls in flight.
+	kf *kernelFile
 
 	probeMu  sync.Mutex
 	probeErr error // a definitive probe failure, returned from then on
@@ -38,7 +42,8 @@ type Device struct {
 // probed on the first call that needs it; see Encoding. The Device owns f
 // and closes it in Close.
 func New(f File) *Device {
-	return &Device{f: f, now: time.Now, slice: defaultWaitSlice}
+	kf, _ := f.(*kernelFile)
+	return &Device{f: f, kf: kf, now: time.Now, slice: defaultWaitSlice}
 }
 
 // Open opens the device node at path, such as /dev/accel/accel0 or the

@@ -91,4 +91,36 @@
 // WaitMultiCS, WaitInterrupt, MapHost, Info, Debug, Engines); memory the
 // driver keeps using after the call (a host buffer mapped with MapHost) is
 // the caller's to keep until UNMAP.
+//
+// # System call entry
+//
+// Every ioctl goes through the runtime's ordinary entry (unix.Syscall),
+// which hands the thread's P to other goroutines if the call sleeps. The
+// raw entry (unix.RawSyscall) would save about 40 ns per call
+// (BenchmarkPreparedRunVsC/syscall-rawcs in package dma) but holds the P,
+// and a stop-the-world, for as long as the call sleeps; it is only safe
+// for a call that cannot sleep for long. Per request, in the 6.12 driver
+// (drivers/accel/habanalabs/common):
+//
+//	WAIT_CS   sleeps for the timeout given (command_submission.c,
+//	          _hl_cs_wait_ioctl: wait_for_completion_interruptible_timeout)
+//	CS        may sleep for the device timeout, 30 s by default
+//	          (habanalabs_drv.c, HL_DEFAULT_TIMEOUT_LOCKED): the first CS
+//	          of a context (and HL_CS_FLAGS_FORCE_RESTORE) waits for its
+//	          restore CS (hl_cs_ctx_switch: _hl_cs_wait_ioctl), and CSs of
+//	          other threads meanwhile poll for it with 100 us sleeps
+//	          (hl_poll_timeout_memory); it also takes mutexes and allocates
+//	          with GFP_KERNEL (cs_ioctl_default)
+//	INFO      ops that ask the firmware wait for its answer for up to
+//	          seconds (habanalabs_ioctl.c: get_clk_rate, PLL_FREQUENCY,
+//	          POWER, TOTAL_ENERGY, PCI_COUNTERS through hl_fw_cpucp_*;
+//	          HL_CPUCP_INFO_TIMEOUT_USEC is 10 s); others take mutexes
+//	          (notifier_event.lock, clk_throttling.lock)
+//	MEMORY    takes mutexes (memory.c: va_range->lock, mmu_lock,
+//	          mem_hash_lock) and pins and allocates pages
+//	CB        takes mmu_lock and allocates with GFP_KERNEL (command_buffer.c)
+//	DEBUG     allocates with GFP_KERNEL and copies user memory, which may
+//	          fault (habanalabs_ioctl.c, debug_coresight)
+//
+// No request is bounded short in every case, so none takes the raw entry.
 package ioctl

@@ -45,6 +45,15 @@ func (f *kernelFile) Ioctl(req uint, arg unsafe.Pointer) error {
 	if f.fd < 0 {
 		return unix.EBADF
 	}
+	return f.ioctlOpen(req, arg)
+}
+
+// ioctlOpen is Ioctl for a caller that keeps f open for the call itself: a
+// Device that owns f, whose in-flight gate (Device.acquire) already keeps
+// its Close, the only one of f, from running during the call. It spares
+// the second gate's two atomic read-modify-writes per ioctl (about 25 ns
+// on the two-core test machine; issue 29).
+func (f *kernelFile) ioctlOpen(req uint, arg unsafe.Pointer) error {
 	export := f.srv != nil && isExport(req, arg)
 	// The conversion of arg to uintptr happens in the call expression, which
 	// keeps the object it points at alive until the system call returns.
