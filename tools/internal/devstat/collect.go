@@ -103,11 +103,6 @@ func Collect(o Options) (*Snapshot, error) {
 		now = o.Now
 	}
 	s := &Snapshot{SchemaVersion: SchemaVersion, Timestamp: now(), Source: "hardware", Devices: []Device{}}
-	if cands[0].Simulated() {
-		s.Source = "simulator"
-	} else if v, ok := cli.HostDriverVersion(o.sysRoot()); ok {
-		s.DriverVersion = &v
-	}
 	files := map[string]holder{}
 	for _, c := range cands {
 		if c.Simulated() {
@@ -116,11 +111,28 @@ func Collect(o Options) (*Snapshot, error) {
 			collectHardware(s, c.Node, &o, files)
 		}
 	}
+	// The simulator's devices (in process or served) have no host driver
+	// version, as cli.DriverVersion says "sim" for them.
+	if allSimulated(s.Devices) {
+		s.Source = "simulator"
+	} else if v, ok := cli.HostDriverVersion(o.sysRoot()); ok {
+		s.DriverVersion = &v
+	}
 	s.Driver = commonDriver(s.Devices)
 	// After every control node of ours is closed, so only other
 	// holders (and this process's compute opens) are seen.
 	scanProcesses(o.Root, files, s.Devices)
 	return s, nil
+}
+
+// allSimulated reports whether every device is simulated.
+func allSimulated(devs []Device) bool {
+	for _, d := range devs {
+		if !d.Simulated {
+			return false
+		}
+	}
+	return len(devs) > 0
 }
 
 // commonDriver is the driver every device reports, or nil.

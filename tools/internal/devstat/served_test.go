@@ -13,6 +13,7 @@ import (
 // found, whether their INFO values were read, and what failed.
 type servedSummary struct {
 	Node, Control string
+	Simulated     bool
 	HasPower      bool
 	Errors        []string
 }
@@ -24,7 +25,7 @@ func summarize(s *Snapshot) []servedSummary {
 		for _, e := range d.Errors {
 			errs = append(errs, e.Query+": "+e.Message)
 		}
-		out = append(out, servedSummary{Node: d.Node, Control: d.ControlNode, HasPower: d.PowerMW != nil, Errors: errs})
+		out = append(out, servedSummary{Node: d.Node, Control: d.ControlNode, Simulated: d.Simulated, HasPower: d.PowerMW != nil, Errors: errs})
 	}
 	return out
 }
@@ -38,9 +39,9 @@ func summarize(s *Snapshot) []servedSummary {
 func TestServedNodes(t *testing.T) {
 	srv := hlsimtest.Serve(t, "gaudi2:3")
 	want := []servedSummary{
-		{Node: srv.Node(0, false), Control: srv.Node(0, true), HasPower: true},
-		{Node: srv.Node(1, false), Control: srv.Node(1, true), HasPower: true},
-		{Node: srv.Node(2, false), Control: srv.Node(2, true), HasPower: true},
+		{Node: srv.Node(0, false), Control: srv.Node(0, true), Simulated: true, HasPower: true},
+		{Node: srv.Node(1, false), Control: srv.Node(1, true), Simulated: true, HasPower: true},
+		{Node: srv.Node(2, false), Control: srv.Node(2, true), Simulated: true, HasPower: true},
 	}
 	for _, tc := range []struct {
 		name string
@@ -55,6 +56,11 @@ func TestServedNodes(t *testing.T) {
 			s, err := Collect(Options{Root: tc.root})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// One rule with hlperf and cli.Selection.Why: what
+			// device.Device.Simulated says, served nodes included.
+			if s.Source != "simulator" || s.DriverVersion != nil {
+				t.Errorf("source %q, driver version %v; want simulator, none (as hlperf's \"sim\")", s.Source, s.DriverVersion)
 			}
 			if diff := cmp.Diff(want, summarize(s)); diff != "" {
 				t.Errorf("served devices (-want +got):\n%s", diff)
