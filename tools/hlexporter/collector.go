@@ -77,7 +77,7 @@ type collector struct {
 	opts   devstat.Options
 	gauges []gauge
 	// Metrics with labels of their own.
-	config, hwmon, resets, drops *prometheus.Desc
+	config, hwmon, resets, drops, errs *prometheus.Desc
 	// The exporter's own.
 	success, duration *prometheus.Desc
 
@@ -162,7 +162,8 @@ func newCollector(opts devstat.Options, habanaNames bool) *collector {
 	c.hwmon = d("habanalabs_hwmon_temperature_celsius", "Temperature of one hwmon channel of the device in Celsius", "sensor", "label")
 	c.resets = d("habanalabs_resets_total", "Device resets since the driver loaded, by type (INFO RESET_COUNT)", "type")
 	c.drops = d("habanalabs_cs_dropped_total", "Command submissions the driver dropped, by cause (INFO CS_COUNTERS)", "cause")
-	c.success = prometheus.NewDesc("habanalabs_exporter_collect_success", "1 when the last scrape could list the devices", nil, nil)
+	c.errs = d("habanalabs_device_collect_errors", "1 for each query that failed for the device at the last scrape, by query (hlinfo -json lists the errors)", "query")
+	c.success = prometheus.NewDesc("habanalabs_exporter_collect_success", "1 when the last scrape listed the devices and every query of every device answered", nil, nil)
 	c.duration = prometheus.NewDesc("habanalabs_exporter_collect_duration_seconds", "How long reading the devices took", nil, nil)
 	return c
 }
@@ -196,7 +197,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, g := range c.gauges {
 		ch <- g.desc
 	}
-	for _, d := range []*prometheus.Desc{c.config, c.hwmon, c.resets, c.drops, c.success, c.duration} {
+	for _, d := range []*prometheus.Desc{c.config, c.hwmon, c.resets, c.drops, c.errs, c.success, c.duration} {
 		ch <- d
 	}
 }
@@ -229,11 +230,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.success, prometheus.GaugeValue, 0)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.success, prometheus.GaugeValue, 1)
+	success := 1.0
 	for i := range s.Devices {
 		x := &s.Devices[i]
 		l := labels(s, x)
 		with := func(extra ...string) []string { return append(append([]string(nil), l...), extra...) }
+		// One series per failed query: a value that is missing says why.
+		failed := map[string]bool{}
+		for _, e := range x.Errors {
+			if !failed[e.Query] {
+				failed[e.Query] = true
+				ch <- prometheus.MustNewConstMetric(c.errs, prometheus.GaugeValue, 1, with(e.Query)...)
+			}
+			success = 0
+		}
 		for _, g := range c.gauges {
 			if v, ok := g.value(x); ok {
 				ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, v, l...)
@@ -274,4 +284,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(c.success, prometheus.GaugeValue, success)
 }

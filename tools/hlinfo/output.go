@@ -66,6 +66,9 @@ func writeText(w io.Writer, s *devstat.Snapshot, nics []nicReport, c *config) er
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeFailedQueries(w, s); err != nil {
+		return err
+	}
 	if err := writeProcesses(w, s); err != nil {
 		return err
 	}
@@ -83,6 +86,65 @@ func writeText(w io.Writer, s *devstat.Snapshot, nics []nicReport, c *config) er
 		}
 	}
 	return nil
+}
+
+// writeFailedQueries lists, under the table, the queries that failed for
+// each device, so that a "-" in the table is never silent; -v and -json
+// print each error whole. Devices without errors are left out, and so is
+// the section when there are none.
+func writeFailedQueries(w io.Writer, s *devstat.Snapshot) error {
+	var rows [][]string
+	for _, d := range s.Devices {
+		var qs []string
+		for _, e := range d.Errors {
+			q := e.Query
+			if e.Errno != nil {
+				q += " (" + *e.Errno + ")"
+			}
+			qs = append(qs, q)
+		}
+		if len(qs) > 0 {
+			rows = append(rows, wrapList(qs, 80-len("IDX  ")))
+			rows[len(rows)-1][0] = strconv.Itoa(d.Index) + "\t" + rows[len(rows)-1][0]
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nFAILED QUERIES (-v or -json says why)")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "IDX\tQUERIES")
+	for _, lines := range rows {
+		for i, l := range lines {
+			if i > 0 {
+				l = "\t" + l
+			}
+			fmt.Fprintln(tw, l)
+		}
+	}
+	return tw.Flush()
+}
+
+// wrapList joins items with ", " into lines of at most width columns
+// (an item longer than width gets a line of its own).
+func wrapList(items []string, width int) []string {
+	var lines []string
+	cur := ""
+	for i, it := range items {
+		if i < len(items)-1 {
+			it += ","
+		}
+		switch {
+		case cur == "":
+			cur = it
+		case len(cur)+1+len(it) <= width:
+			cur += " " + it
+		default:
+			lines = append(lines, cur)
+			cur = it
+		}
+	}
+	return append(lines, cur)
 }
 
 // writeProcesses lists the processes that hold each device.

@@ -1,6 +1,8 @@
 package devstat
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,6 +43,39 @@ func (o *Options) openControl(path string) (*device.Device, error) {
 	return device.OpenControl(path)
 }
 
+// sysRoot is the directory that holds the sys/ the devices are listed
+// from: Root, else GAUDI_ROOT (device.RootEnv), else "/".
+func (o *Options) sysRoot() string {
+	if o.Root != "" {
+		return o.Root
+	}
+	if r := os.Getenv(device.RootEnv); r != "" {
+		return r
+	}
+	return "/"
+}
+
+// reroot moves n's node paths below sysRoot when the tree there has
+// them: a served tree (hlsim serve -dir DIR), named by GAUDI_ROOT=DIR or
+// -root DIR, holds its nodes in DIR/dev, while a copy of another
+// machine's sysfs has no dev/ and its nodes keep the kernel's names.
+// The paths are those the devices are opened at and other processes
+// hold them by.
+func (o *Options) reroot(n device.Node) device.Node {
+	root := o.sysRoot()
+	if root == "/" {
+		return n
+	}
+	if _, err := os.Stat(filepath.Join(root, n.Path)); err != nil {
+		return n
+	}
+	n.Path = filepath.Join(root, n.Path)
+	if n.ControlPath != "" {
+		n.ControlPath = filepath.Join(root, n.ControlPath)
+	}
+	return n
+}
+
 func (o *Options) utilizationPeriod() time.Duration {
 	if o.UtilizationPeriod == 0 {
 		return 100 * time.Millisecond
@@ -56,7 +91,10 @@ func (o *Options) utilizationPeriod() time.Duration {
 // selector never falls back to the simulator: on a machine without a
 // Gaudi it is an error matching device.ErrNoDevice that names sim:N.
 func Collect(o Options) (*Snapshot, error) {
-	cands, err := o.Selection.DevicesIn(device.SysFS{Root: rootOr(o.Root)})
+	// The zero SysFS honours GAUDI_ROOT (the tree "hlsim serve -dir"
+	// serves) and re-roots the nodes it finds there, as every other
+	// command's discovery does (internal/cli).
+	cands, err := o.Selection.DevicesIn(device.SysFS{Root: o.Root})
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +103,6 @@ func Collect(o Options) (*Snapshot, error) {
 		now = o.Now
 	}
 	s := &Snapshot{SchemaVersion: SchemaVersion, Timestamp: now(), Source: "hardware", Devices: []Device{}}
-	if cands[0].Simulated() {
-		s.Source = "simulator"
-	} else if v, ok := cli.HostDriverVersion(o.Root); ok {
-		s.DriverVersion = &v
-	}
 	files := map[string]holder{}
 	for _, c := range cands {
 		if c.Simulated() {
@@ -78,11 +111,28 @@ func Collect(o Options) (*Snapshot, error) {
 			collectHardware(s, c.Node, &o, files)
 		}
 	}
+	// The simulator's devices (in process or served) have no host driver
+	// version, as cli.DriverVersion says "sim" for them.
+	if allSimulated(s.Devices) {
+		s.Source = "simulator"
+	} else if v, ok := cli.HostDriverVersion(o.sysRoot()); ok {
+		s.DriverVersion = &v
+	}
 	s.Driver = commonDriver(s.Devices)
 	// After every control node of ours is closed, so only other
 	// holders (and this process's compute opens) are seen.
 	scanProcesses(o.Root, files, s.Devices)
 	return s, nil
+}
+
+// allSimulated reports whether every device is simulated.
+func allSimulated(devs []Device) bool {
+	for _, d := range devs {
+		if !d.Simulated {
+			return false
+		}
+	}
+	return len(devs) > 0
 }
 
 // commonDriver is the driver every device reports, or nil.
@@ -103,9 +153,10 @@ func commonDriver(devs []Device) *string {
 
 // collectHardware adds Gaudi n to s.
 func collectHardware(s *Snapshot, n device.Node, o *Options, files map[string]holder) {
+	n = o.reroot(n)
 	r := newDevice(n.Index)
 	r.PCIAddress, r.Node, r.ControlNode = n.PCIAddress, n.Path, n.ControlPath
-	fillSysfs(&r, o.Root, n)
+	fillSysfs(&r, o.sysRoot(), n)
 	if n.ControlPath == "" {
 		r.Errors = append(r.Errors, QueryError{Query: "open", Message: "sysfs shows no control node"})
 	} else if d, err := o.openControl(n.ControlPath); err != nil {
@@ -122,7 +173,7 @@ func collectHardware(s *Snapshot, n device.Node, o *Options, files map[string]ho
 	if r.Driver == nil {
 		// The device could not tell (not operational, or not opened):
 		// the loaded module can.
-		if drv, _ := (device.SysFS{Root: rootOr(o.Root)}).Driver(); drv != device.DriverUnknown {
+		if drv, _ := (device.SysFS{Root: o.Root}).Driver(); drv != device.DriverUnknown {
 			r.Driver = ptr(drv.String())
 		}
 	}

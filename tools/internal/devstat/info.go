@@ -146,6 +146,10 @@ type Event struct {
 // fillInfo reads the INFO values of an open control node into r.
 func fillInfo(r *Device, d *device.Device, o *Options) {
 	hw := d.HWIPInfo()
+	// One rule with hlperf and cli: a device is simulated when the
+	// device layer says so, served nodes (hlsim serve, hlsim run)
+	// included.
+	r.Simulated = r.Simulated || d.Simulated()
 	r.ASIC = asicName(d.ASIC())
 	r.PCIDeviceID = uint16(hw.DeviceID)
 	r.PCIRevision = hw.Revision
