@@ -51,7 +51,7 @@ func run(ctx context.Context, cfg *config, cmd *cli.Command) (*report, error) {
 		res, err := measureDevice(ctx, cfg, devs[i], &rep.Devices[i], prog)
 		results[i] = res
 		if err != nil {
-			rep.Devices[i].Error = err.Error()
+			rep.Devices[i].Error = cli.ErrorText(err)
 		}
 	}
 	if cfg.parallel {
