@@ -80,6 +80,11 @@ func ParseSelector(s string) (Selector, error) {
 		return Selector{Sim: true, SimIndex: n}, nil
 	}
 	d, err := device.ParseSelector(s)
+	var serr *device.SelectorError
+	if errors.As(err, &serr) {
+		// The hardware grammar's list of forms, with the simulator's.
+		return Selector{}, &device.SelectorError{Input: serr.Input, Reason: serr.Reason + ", or sim or sim:N (simulated devices)"}
+	}
 	if err != nil {
 		return Selector{}, err
 	}

@@ -188,7 +188,7 @@ func (c *Command) UsageError(format string, args ...any) error {
 // returns ExitCode(err).
 func (c *Command) Report(err error) int {
 	if err != nil && ExitCode(err) == 1 {
-		fmt.Fprintf(c.Stderr, "%s: %v\n", c.Name, err)
+		fmt.Fprintf(c.Stderr, "%s: %s\n", c.Name, ErrorText(err))
 	}
 	return ExitCode(err)
 }

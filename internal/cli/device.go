@@ -128,6 +128,11 @@ func (s Selection) noHardware() error {
 // names the simulator's selectors.
 func (s Selection) Open() (*device.Device, error) {
 	if s.Selector.Sim {
+		// A device the simulator does not have is refused as Devices
+		// refuses it, in the same words.
+		if _, err := simCandidates(s); err != nil {
+			return nil, err
+		}
 		d, err := simdevice.Open(s.Text)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.origin(), err)
@@ -239,7 +244,24 @@ func simCandidates(s Selection) ([]Candidate, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: the simulator has %d devices (GAUDI_SIM): %w", s.origin(), len(sys.Devices()), device.ErrNoDevice)
+		return nil, NoSimDevice(s.origin(), len(sys.Devices()))
 	}
 	return out, nil
+}
+
+// NoSimDevice is the error for a simulated device the simulator does not
+// have, in the words every command uses: "-device sim:7: no such device:
+// the simulator has 2 devices, sim:0 to sim:1 (GAUDI_SIM sets how many)".
+// from names where the selector came from; n is how many devices the
+// simulator has. It matches device.ErrNoDevice.
+func NoSimDevice(from string, n int) error {
+	has := "no devices"
+	switch n {
+	case 0:
+	case 1:
+		has = "1 device, sim:0"
+	default:
+		has = fmt.Sprintf("%d devices, sim:0 to sim:%d", n, n-1)
+	}
+	return fmt.Errorf("%s: %w: the simulator has %s (GAUDI_SIM sets how many)", from, device.ErrNoDevice, has)
 }

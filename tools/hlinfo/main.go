@@ -133,6 +133,13 @@ func parse(cmd *cli.Command, c *config, args []string) error {
 	}
 	c.Selection = sel
 	c.OpenControl = openControl
+	given := map[string]bool{}
+	cmd.Flags.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if given["query-device"] || given["Q"] {
+		if c.queryText == "" {
+			return cmd.UsageError("-query-device \"\": want comma-separated fields (-query-device help lists them)")
+		}
+	}
 	if c.queryText != "" {
 		if c.queryText == "help" {
 			fmt.Fprintf(cmd.Stdout, "-query-device fields:\n%s\n", fieldHelp())

@@ -59,7 +59,7 @@ func newConfig() (*config, *cli.Command) {
 	fs.Var(&cfg.min, "min", "smallest `SIZE`")
 	fs.Var(&cfg.max, "max", "largest `SIZE`")
 	fs.IntVar(&cfg.iters, "iters", 20, "timed copies per point (direction and size)")
-	fs.DurationVar(&cfg.duration, "duration", 0, "time each point for this long instead of -iters copies (such as 10s)")
+	cli.DurationVar(fs, &cfg.duration, "duration", 0, "time each point for this long instead of -iters copies (such as 10s)")
 	fs.IntVar(&cfg.warmup, "warmup", 2, "untimed copies before each point's samples")
 	fs.IntVar(&cfg.streams, "streams", 2, "DMA queues per direction a copy is striped over (Gaudi: up to 4; Gaudi2: up to 2; Gaudi3: PDMA channels, up to 4)")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document with the run's metadata")
@@ -99,8 +99,8 @@ func (c *config) check(cmd *cli.Command) error {
 		return cmd.UsageError("-max %s is below -min %s", cli.FormatSize(uint64(c.max)), cli.FormatSize(uint64(c.min)))
 	case c.warmup < 0:
 		return cmd.UsageError("-warmup %d is negative", c.warmup)
-	case c.duration < 0:
-		return cmd.UsageError("-duration %v is negative", c.duration)
+	case given("duration") && c.duration <= 0:
+		return cmd.UsageError("-duration %v: want a positive duration, such as 10s", c.duration)
 	case given("duration") && given("iters"):
 		return cmd.UsageError("-iters and -duration exclude each other: give a count or a time")
 	case c.duration == 0 && c.iters < 1:

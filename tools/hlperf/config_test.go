@@ -65,7 +65,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-streams", "0"}, "-streams 0"},
 		{[]string{"-iters", "0"}, "-iters 0: need at least 1 timed copy"},
 		{[]string{"-iters", "5", "-duration", "1s"}, "-iters and -duration exclude each other"},
-		{[]string{"-duration", "-1s"}, "-duration -1s is negative"},
+		{[]string{"-duration", "-1s"}, "-duration -1s: want a positive duration"},
 		{[]string{"-parallel"}, "-parallel runs several devices at once: it needs -all"},
 		{[]string{"-pass-fraction", "0"}, "-pass-fraction 0 outside (0, 1]"},
 		{[]string{"-pass-fraction", "1.5"}, "-pass-fraction 1.5 outside"},

@@ -277,3 +277,17 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("-version: exit %d, %q", code, out)
 	}
 }
+
+// TestAllSkipsBusy: -all measures the free devices and names the busy
+// one, instead of aborting the run.
+func TestAllSkipsBusy(t *testing.T) {
+	busy, err := simdevice.Open("sim:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	code, _, errOut := runHlperf(t, "-all", "-device", "sim", "-dir", "h2d", "-min", "4K", "-max", "4K", "-iters", "1")
+	if code != 0 || !strings.Contains(errOut, "hlperf: -all: skipping sim:accel1: ") || !strings.Contains(errOut, "EBUSY") {
+		t.Errorf("-all with sim:1 busy: exit %d, stderr %q", code, errOut)
+	}
+}

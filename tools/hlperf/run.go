@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/internal/cli"
+	"golang.org/x/sys/unix"
 )
 
 // run opens the devices the configuration selects, checks that the run
@@ -26,7 +28,7 @@ func run(ctx context.Context, cfg *config, cmd *cli.Command) (*report, error) {
 		return nil, err
 	}
 	rep := newReport(cfg, sel)
-	devs, err := openDevices(cfg, sel)
+	devs, err := openDevices(cfg, sel, cmd.Stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +53,7 @@ func run(ctx context.Context, cfg *config, cmd *cli.Command) (*report, error) {
 		res, err := measureDevice(ctx, cfg, devs[i], &rep.Devices[i], prog)
 		results[i] = res
 		if err != nil {
-			rep.Devices[i].Error = err.Error()
+			rep.Devices[i].Error = cli.ErrorText(err)
 		}
 	}
 	if cfg.parallel {
@@ -112,8 +114,10 @@ func newReport(cfg *config, sel cli.Selection) *report {
 }
 
 // openDevices opens the compute node of every device the run uses: the
-// one sel opens, or with -all every one it names.
-func openDevices(cfg *config, sel cli.Selection) ([]*device.Device, error) {
+// one sel opens, or with -all every one it names that is free: a device
+// another process holds (EBUSY) is skipped and named on stderr, and only
+// when every one is busy is that an error.
+func openDevices(cfg *config, sel cli.Selection, stderr io.Writer) ([]*device.Device, error) {
 	if !cfg.all {
 		d, err := sel.Open()
 		if err != nil {
@@ -128,6 +132,10 @@ func openDevices(cfg *config, sel cli.Selection) ([]*device.Device, error) {
 	var devs []*device.Device
 	for _, c := range cands {
 		d, err := c.Open()
+		if errors.Is(err, unix.EBUSY) {
+			fmt.Fprintf(stderr, "hlperf: -all: skipping %s: %s\n", c.Name, cli.ErrorText(err))
+			continue
+		}
 		if err != nil {
 			for _, d := range devs {
 				d.Close()
@@ -135,6 +143,9 @@ func openDevices(cfg *config, sel cli.Selection) ([]*device.Device, error) {
 			return nil, fmt.Errorf("-all: open %s: %w", c.Name, err)
 		}
 		devs = append(devs, d)
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("-all: every device %s names is busy: %w", sel.Text, unix.EBUSY)
 	}
 	return devs, nil
 }

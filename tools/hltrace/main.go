@@ -232,14 +232,14 @@ func newCommand(cfg *config, ring *int, stdout, stderr io.Writer) *cli.Command {
 	fs.BoolVar(&cfg.out.Transfers, "transfers", false, "pair each CS with the waits that saw it complete, instead of printing each call")
 	fs.BoolVar(&cfg.out.DecodeCB, "decode-cb", false, "decode the LIN_DMA packets of Gaudi2 command buffers submitted in a CS, and the PQM packets of Gaudi3 PDMA channel rings at each interrupt wait (where the channel's block can be read: the simulator's served nodes, not hardware)")
 	fs.BoolVar(&cfg.out.Errors, "errors", false, "print and summarise only the calls that failed")
-	fs.DurationVar(&cfg.out.Slower, "slower", 0, "print and summarise only the calls that took longer than this `duration` (such as 1ms)")
+	cli.DurationVar(fs, &cfg.out.Slower, "slower", 0, "print and summarise only the calls that took longer than this `duration` (such as 1ms)")
 	fs.Func("asic", "name queues, engines and blocks as those of this `ASIC` (gaudi, gaudi2 or gaudi3) on devices hltrace cannot identify", func(v string) error {
 		a, err := parseASIC(v)
 		cfg.out.ASIC = a
 		return err
 	})
 	fs.StringVar(&cfg.output, "o", "", "write the trace to this `file` instead of standard output (standard error with a command)")
-	fs.DurationVar(&cfg.duration, "duration", 0, "stop tracing after this long (default: until interrupted, or until the command exits)")
+	cli.DurationVar(fs, &cfg.duration, "duration", 0, "stop tracing after this long (default: until interrupted, or until the command exits)")
 	return cmd
 }
 
@@ -270,6 +270,8 @@ func parseArgs(args []string, stdout, stderr io.Writer) (*cli.Command, *config, 
 		return cmd, nil, cmd.UsageError("-p %d: not a process id", cfg.opts.PID)
 	case cfg.opts.PID != 0 && cfg.argv != nil:
 		return cmd, nil, cmd.UsageError("-p and a command exclude each other: with a command, hltrace traces the command and its children")
+	case !validProbe(cfg.opts.Probe):
+		return cmd, nil, cmd.UsageError("-probe %q: want auto, tracepoint, raw, kprobe or fentry", cfg.opts.Probe)
 	case cfg.out.Slower < 0:
 		return cmd, nil, cmd.UsageError("-slower %v: the duration must not be negative", cfg.out.Slower)
 	case cfg.duration < 0:
@@ -639,4 +641,13 @@ func joinInts(v []int, max int) string {
 		parts = append(parts, strconv.Itoa(n))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// validProbe reports whether mode is a -probe hltrace knows (preflight).
+func validProbe(mode string) bool {
+	switch mode {
+	case ProbeAuto, ProbeTracepoint, ProbeRaw, ProbeKprobe, ProbeFentry:
+		return true
+	}
+	return false
 }
