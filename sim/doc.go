@@ -250,11 +250,11 @@
 // TestHookReadDMABuf, a test hook, reads an export's bytes. The driver's
 // dma-buf holds the compute file until it is released: the simulator has
 // no release callback and counts an export as released once no file of
-// it is open for writing in any process (a write lease on the memfd tells),
-// no descriptor or mapping of this process refers to it (it looks in
-// /proc/self) and no descriptor of another process it may read
-// (/proc/PID/fd); a mapping of an udmabuf export in another process is
-// not seen. Two exports that overlap without being the same range cannot share
+// it is open for writing in any process (a write lease on the memfd tells)
+// and no descriptor or mapping of this process refers to it (it looks in
+// /proc/self); a read-only export, or an udmabuf one, passed to another
+// process does not keep the export alive
+// here. Two exports that overlap without being the same range cannot share
 // pages: while the first is open, the second fails with EOPNOTSUPP. The driver
 // accepts an export whose offset + size wraps around; the simulator
 // answers EINVAL. HW blocks mapped through MAP_BLOCK handles are plain

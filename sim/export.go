@@ -6,7 +6,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -302,50 +301,7 @@ func (m *sparseMem) live(s *segment) bool {
 			return true
 		}
 	}
-	return heldElsewhere(s)
-}
-
-// heldElsewhere reports whether a descriptor of another process refers to
-// the segment's memfd or dma-bufs, looking through /proc/PID/fd of every
-// process this one may read. It finds what the write lease cannot: a
-// read-only export (an O_PATH file, no writer) or an udmabuf dma-buf
-// passed to another process; the driver's dma-buf holds the compute file
-// wherever it is (export_dmabuf, common/memory.c). Only descriptors whose
-// link names an export are stat'ed, so that no other file system (a FUSE
-// node this process may serve) is reached. m.mu must be held.
-func heldElsewhere(s *segment) bool {
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	self := strconv.Itoa(os.Getpid())
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil || p.Name() == self {
-			continue
-		}
-		dir := "/proc/" + p.Name() + "/fd/"
-		fds, err := os.ReadDir(dir)
-		if err != nil {
-			continue // gone, or not ours to read
-		}
-		for _, e := range fds {
-			link, err := os.Readlink(dir + e.Name())
-			if err != nil || !isExportLink(link) {
-				continue
-			}
-			var st unix.Stat_t
-			if unix.Stat(dir+e.Name(), &st) == nil && s.owns(fileID{st.Dev, st.Ino}) {
-				return true
-			}
-		}
-	}
 	return false
-}
-
-// isExportLink reports whether a /proc/PID/fd link may name an export:
-// the memfd, or a dma-buf.
-func isExportLink(link string) bool {
-	return strings.HasPrefix(link, "/memfd:"+exportName) || strings.HasPrefix(link, "/dmabuf:") || link == "anon_inode:dmabuf"
 }
 
 // maxBufs is how many dma-bufs of one segment are remembered before
