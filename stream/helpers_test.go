@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +28,8 @@ type rig struct {
 	mem  *memory.Manager
 	f    packet.Format
 
-	unmaps []func() // the CB mappings of the open device, which hold its file
+	mu     sync.Mutex // guards unmaps: tests make CBs from many goroutines
+	unmaps []func()   // the CB mappings of the open device, which hold its file
 }
 
 func newRig(t *testing.T, asic sim.ASIC) *rig { return newRigB(t, asic) }
@@ -68,10 +70,13 @@ func (r *rig) open(t testing.TB) {
 func (r *rig) close() {
 	// A mapping holds the file (hl_device_release runs on the last
 	// reference): unmap the CBs, or a reopen answers EBUSY.
-	for _, unmap := range r.unmaps {
+	r.mu.Lock()
+	unmaps := r.unmaps
+	r.unmaps = nil
+	r.mu.Unlock()
+	for _, unmap := range unmaps {
 		unmap()
 	}
-	r.unmaps = nil
 	r.mem.Close()
 	r.dev.Close()
 }
@@ -161,7 +166,9 @@ func (r *rig) newCB(t *testing.T, b []byte) cb {
 			io.Munmap(mem)
 		}
 	}
+	r.mu.Lock()
 	r.unmaps = append(r.unmaps, unmap)
+	r.mu.Unlock()
 	t.Cleanup(func() {
 		unmap()
 		var d hl.CBArgs
