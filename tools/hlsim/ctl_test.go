@@ -171,7 +171,16 @@ func TestKillOnHardReset(t *testing.T) {
 	if !s.WaitLog("kills process", 30*time.Second) {
 		t.Errorf("the server did not say it killed the client:\n%s", s.Log())
 	}
-	d, err := device.Open(s.Node(0, false))
+	// The killed client's release reaches the server after its exit (the
+	// kernel sends FUSE's RELEASE without waiting for it): the device is
+	// free once the server has taken it, within a bound.
+	var d *device.Device
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		d, err = device.Open(s.Node(0, false))
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("the device after the reset: %v", err)
 	}
