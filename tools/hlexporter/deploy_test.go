@@ -203,14 +203,8 @@ func (a rulesAnswer) evaluatedAll() bool {
 
 func getRules(t *testing.T, base string) rulesAnswer {
 	t.Helper()
-	resp, err := httpGet(base + "/api/v1/rules")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var a rulesAnswer
-	if err := json.Unmarshal(resp, &a); err != nil {
-		t.Fatalf("/api/v1/rules: %v: %s", err, resp)
-	}
+	getJSON(t, base+"/api/v1/rules", &a)
 	return a
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -47,14 +46,18 @@ func needProgram(t *testing.T, name, pkg string) string {
 	return ""
 }
 
-// httpGet returns the body of a GET of url.
-func httpGet(url string) ([]byte, error) {
+// getJSON decodes the JSON answer to a GET of url into v, failing the test
+// when the request or the decoding fails.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
 }
 
 // promtoolCheck runs promtool check metrics on an exposition and returns
@@ -268,14 +271,7 @@ func waitReady(base string, exited <-chan error, limit time.Duration) error {
 
 func query(t *testing.T, base, q string) queryResult {
 	t.Helper()
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var r queryResult
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		t.Fatalf("query %q: %v", q, err)
-	}
+	getJSON(t, base+"/api/v1/query?query="+url.QueryEscape(q), &r)
 	return r
 }
