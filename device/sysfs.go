@@ -34,8 +34,9 @@ type SysFS struct {
 // opened as they are written.
 const RootEnv = "GAUDI_ROOT"
 
-// root returns the directory that contains sys/ and dev/.
-func (s SysFS) root() string {
+// RootDir returns the directory that contains sys/ and dev/: Root, else
+// $GAUDI_ROOT when it is set, else "/".
+func (s SysFS) RootDir() string {
 	if s.Root != "" {
 		return s.Root
 	}
@@ -78,7 +79,7 @@ func (e *AttrError) Error() string {
 func (e *AttrError) Unwrap() error { return e.Err }
 
 // path joins elem under the root.
-func (s SysFS) path(elem ...string) string { return sysfsattr.Join(s.root(), elem...) }
+func (s SysFS) path(elem ...string) string { return sysfsattr.Join(s.RootDir(), elem...) }
 
 // readAttr returns the content of a sysfs text attribute without
 // surrounding white space.

@@ -263,12 +263,7 @@ func driverLoaded() bool {
 }
 
 // sysRoot is the directory that holds sys/: GAUDI_ROOT, else "/".
-func sysRoot() string {
-	if r := os.Getenv(device.RootEnv); r != "" {
-		return r
-	}
-	return "/"
-}
+func sysRoot() string { return device.SysFS{}.RootDir() }
 
 // readAttr returns a sysfs attribute of dir trimmed, or "" when dir is ""
 // or the attribute is missing or empty.

@@ -30,18 +30,6 @@ var ErrSimulated = errors.New("hltrace sees only the kernel's devices, and a pro
 // at a fixture tree.
 var sysfsRoot = ""
 
-// effectiveRoot returns the directory that holds the sys/ tree
-// resolveDevices reads for root.
-func effectiveRoot(root string) string {
-	if root != "" {
-		return root
-	}
-	if r := os.Getenv(device.RootEnv); r != "" {
-		return r
-	}
-	return "/"
-}
-
 // A deviceFilter is what a selection restricts the trace to.
 type deviceFilter struct {
 	sel   cli.Selection
@@ -176,7 +164,7 @@ func sysfsNode(root string, n device.Node, path string) (DeviceNode, error) {
 	if served, err := NodeAt(path); err == nil && served.Served {
 		return served, nil // no device number: known by identity
 	}
-	root = effectiveRoot(root)
+	root = device.SysFS{Root: root}.RootDir()
 	class := "accel"
 	if n.Layout == device.LayoutLegacy {
 		class = "habanalabs"

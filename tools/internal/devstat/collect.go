@@ -45,15 +45,7 @@ func (o *Options) openControl(path string) (*device.Device, error) {
 
 // sysRoot is the directory that holds the sys/ the devices are listed
 // from: Root, else GAUDI_ROOT (device.RootEnv), else "/".
-func (o *Options) sysRoot() string {
-	if o.Root != "" {
-		return o.Root
-	}
-	if r := os.Getenv(device.RootEnv); r != "" {
-		return r
-	}
-	return "/"
-}
+func (o *Options) sysRoot() string { return device.SysFS{Root: o.Root}.RootDir() }
 
 // reroot moves n's node paths below sysRoot when the tree there has
 // them: a served tree (hlsim serve -dir DIR), named by GAUDI_ROOT=DIR or
