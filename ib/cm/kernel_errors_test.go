@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gaudi-go/gaudi/internal/rxetest"
 )
 
 // TestKernelConnectRejected has our server reject a request with private
 // data: the client's Connect fails with ErrRejected, the consumer's reason
 // (28) and the data.
 func TestKernelConnectRejected(t *testing.T) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ch := openChannel(t)
@@ -58,7 +60,7 @@ func TestKernelConnectRejected(t *testing.T) {
 // runs only in the VM harness, whose guest has no network beyond its
 // dummy device, so nothing leaves the machine.
 func TestKernelResolveNoRoute(t *testing.T) {
-	kernelAddr(t)
+	rxetest.Addr(t, DevicePath)
 	if os.Getenv("GAUDI_VMTEST") != "1" {
 		t.Skip("resolves an outside address: only in the VM harness's isolated guest")
 	}
@@ -84,7 +86,7 @@ func TestKernelResolveNoRoute(t *testing.T) {
 // once, instead of leaving the client waiting for an answer that never
 // comes and the ID alive until the Channel closes.
 func TestKernelListenerCloseRejectsQueued(t *testing.T) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	chS, chC := openChannel(t), openChannel(t)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/rxetest"
 )
 
 // Interoperability with perftest's -R mode (Debian's perftest 4.5, version
@@ -125,7 +126,7 @@ func runPeer(ctx context.Context, t *testing.T, name string, args ...string) (do
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		skipOrFail(t, "no "+name+" (apt-get install perftest)")
+		rxetest.SkipOrFail(t, "no "+name+" (apt-get install perftest)")
 	}
 	cmd := exec.CommandContext(ctx, p, args...)
 	out = new(bytes.Buffer)
@@ -182,7 +183,7 @@ func TestKernelBWServer(t *testing.T) {
 }
 
 func bwServer(t *testing.T, tool string, op ib.SendOp, port uint16) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	const size, iters = 65536, 200
@@ -343,7 +344,7 @@ func TestKernelBWClient(t *testing.T) {
 }
 
 func bwClient(t *testing.T, tool string, op ib.SendOp, port uint16) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	const size, iters = 65536, 200

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/rxetest"
 )
 
 // Interoperability with rping (rdmacm-utils, librdmacm's example): its
@@ -33,7 +34,7 @@ func rpingPeer(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("rping")
 	if err != nil {
-		skipOrFail(t, "no rping (apt-get install rdmacm-utils)")
+		rxetest.SkipOrFail(t, "no rping (apt-get install rdmacm-utils)")
 	}
 	return p
 }
@@ -86,7 +87,7 @@ func rpingRun(ctx context.Context, t *testing.T, args ...string) <-chan error {
 // iterations, the echo the server RDMA WRITEs back compared with what it
 // RDMA READ, and rping's own printout of the data it read.
 func TestKernelRpingServer(t *testing.T) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	const port, count = 18610, 3
@@ -166,7 +167,7 @@ func TestKernelRpingServer(t *testing.T) {
 // back) against our server, which RDMA READs the client's buffer, checks
 // it, and RDMA WRITEs it back.
 func TestKernelRpingClient(t *testing.T) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	const port, count = 18611, 3

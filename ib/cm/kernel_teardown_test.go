@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/rxetest"
 )
 
 // TestKernelPeerGoneMidTransfer kills the peer while our RDMA WRITEs are
@@ -19,7 +20,7 @@ import (
 // the peer's region gone), within a bound; then
 // everything closes with no descriptor left.
 func TestKernelPeerGoneMidTransfer(t *testing.T) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	fds := openFDs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -114,12 +115,12 @@ func TestKernelPeerGoneMidTransfer(t *testing.T) {
 // completions (or nothing, once the QP is gone), and the memory can be
 // deregistered and unmapped right after, with no fault.
 func TestKernelQPCloseOutstanding(t *testing.T) {
-	kernelAddr(t)
+	rxetest.Addr(t, DevicePath)
 	l, err := openChannel(t).CreateID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Bind(netip.AddrPortFrom(kernelAddr(t), 18631)); err != nil {
+	if err := l.Bind(netip.AddrPortFrom(rxetest.Addr(t, DevicePath), 18631)); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnd(t, l, 1<<16)

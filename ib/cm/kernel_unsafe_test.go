@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/rxetest"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,48 +20,6 @@ import (
 // device with an IPv4 address and /dev/infiniband/rdma_cm (module
 // rdma_ucm). Where either is missing they skip, except under the VM
 // harness (GAUDI_VMTEST=1), where they fail.
-
-func skipOrFail(t testing.TB, reason string) {
-	t.Helper()
-	if os.Getenv("GAUDI_VMTEST") == "1" {
-		t.Fatalf("GAUDI_VMTEST=1 but %s", reason)
-	}
-	t.Skip(reason)
-}
-
-// kernelAddr returns the IPv4 address of an rxe device (from its RoCE v2
-// GID), which the CM resolves back to the device: loopback on rxe.
-func kernelAddr(t testing.TB) netip.Addr {
-	t.Helper()
-	if _, err := os.Stat(DevicePath); err != nil {
-		skipOrFail(t, "no "+DevicePath+" (modprobe rdma_ucm)")
-	}
-	devs, err := ib.Devices()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range devs {
-		if d.DriverID != ib.DriverRXE || d.UverbsPath == "" {
-			continue
-		}
-		c, err := ib.Open(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gids, err := c.GIDTable()
-		c.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range gids {
-			if g.GID.Is4In6() {
-				return g.GID.Unmap()
-			}
-		}
-	}
-	skipOrFail(t, "no rxe device with an IPv4 address")
-	return netip.Addr{}
-}
 
 // hostBuffer maps n bytes of anonymous memory for registration.
 func hostBuffer(t testing.TB, n int) []byte {
@@ -180,7 +139,7 @@ func (e *end) close(t *testing.T) {
 // disconnect that the server sees, and Close of everything with no
 // descriptor left.
 func TestKernelConnectLoopback(t *testing.T) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	fds := openFDs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -304,7 +263,7 @@ func TestKernelConnectLoopback(t *testing.T) {
 // TestKernelConnectNoListener connects to a port nobody listens on: the
 // peer's CM rejects with reason 8 (invalid service id), a typed error.
 func TestKernelConnectNoListener(t *testing.T) {
-	addr := kernelAddr(t)
+	addr := rxetest.Addr(t, DevicePath)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cli := resolved(ctx, t, openChannel(t), netip.AddrPortFrom(addr, 18601))
@@ -320,7 +279,7 @@ func TestKernelConnectNoListener(t *testing.T) {
 
 // TestKernelNextEventCancel waits for an event that never comes.
 func TestKernelNextEventCancel(t *testing.T) {
-	kernelAddr(t)
+	rxetest.Addr(t, DevicePath)
 	ch, err := Open()
 	if err != nil {
 		t.Fatal(err)

@@ -15,53 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gaudi-go/gaudi/ib"
 	"github.com/gaudi-go/gaudi/ib/cm"
+	"github.com/gaudi-go/gaudi/internal/rxetest"
 )
-
-// skipOrFail skips where the kernel's RDMA stack is missing, and fails
-// under the VM harness (GAUDI_VMTEST=1), which provides it.
-func skipOrFail(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("GAUDI_VMTEST") == "1" {
-		t.Fatalf("GAUDI_VMTEST=1 but %s", reason)
-	}
-	t.Skip(reason)
-}
-
-// rxeAddr returns the IPv4 address of an rxe device, from its RoCE v2
-// GIDs (::ffff:a.b.c.d), which the CM resolves back to the device.
-func rxeAddr(t *testing.T) netip.Addr {
-	t.Helper()
-	if _, err := os.Stat(cm.DevicePath); err != nil {
-		skipOrFail(t, "no "+cm.DevicePath+" (modprobe rdma_ucm)")
-	}
-	devs, err := ib.Devices()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range devs {
-		if d.DriverID != ib.DriverRXE || d.UverbsPath == "" {
-			continue
-		}
-		c, err := ib.Open(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gids, err := c.GIDTable()
-		c.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range gids {
-			if g.GID.Is4In6() {
-				return g.GID.Unmap()
-			}
-		}
-	}
-	skipOrFail(t, "no rxe device with an IPv4 address")
-	return netip.Addr{}
-}
 
 // lineSignal is a writer that keeps what is written and closes ready at
 // the first write containing mark.
@@ -122,7 +78,7 @@ func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr
 	t.Helper()
 	p, err := exec.LookPath(tool)
 	if err != nil {
-		skipOrFail(t, "no "+tool+" (apt-get install perftest)")
+		rxetest.SkipOrFail(t, "no "+tool+" (apt-get install perftest)")
 	}
 	args = append([]string{"-R", "-p", strconv.Itoa(port)}, args...)
 	srv := exec.CommandContext(ctx, p, args...)
@@ -193,7 +149,7 @@ func timed(ctx context.Context, t *testing.T, name string, run func(context.Cont
 // are figures to read, not assertions (a loaded or emulated machine moves
 // them).
 func TestKernelRDMAWriteVsPerftest(t *testing.T) {
-	addr := rxeAddr(t)
+	addr := rxetest.Addr(t, cm.DevicePath)
 	ctx, cancel := context.WithTimeout(context.Background(), 280*time.Second)
 	defer cancel()
 	// Each bandwidth point moves perPoint bytes (at least 5 writes,
