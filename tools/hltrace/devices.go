@@ -39,10 +39,14 @@ type deviceFilter struct {
 	gaudi bool
 }
 
-// origin names where a selection came from: "-device 0" or
-// "GAUDI_DEVICE=0".
+// origin names where a selection came from: "-device 0",
+// "GAUDI_DEVICE=0", or, for the default selection (which names nodes
+// only when GAUDI_ROOT serves them), "GAUDI_ROOT=DIR".
 func origin(sel cli.Selection) string {
-	if sel.From == "-device" {
+	switch {
+	case sel.Default():
+		return device.RootEnv + "=" + os.Getenv(device.RootEnv)
+	case sel.From == "-device":
 		return "-device " + sel.Text
 	}
 	return sel.From + "=" + sel.Text
@@ -124,7 +128,7 @@ func resolveDevices(sel cli.Selection, root string) (deviceFilter, error) {
 // servedDefault is the default selection under GAUDI_ROOT: every node of
 // every Gaudi sys lists, which are the served devices.
 func servedDefault(f deviceFilter, sys device.SysFS) (deviceFilter, error) {
-	origin := device.RootEnv + "=" + os.Getenv(device.RootEnv)
+	origin := origin(f.sel)
 	nodes, err := sys.Nodes()
 	if err != nil {
 		return f, fmt.Errorf("%s: list devices: %w", origin, err)
@@ -207,8 +211,8 @@ func (f deviceFilter) paths() []string {
 // device traced, when the flag (rather than the variable, which the
 // command inherits) named Gaudis.
 func (f deviceFilter) commandEnv() []string {
-	if !f.gaudi || f.sel.From != "-device" {
-		return nil
+	if !f.gaudi || f.sel.From != "-device" || f.sel.Default() {
+		return nil // an empty GAUDI_DEVICE would say nothing
 	}
 	return []string{"GAUDI_DEVICE=" + f.sel.Text}
 }

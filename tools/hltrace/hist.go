@@ -65,7 +65,11 @@ func (p percentile) ns() *int64 {
 }
 
 // percentileNote is the line a text report prints under its percentiles.
-const percentileNote = "percentiles by nearest rank; - too few samples (P90 needs 10, P99 100); ~ estimated from a histogram (within 12.5%) beyond 4096 samples"
+// Its numbers come from the rules they describe: stats.MinSamples, the
+// histogram's resolution (histSub buckets per power of two) and
+// exactSamples.
+var percentileNote = fmt.Sprintf("percentiles by nearest rank; - too few samples (P90 needs %d, P99 %d); ~ estimated from a histogram (within %.3g%%) beyond %d samples",
+	stats.MinSamples(90), stats.MinSamples(99), 100.0/histSub, exactSamples)
 
 const histSub = 8 // buckets per power of two
 

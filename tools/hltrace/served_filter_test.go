@@ -49,6 +49,15 @@ func TestServedNodeSelection(t *testing.T) {
 		if !slicesEqual(got, tc.want) {
 			t.Errorf("-device %q: nodes %q, want %q", tc.sel, got, tc.want)
 		}
+		// The banner says where the selection came from.
+		banner := f.describe(bannerWidth)
+		want := "(-device " + tc.sel
+		if tc.sel == "" {
+			want = "(GAUDI_ROOT=" + s.Dir + ")"
+		}
+		if len(banner) == 0 || !strings.HasPrefix(strings.TrimSpace(banner[len(banner)-1]), want) {
+			t.Errorf("-device %q: banner %q, want its last line to start with %q", tc.sel, banner, want)
+		}
 	}
 }
 
