@@ -135,7 +135,7 @@ func (s Selection) Open() (*device.Device, error) {
 		}
 		d, err := simdevice.Open(s.Text)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.origin(), err)
+			return nil, fmt.Errorf("%s: %w", s.origin(), namesHolder(err))
 		}
 		return d, nil
 	}
@@ -151,9 +151,9 @@ func (s Selection) Open() (*device.Device, error) {
 	}
 	d, err := device.Open(s.Text)
 	if err != nil && !s.Default() {
-		return nil, fmt.Errorf("%s: %w", s.origin(), err)
+		return nil, fmt.Errorf("%s: %w", s.origin(), namesHolder(err))
 	}
-	return d, err
+	return d, namesHolder(err)
 }
 
 // Candidate is one device a Selection names: a Gaudi of this machine or
@@ -170,12 +170,18 @@ type Candidate struct {
 // Simulated reports whether c is a simulated device.
 func (c Candidate) Simulated() bool { return c.Sim != nil }
 
-// Open opens c's compute node.
+// Open opens c's compute node. A device another process owns gives an
+// error matching unix.EBUSY that names the owner ("held by pid 1234
+// (hlperf)"), as Selection.Open's does.
 func (c Candidate) Open() (*device.Device, error) {
+	var d *device.Device
+	var err error
 	if c.Sim != nil {
-		return simdevice.OpenSim(c.Sim)
+		d, err = simdevice.OpenSim(c.Sim)
+	} else {
+		d, err = device.Open(c.Node.Path)
 	}
-	return device.Open(c.Node.Path)
+	return d, namesHolder(err)
 }
 
 // OpenControl opens c's control node, which works while another process

@@ -30,6 +30,18 @@ type result struct {
 	Stderr string
 }
 
+// exitCode is the status of a command that ran, given what Run returned.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
 // TestRefusalsGolden runs each command with bad input: the same words for
 // the same mistake in every command, and status 2 for every bad command
 // line.
@@ -53,14 +65,7 @@ func TestRefusalsGolden(t *testing.T) {
 		cmd := exec.Command(filepath.Join(bin, tc.args[0]), tc.args[1:]...)
 		cmd.Env = append(os.Environ(), "GAUDI_SIM=gaudi2:2", "GAUDI_DEVICE=", "GAUDI_ROOT=", "GAUDI_SIM_LOCKDIR="+t.TempDir())
 		cmd.Stderr = &errb
-		err := cmd.Run()
-		got := result{}
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			got.Code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		got := result{Code: exitCode(t, cmd.Run())}
 		got.Stderr, _, _ = strings.Cut(errb.String(), "\n")
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", strings.Join(tc.args, " "), diff)
