@@ -276,3 +276,20 @@ func TestHostDriverVersion(t *testing.T) {
 		t.Errorf("module version: %q, %v", v, ok)
 	}
 }
+
+func TestDriverText(t *testing.T) {
+	s := func(v string) *string { return &v }
+	for _, tc := range []struct {
+		driver, version *string
+		want            string
+	}{
+		{s("upstream"), s("linux 6.12.0"), "upstream driver linux 6.12.0"},
+		{s("upstream"), nil, "upstream driver"},
+		{nil, s("1.19.0"), "driver 1.19.0"},
+		{nil, nil, "driver unknown"},
+	} {
+		if got := DriverText(tc.driver, tc.version); got != tc.want {
+			t.Errorf("DriverText = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -8,17 +8,48 @@ import (
 	"github.com/gaudi-go/gaudi/internal/sysfsattr"
 )
 
-// DriverVersion returns the version of the driver behind d: "sim" for a
-// simulated device, else HostDriverVersion of this machine, else
-// "unknown".
-func DriverVersion(d *device.Device) string {
+// DriverOf returns the driver behind d as every command names it
+// (hlinfo and hlexporter through package devstat, hlperf): its flavour
+// as the device answers the driver probe (device.Device.DriverInfo), else
+// as sysfs says, "upstream" or "out-of-tree" (nil when neither can tell);
+// and its version, HostDriverVersion of the machine whose sysfs lists
+// the devices (GAUDI_ROOT's tree, else this one's), or nil for a
+// simulated device (in process or served), which runs on no driver of
+// the host.
+func DriverOf(d *device.Device) (driver, version *string) {
+	if info, err := d.DriverInfo(); err == nil && info.Driver != device.DriverUnknown {
+		s := info.Driver.String()
+		driver = &s
+	}
 	if d.Simulated() {
-		return "sim"
+		return driver, nil
 	}
-	if v, ok := HostDriverVersion("/"); ok {
-		return v
+	sys := device.SysFS{}
+	if drv, _ := sys.Driver(); driver == nil && drv != device.DriverUnknown {
+		s := drv.String()
+		driver = &s
 	}
-	return "unknown"
+	if v, ok := HostDriverVersion(sys.RootDir()); ok {
+		version = &v
+	}
+	return driver, version
+}
+
+// DriverText is how every command writes a driver in text, given its
+// flavour and version as DriverOf returns them (nil for unknown): "upstream
+// driver linux 6.12.0-1-amd64", "upstream driver" without a version,
+// "driver 1.19.0-561ad2c" without a flavour, "driver unknown" with
+// neither.
+func DriverText(driver, version *string) string {
+	switch {
+	case driver != nil && version != nil:
+		return *driver + " driver " + *version
+	case driver != nil:
+		return *driver + " driver"
+	case version != nil:
+		return "driver " + *version
+	}
+	return "driver unknown"
 }
 
 // HostDriverVersion returns the version of the habanalabs driver of the

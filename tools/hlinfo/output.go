@@ -44,13 +44,8 @@ var tableStatus = map[string]string{
 // -engines, a section per device.
 func writeText(w io.Writer, s *devstat.Snapshot, nics []nicReport, c *config) error {
 	head := fmt.Sprintf("%d device(s), %s", len(s.Devices), s.Source)
-	switch {
-	case s.Driver != nil && s.DriverVersion != nil:
-		head += ", " + *s.Driver + " driver " + *s.DriverVersion
-	case s.Driver != nil:
-		head += ", " + *s.Driver + " driver"
-	case s.DriverVersion != nil:
-		head += ", driver " + *s.DriverVersion
+	if s.Driver != nil || s.DriverVersion != nil {
+		head += ", " + cli.DriverText(s.Driver, s.DriverVersion)
 	}
 	fmt.Fprintln(w, head)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -94,7 +94,7 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("%d devices", len(rep.Devices))
 	}
 	d := rep.Devices[0]
-	if !d.Simulated || d.DriverVersion != "sim" || d.ASIC != "GAUDI2" || !strings.HasPrefix(d.Path, "sim:accel") || d.PCIAddress == "" ||
+	if !d.Simulated || d.DriverVersion != nil || d.Driver == nil || *d.Driver != "upstream" || d.ASIC != "GAUDI2" || !strings.HasPrefix(d.Path, "sim:accel") || d.PCIAddress == "" ||
 		!strings.Contains(d.Device, d.Path) || d.PCIeLink != nil || d.Error != "" {
 		t.Errorf("device %+v", d)
 	}
@@ -204,7 +204,7 @@ func TestCSV(t *testing.T) {
 	col := func(name string) int { return slices.Index(csvHeader, name) }
 	for _, row := range rows[1:] {
 		for name, want := range map[string]string{
-			"schema_version": "1", "simulated": "true", "driver_version": "sim", "asic": "GAUDI2", "path": "sim:accel1",
+			"schema_version": "2", "simulated": "true", "driver": "upstream", "driver_version": "", "asic": "GAUDI2", "path": "sim:accel1",
 			"verdict": "none", "samples": "2", "latency_p99_us": "", "verified": "", "interrupted": "false",
 		} {
 			if got := row[col(name)]; got != want {
@@ -227,7 +227,7 @@ func TestTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"hlperf ", "-dir d2h -min 4 KiB -max 4 KiB -iters 3", "SIMULATED", "driver sim", "GB/s median", "GB/s mean",
+	for _, want := range []string{"hlperf ", "-dir d2h -min 4 KiB -max 4 KiB -iters 3", "SIMULATED", "upstream driver", "GB/s median", "GB/s mean",
 		"us P99", "d2h  4 KiB  3", "verdict: no verdict: simulated device", "P99 needs 100 samples"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

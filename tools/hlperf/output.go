@@ -33,7 +33,7 @@ func writeJSON(w io.Writer, rep *report) error {
 // when files are concatenated or filtered.
 var csvHeader = []string{
 	"schema_version", "time", "tool_version", "hostname", "config", "interrupted",
-	"device", "path", "asic", "pci_address", "driver_version", "simulated", "verdict",
+	"device", "path", "asic", "pci_address", "driver", "driver_version", "simulated", "verdict",
 	"direction", "size_bytes", "bytes_per_sample", "samples", "partial",
 	"bandwidth_median_gb_per_s", "bandwidth_mean_gb_per_s",
 	"latency_min_us", "latency_median_us", "latency_mean_us", "latency_p99_us", "latency_max_us",
@@ -59,7 +59,7 @@ func writeCSV(w io.Writer, cfg *config, rep *report) error {
 		}
 		cw.Write([]string{
 			strconv.Itoa(rep.SchemaVersion), rep.Time, rep.ToolVersion, rep.Hostname, cfg.String(), strconv.FormatBool(rep.Interrupted),
-			d.Device, d.Path, d.ASIC, d.PCIAddress, d.DriverVersion, strconv.FormatBool(d.Simulated), d.Verdict.Result,
+			d.Device, d.Path, d.ASIC, d.PCIAddress, deref(d.Driver), deref(d.DriverVersion), strconv.FormatBool(d.Simulated), d.Verdict.Result,
 			r.Direction, strconv.FormatUint(r.SizeBytes, 10), strconv.FormatUint(r.BytesPerSample, 10), strconv.Itoa(r.Samples), strconv.FormatBool(r.Partial),
 			f(r.BandwidthMedianGBps, 3), f(r.BandwidthMeanGBps, 3),
 			f(r.LatencyMinUs, 2), f(r.LatencyMedianUs, 2), f(r.LatencyMeanUs, 2), p99, f(r.LatencyMaxUs, 2),
@@ -68,6 +68,14 @@ func writeCSV(w io.Writer, cfg *config, rep *report) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// deref is *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // writeTable prints the report for people: a heading with the run's
@@ -93,7 +101,7 @@ func writeTable(w io.Writer, cfg *config, rep *report) error {
 		} else if d.Simulated {
 			link = "none"
 		}
-		fmt.Fprintf(w, "%s, PCI %s, driver %s, PCIe link %s\n", d.ASIC, d.PCIAddress, d.DriverVersion, link)
+		fmt.Fprintf(w, "%s, PCI %s, %s, PCIe link %s\n", d.ASIC, d.PCIAddress, cli.DriverText(d.Driver, d.DriverVersion), link)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 		head := "DIR\tSIZE\tN\tGB/s median\tGB/s mean\tus min\tus median\tus mean\tus P99\tus max\t"
 		if cfg.verify {

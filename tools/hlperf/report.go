@@ -2,7 +2,10 @@ package main
 
 // schemaVersion is the version of the JSON and CSV layouts: it changes
 // when a field changes meaning or goes away.
-const schemaVersion = 1
+//
+// 2: devices[].driver names the driver's flavour as hlinfo does, and
+// devices[].driver_version is null for a simulated device (it was "sim").
+const schemaVersion = 2
 
 // report is everything one run of hlperf found.
 type report struct {
@@ -56,7 +59,11 @@ type deviceReport struct {
 	ASIC          string      `json:"asic"`
 	PCIAddress    string      `json:"pci_address"`
 	ModuleID      uint32      `json:"module_id"`
-	DriverVersion string      `json:"driver_version"` // "sim" for the simulator
+	// Driver is the driver's flavour, "upstream" or "out-of-tree", and
+	// DriverVersion its version, as hlinfo reports them (cli.DriverOf);
+	// each null when unknown, the version null for a simulated device.
+	Driver        *string     `json:"driver"`
+	DriverVersion *string     `json:"driver_version"`
 	Simulated     bool        `json:"simulated"`
 	PCIeLink      *linkReport `json:"pcie_link"` // null when unknown (always for the simulator)
 	Verdict       verdict     `json:"verdict"`

@@ -153,13 +153,15 @@ func openDevices(cfg *config, sel cli.Selection, stderr io.Writer) ([]*device.De
 // describe reports what identifies d.
 func describe(d *device.Device) deviceReport {
 	addr, _ := d.PCIAddress()
+	driver, version := cli.DriverOf(d)
 	return deviceReport{
 		Device:        d.String(),
 		Path:          d.Path(),
 		ASIC:          d.ASIC().String(),
 		PCIAddress:    addr,
 		ModuleID:      d.HWIPInfo().ModuleID,
-		DriverVersion: cli.DriverVersion(d),
+		Driver:        driver,
+		DriverVersion: version,
 		Simulated:     d.Simulated(),
 	}
 }

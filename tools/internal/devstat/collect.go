@@ -104,7 +104,7 @@ func Collect(o Options) (*Snapshot, error) {
 		}
 	}
 	// The simulator's devices (in process or served) have no host driver
-	// version, as cli.DriverVersion says "sim" for them.
+	// version, as cli.DriverOf says for them.
 	if allSimulated(s.Devices) {
 		s.Source = "simulator"
 	} else if v, ok := cli.HostDriverVersion(o.sysRoot()); ok {
