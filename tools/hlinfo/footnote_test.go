@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
+	"github.com/gaudi-go/gaudi/tools/internal/golden"
 )
 
 // TestGoldenFailedQueries: a query that failed for a device is a footnote
 // under the table, never a silent "-". The fixture machine's control nodes
 // cannot be opened, so every INFO value of its devices is missing.
 func TestGoldenFailedQueries(t *testing.T) {
-	golden(t, "fixture.golden", mustRun(t, "", "-root", devstattest.Machine(t)))
+	golden.Check(t, "fixture.golden", mustRun(t, "", "-root", devstattest.Machine(t)))
 }
 
 func TestWrapList(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,9 +22,8 @@ import (
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
+	"github.com/gaudi-go/gaudi/tools/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // The simulated system is built once per process (simdevice.System), so
 // every test here uses the same configuration: two Gaudi2.
@@ -80,26 +78,8 @@ func mustRun(t *testing.T, env string, args ...string) string {
 	return out
 }
 
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s (-want +got):\n%s", name, d)
-	}
-}
-
 func TestGoldenTextSim(t *testing.T) {
-	golden(t, "sim.golden", mustRun(t, "sim"))
+	golden.Check(t, "sim.golden", mustRun(t, "sim"))
 }
 
 // volatile are the JSON keys whose values depend on when the test runs or
@@ -138,7 +118,7 @@ func TestGoldenJSONSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "sim-json.golden", string(b)+"\n")
+	golden.Check(t, "sim-json.golden", string(b)+"\n")
 }
 
 // unitInProse matches a number followed by a unit inside a string, as

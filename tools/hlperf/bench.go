@@ -98,6 +98,13 @@ func measureDevice(ctx context.Context, cfg *config, d *device.Device, dr *devic
 			prog.start(dr.Path, dir, size)
 			samples, err := measure(ctx, cfg, e, ops, size, func(n int) { prog.sample(dr.Path, n) })
 			if err != nil {
+				// The samples before the error are the point's, cut
+				// short: the table shows them, marked, above the error.
+				if len(samples) > 0 {
+					r := newResult(dr, dir, size, summarize(samples, size*uint64(len(ops))))
+					r.Partial = true
+					out = append(out, r)
+				}
 				return out, fmt.Errorf("%s %s: %w", dir, cli.FormatSize(size), err)
 			}
 			prog.finish(dr.Path)

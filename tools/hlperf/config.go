@@ -45,7 +45,10 @@ bandwidth from the same samples (bytes over the median and over the mean
 latency, GB/s = 1e9 bytes/s). Simulated results are labelled as such. The
 verdict compares h2d and d2h at the largest size with -pass-fraction of the
 PCIe link's bandwidth (sysfs current_link_speed and current_link_width).
-Ctrl-C prints the results so far.
+With -all a summary gives each device's result (PASS, FAIL, NO VERDICT) on
+one line, the devices skipped as busy and, with -parallel, the aggregate
+bandwidth; a failed device makes the exit status 1. Ctrl-C prints the
+results so far.
 
 Sizes: K, M, G, T, KiB ... TiB are powers of 1024; KB, MB, GB, TB powers of
 1000; any case; a fraction when the result is whole bytes (1.5M).`

@@ -42,6 +42,14 @@
 // current_link_width); a link trained below its maximum fails. A
 // simulated device gets no verdict.
 //
+// With -all, a summary follows the devices, as hl_qual's report: one line
+// per device with its result (PASS, FAIL, NO VERDICT), its median
+// bandwidth at -max per direction and why, the devices skipped because
+// another process owns them (named with its pid and command), and, with
+// -parallel, the aggregate: the sum of the devices' median bandwidths at
+// -max. A device fails when it could not be measured, a verification
+// failed or its verdict failed; then the exit status is 1.
+//
 // Flags are checked before any work, and a run the device or the host
 // cannot hold (-max beyond free device memory or available host memory)
 // is refused with the sizes involved. Ctrl-C stops the run and prints
@@ -64,9 +72,9 @@ func main() {
 }
 
 // hlperf runs the command with args and returns its exit status: 0 when
-// every device ran (and passed its verification), 1 for a failure, 2 for
-// a bad command line, 130 when interrupted (after printing what was
-// measured).
+// every device ran, passed its verification and did not fail its
+// verdict, 1 for a failure, 2 for a bad command line, 130 when
+// interrupted (after printing what was measured).
 func hlperf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isRDMA(args) {
 		return hlperfRDMA(ctx, args, stdout, stderr)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -148,11 +149,19 @@ func writeTable(w io.Writer, cfg *config, rep *report) error {
 		}
 		fmt.Fprintf(w, "verdict: %s\n", d.Verdict.Reason)
 	}
+	if cfg.all {
+		if err := writeSummary(w, cfg, rep); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(w)
 	notes := []string{
 		"N samples, each one copy waited for (bidir: one each way at once)",
 		"GB/s = 1e9 bytes/s: bytes over the median, and over the mean, latency of the same samples",
 		"us = microseconds per sample; percentiles by nearest rank",
+	}
+	if !rep.Interrupted && slices.ContainsFunc(rep.Results, func(r result) bool { return r.Partial }) {
+		notes = append(notes, "N* the point's samples before the error its device reports")
 	}
 	if anyP99Missing {
 		notes = append(notes, "P99 needs 100 samples or more: -iters 100, or -duration")

@@ -4,7 +4,9 @@ package main
 // when a field changes meaning or goes away.
 //
 // 2: devices[].driver names the driver's flavour as hlinfo does, and
-// devices[].driver_version is null for a simulated device (it was "sim").
+// devices[].driver_version is null for a simulated device (it was "sim");
+// devices[].outcome, skipped and aggregate are new, and a failed verdict
+// makes the exit status 1.
 const schemaVersion = 2
 
 // report is everything one run of hlperf found.
@@ -18,17 +20,17 @@ type report struct {
 	Interrupted   bool           `json:"interrupted"` // Ctrl-C: the results so far
 	Devices       []deviceReport `json:"devices"`
 	Results       []result       `json:"results"`
+	// Skipped lists the devices -all named that another process owned.
+	Skipped []skipped `json:"skipped"`
+	// Aggregate is, with -parallel, the devices' bandwidth together.
+	Aggregate []aggregate `json:"aggregate"`
 }
 
-// failed reports whether a device failed to run, or failed verification.
+// failed reports whether a device failed: it could not be measured, a
+// verification failed, or its verdict failed (outcome).
 func (r *report) failed() bool {
 	for _, d := range r.Devices {
-		if d.Error != "" {
-			return true
-		}
-	}
-	for _, x := range r.Results {
-		if x.Verified != nil && !*x.Verified {
+		if d.Outcome.Result == "fail" {
 			return true
 		}
 	}
@@ -67,7 +69,10 @@ type deviceReport struct {
 	Simulated     bool        `json:"simulated"`
 	PCIeLink      *linkReport `json:"pcie_link"` // null when unknown (always for the simulator)
 	Verdict       verdict     `json:"verdict"`
-	Error         string      `json:"error,omitempty"` // the device could not be measured (whole or in part)
+	// Outcome is the device's result: pass, fail, none or interrupted,
+	// and why.
+	Outcome outcome `json:"outcome"`
+	Error   string  `json:"error,omitempty"` // the device could not be measured (whole or in part)
 }
 
 // linkReport is a PCIe link, as the JSON reports it.

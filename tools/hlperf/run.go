@@ -28,7 +28,7 @@ func run(ctx context.Context, cfg *config, cmd *cli.Command) (*report, error) {
 		return nil, err
 	}
 	rep := newReport(cfg, sel)
-	devs, err := openDevices(cfg, sel, cmd.Stderr)
+	devs, err := openDevices(cfg, sel, rep, cmd.Stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +80,7 @@ func run(ctx context.Context, cfg *config, cmd *cli.Command) (*report, error) {
 		}
 		judgeDevice(dr, results[i], cfg.passFraction)
 	}
+	summarizeRun(cfg, rep, results)
 	return rep, nil
 }
 
@@ -102,8 +103,10 @@ func newReport(cfg *config, sel cli.Selection) *report {
 			Warmup: cfg.warmup, Streams: cfg.streams, Verify: cfg.verify, All: cfg.all, Parallel: cfg.parallel,
 			PassFraction: cfg.passFraction,
 		},
-		Devices: []deviceReport{},
-		Results: []result{},
+		Devices:   []deviceReport{},
+		Results:   []result{},
+		Skipped:   []skipped{},
+		Aggregate: []aggregate{},
 	}
 	if cfg.duration > 0 {
 		r.Config.DurationS = cfg.duration.Seconds()
@@ -116,8 +119,9 @@ func newReport(cfg *config, sel cli.Selection) *report {
 // openDevices opens the compute node of every device the run uses: the
 // one sel opens, or with -all every one it names that is free: a device
 // another process holds (EBUSY) is skipped and named on stderr, and only
-// when every one is busy is that an error.
-func openDevices(cfg *config, sel cli.Selection, stderr io.Writer) ([]*device.Device, error) {
+// when every one is busy is that an error. The skipped devices are listed
+// in rep.
+func openDevices(cfg *config, sel cli.Selection, rep *report, stderr io.Writer) ([]*device.Device, error) {
 	if !cfg.all {
 		d, err := sel.Open()
 		if err != nil {
@@ -134,6 +138,7 @@ func openDevices(cfg *config, sel cli.Selection, stderr io.Writer) ([]*device.De
 		d, err := c.Open()
 		if errors.Is(err, unix.EBUSY) {
 			fmt.Fprintf(stderr, "hlperf: -all: skipping %s: %s\n", c.Name, cli.ErrorText(err))
+			rep.Skipped = append(rep.Skipped, skipped{Path: c.Name, Reason: cli.ErrorText(err)})
 			continue
 		}
 		if err != nil {
