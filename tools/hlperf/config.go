@@ -27,6 +27,9 @@ type config struct {
 	all          bool
 	parallel     bool
 	passFraction float64
+	// plot is the width of the bandwidth plot under each device's table,
+	// 0 for none: -plot, else the terminal's width (plotWidth).
+	plot int
 
 	progress bool // show progress on stderr
 	// set records the flags given on the command line, for the report.
@@ -35,7 +38,7 @@ type config struct {
 
 const synopsis = `hlperf [-device SEL] [-all [-parallel]] [-dir h2d,d2h,d2d,bidir]
        [-min SIZE] [-max SIZE] [-iters N | -duration D] [-warmup N]
-       [-streams N] [-verify] [-pass-fraction F] [-json | -csv]`
+       [-streams N] [-verify] [-pass-fraction F] [-json | -csv | -plot COLUMNS]`
 
 const doc = `hlperf measures DMA bandwidth and latency on a Gaudi, or on the simulator when
 none is present, over a sweep of sizes from -min to -max (factors of four).
@@ -71,6 +74,7 @@ func newConfig() (*config, *cli.Command) {
 	fs.BoolVar(&cfg.all, "all", false, "run on every device -device selects (default: every Gaudi, else every simulated device), in turn")
 	fs.BoolVar(&cfg.parallel, "parallel", false, "with -all, run on all the devices at once")
 	fs.Float64Var(&cfg.passFraction, "pass-fraction", 0.7, "share of the PCIe link's bandwidth h2d and d2h must reach to pass")
+	fs.IntVar(&cfg.plot, "plot", 0, "draw each device's bandwidth against size, `COLUMNS` wide, under its table; 0 for none\n(default: the terminal's width, up to 100, when stdout is a terminal of 60 columns or more)")
 	return cfg, cmd
 }
 
@@ -114,6 +118,10 @@ func (c *config) check(cmd *cli.Command) error {
 		return cmd.UsageError("-parallel runs several devices at once: it needs -all")
 	case !(c.passFraction > 0 && c.passFraction <= 1):
 		return cmd.UsageError("-pass-fraction %v outside (0, 1]", c.passFraction)
+	case c.plot != 0 && c.plot < minPlotWidth:
+		return cmd.UsageError("-plot %d: a plot needs %d columns or more (0 for none)", c.plot, minPlotWidth)
+	case c.plot != 0 && (c.json || c.csv):
+		return cmd.UsageError("-plot draws in the table: not with -json or -csv")
 	}
 	return nil
 }

@@ -74,6 +74,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-dir", ""}, `unknown direction ""`},
 		{[]string{"-device", "sim:x"}, `bad device selector "sim:x"`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-plot", "20"}, "-plot 20: a plot needs 40 columns or more (0 for none)"},
+		{[]string{"-plot", "-1"}, "-plot -1: a plot needs 40 columns or more"},
+		{[]string{"-plot", "80", "-json"}, "-plot draws in the table: not with -json or -csv"},
 	} {
 		_, msg, err := parse(tc.args...)
 		if !errors.Is(err, cli.ErrUsage) || cli.ExitCode(err) != 2 || !strings.Contains(msg, tc.msg) || !strings.Contains(msg, "run hlperf -h") {

@@ -8,7 +8,7 @@
 //
 //	hlperf [-device SEL] [-all [-parallel]] [-dir h2d,d2h,d2d,bidir]
 //	       [-min 4KiB] [-max 64MiB] [-iters 20 | -duration 10s] [-warmup 2]
-//	       [-streams 2] [-verify] [-pass-fraction 0.7] [-json | -csv]
+//	       [-streams 2] [-verify] [-pass-fraction 0.7] [-json | -csv | -plot COLUMNS]
 //	hlperf -rdma [-lat] [-s SIZE] [-n ITERS] [-t DEPTH] [-Q N] [-p PORT]
 //	       [-bind ADDR] [-report_gbits] [-R] [SERVER]
 //
@@ -62,6 +62,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/gaudi-go/gaudi/internal/cli"
@@ -88,6 +89,7 @@ func hlperf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.ExitCode(err)
 	}
 	cfg.progress = isTerminal(stderr)
+	cfg.plot = plotWidth(cfg, cmd, stdout)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -113,6 +115,19 @@ func hlperf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 130
 	case rep.failed():
 		return 1
+	}
+	return 0
+}
+
+// plotWidth is the width of the bandwidth plots: -plot when given, else
+// for the table on a terminal of 60 columns or more its width up to 100,
+// else 0 (none).
+func plotWidth(cfg *config, cmd *cli.Command, stdout io.Writer) int {
+	if slices.Contains(cfg.set, "plot") || cfg.json || cfg.csv {
+		return cfg.plot
+	}
+	if w := terminalWidth(stdout); w >= 60 {
+		return min(w, 100)
 	}
 	return 0
 }

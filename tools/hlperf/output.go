@@ -148,6 +148,9 @@ func writeTable(w io.Writer, cfg *config, rep *report) error {
 			fmt.Fprintf(w, "error: %s\n", d.Error)
 		}
 		fmt.Fprintf(w, "verdict: %s\n", d.Verdict.Reason)
+		if cfg.plot > 0 {
+			writePlot(w, resultsOf(rep, d.Path), cfg.plot)
+		}
 	}
 	if cfg.all {
 		if err := writeSummary(w, cfg, rep); err != nil {

@@ -21,7 +21,7 @@ import (
 func summaryReport(t *testing.T) (*config, *report) {
 	t.Helper()
 	cfg, cmd := newConfig()
-	if err := cmd.Parse([]string{"-all", "-parallel", "-dir", "h2d,d2h", "-min", "4M", "-max", "16M", "-iters", "5"}); err != nil {
+	if err := cmd.Parse([]string{"-all", "-parallel", "-dir", "h2d,d2h", "-min", "4M", "-max", "16M", "-iters", "5", "-plot", "60"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.check(cmd); err != nil {
@@ -64,7 +64,7 @@ func summaryReport(t *testing.T) (*config, *report) {
 // line per device (its result, its median bandwidth at the largest size,
 // why), the skipped devices, the aggregate and the run's result; the
 // point an aborted CS cut short shows its samples, marked, above the
-// error, on one line.
+// error, on one line; -plot 60 draws each device's bandwidth by size.
 func TestSummaryGolden(t *testing.T) {
 	cfg, rep := summaryReport(t)
 	var b strings.Builder
@@ -150,6 +150,27 @@ func TestOutcome(t *testing.T) {
 		rep := &report{Devices: []deviceReport{tc.dev}}
 		if tc.dev.Outcome.Result != tc.want || rep.failed() != (tc.want == "fail") {
 			t.Errorf("%s: outcome %+v, failed %v; want %s", tc.name, tc.dev.Outcome, rep.failed(), tc.want)
+		}
+	}
+}
+
+// TestPlotWidth: a plot fills the width it is given, its longest bar the
+// largest bandwidth.
+func TestPlotWidth(t *testing.T) {
+	for _, width := range []int{minPlotWidth, 80, 133} {
+		var b strings.Builder
+		writePlot(&b, []result{{Direction: "bidir", SizeBytes: 64 << 20, BandwidthMedianGBps: 123.45}, {Direction: "bidir", SizeBytes: 4 << 10, BandwidthMedianGBps: 1}}, width)
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("width %d: %d lines:\n%s", width, len(lines), b.String())
+		}
+		for _, l := range lines[1:] {
+			if len(l) != width {
+				t.Errorf("width %d: line of %d columns: %q", width, len(l), l)
+			}
+		}
+		if n := strings.Count(lines[1], "#"); n != width-plotLabel-plotValue {
+			t.Errorf("width %d: the full bar has %d marks, want %d", width, n, width-plotLabel-plotValue)
 		}
 	}
 }
