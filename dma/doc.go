@@ -47,6 +47,11 @@
 // reports ErrInFlight and leaves the rings, the channels and the memory
 // allocated; otherwise it resets the channels, unmaps their blocks and
 // frees the rings. A device reset aborts the channels' jobs (ErrAborted).
+// A channel error (a descriptor it cannot execute) stops the channel, and
+// the driver resets the device, or, when the process registered an
+// eventfd, waits to be released first: meanwhile the transfers wait,
+// within their context, and fail with an error matching
+// ioctl.ErrNotOperational, their memory held.
 //
 // # Completion
 //

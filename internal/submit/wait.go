@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gaudi-go/gaudi/ioctl"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,13 +39,15 @@ type Busy struct {
 	pause time.Duration
 }
 
-// Retry reports whether err is the driver's EBUSY and the wait should be
+// Retry reports whether err says the device is not operational (the
+// driver's EBUSY, or any error matching ioctl.ErrNotOperational, such as
+// a Gaudi3 wait aborted for a reset not done yet) and the wait should be
 // asked again: it then sleeps the next pause first. It reports false for
 // any other err, and, with an error to return in place of err, once ctx
-// ended (during the pause too) or the device has answered EBUSY for
+// ended (during the pause too) or the device has not been operational for
 // longer than bound (0: no bound but ctx).
 func (b *Busy) Retry(ctx context.Context, err error, bound time.Duration) (bool, error) {
-	if !errors.Is(err, unix.EBUSY) {
+	if !errors.Is(err, unix.EBUSY) && !errors.Is(err, ioctl.ErrNotOperational) {
 		return false, err
 	}
 	if cerr := ctx.Err(); cerr != nil {

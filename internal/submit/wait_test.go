@@ -3,6 +3,7 @@ package submit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,8 +27,11 @@ func TestBusy(t *testing.T) {
 	})
 	t.Run("asks again", func(t *testing.T) {
 		var b Busy
-		for i := range 3 {
-			if again, err := b.Retry(context.Background(), busy, 0); !again || err != nil {
+		// EBUSY, and an error that says the device is not operational
+		// without it (a Gaudi3 wait aborted for a reset not done yet).
+		pending := fmt.Errorf("reset pending: %w", ioctl.ErrNotOperational)
+		for i, err := range []error{busy, pending, busy} {
+			if again, err := b.Retry(context.Background(), err, 0); !again || err != nil {
 				t.Fatalf("try %d: %v, %v; want another try", i, again, err)
 			}
 		}
