@@ -47,14 +47,23 @@
 // reports ErrInFlight and leaves the rings, the channels and the memory
 // allocated; otherwise it resets the channels, unmaps their blocks and
 // frees the rings. A device reset aborts the channels' jobs (ErrAborted).
+// A channel error (a descriptor it cannot execute) stops the channel, and
+// the driver resets the device, or, when the process registered an
+// eventfd, waits to be released first: meanwhile the transfers wait,
+// within their context, and fail with an error matching
+// ioctl.ErrNotOperational, their memory held.
 //
 // # Completion
 //
 // Waits take a context and are issued in slices by the ioctl layer; a
 // CS the device timed out is an error matching ioctl.ErrTimeout, an
 // aborted one (a reset) matches unix.EIO and ErrAborted, and a device that
-// is in reset when a CS is submitted or waited for answers an error
-// matching ioctl.ErrNotOperational.
+// is in reset when a CS is submitted answers an error matching
+// ioctl.ErrNotOperational. A wait the driver answers with EBUSY (a reset
+// under way) asks again, with a pause doubling from 1 ms to 100 ms, until
+// the driver gives the CS's verdict, the context ends or 10 s passed; then
+// its error matches ioctl.ErrNotOperational, and the CS stays held
+// (internal/submit's retry policy, the same in package stream).
 //
 // # Errors of releases
 //

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 	"golang.org/x/sys/unix"
@@ -40,6 +41,9 @@ type faultCase struct {
 	// want reports whether err is a truthful outcome of the fault: nil
 	// (checked against the data) or the fault's error.
 	want func(err error) bool
+	// again: once the call returned and the device is operational, a
+	// copy on the same Engine moves the bytes (always so after a reset).
+	again bool
 }
 
 // inject arms n faults of the same kind, each firing on the next matching
@@ -63,13 +67,13 @@ func faultCases() []faultCase {
 	return []faultCase{
 		{"submit EAGAIN storm", allASICs, func(t *testing.T, x *inflight) {
 			inject(x, 20, sim.Fault{Ioctl: "CS", Errno: unix.EAGAIN})
-		}, nil, func(err error) bool { return err == nil || errors.Is(err, unix.EAGAIN) }},
+		}, nil, func(err error) bool { return err == nil || errors.Is(err, unix.EAGAIN) }, false},
 		{"submit ENOMEM", allASICs, func(t *testing.T, x *inflight) {
 			inject(x, 1, sim.Fault{Ioctl: "CS", Errno: unix.ENOMEM})
-		}, nil, isErrno(unix.ENOMEM)},
+		}, nil, isErrno(unix.ENOMEM), false},
 		{"submit EIO", allASICs, func(t *testing.T, x *inflight) {
 			inject(x, 1, sim.Fault{Ioctl: "CS", Errno: unix.EIO})
-		}, nil, isErrno(unix.EIO)},
+		}, nil, isErrno(unix.EIO), false},
 		// EIO from WAIT_CS is the driver's word that a reset aborted the
 		// CS (command_submission.c, hl_wait_for_fence: fence error -EIO),
 		// after which the device no longer runs it; injected alone it
@@ -78,22 +82,22 @@ func faultCases() []faultCase {
 			// hl_cs_wait_ioctl on a device not operational.
 			// The wait asks again until the device answers.
 			inject(x, 5, sim.Fault{Ioctl: "WAIT_CS", Errno: unix.EBUSY})
-		}, nil, func(err error) bool { return err == nil }},
+		}, nil, func(err error) bool { return err == nil }, false},
 		{"wait EAGAIN storm", allASICs, func(t *testing.T, x *inflight) {
 			inject(x, 20, sim.Fault{Ioctl: "WAIT_CS", Errno: unix.EAGAIN})
-		}, nil, func(err error) bool { return err == nil || errors.Is(err, unix.EAGAIN) }},
+		}, nil, func(err error) bool { return err == nil || errors.Is(err, unix.EAGAIN) }, false},
 		{"wait ENOMEM", allASICs, func(t *testing.T, x *inflight) {
 			inject(x, 1, sim.Fault{Ioctl: "WAIT_CS", Errno: unix.ENOMEM})
-		}, nil, isErrno(unix.ENOMEM)},
+		}, nil, isErrno(unix.ENOMEM), false},
 		{"wait EINTR storm", allASICs, func(t *testing.T, x *inflight) {
 			inject(x, 20, sim.Fault{Ioctl: "WAIT_CS", Errno: unix.EINTR})
-		}, nil, func(err error) bool { return err == nil }},
+		}, nil, func(err error) bool { return err == nil }, false},
 		{"reset mid-wait", []sim.ASIC{sim.Gaudi2}, func(t *testing.T, x *inflight) {
 			x.stall(t)
 		}, func(t *testing.T, x *inflight) {
 			x.s.Device(0).Reset() // also ends the stall
 			x.stalled = false
-		}, aborted},
+		}, aborted, false},
 		{"reset during a call", []sim.ASIC{sim.Gaudi}, nil, func(t *testing.T, x *inflight) {
 			x.s.Device(0).Reset()
 		}, func(err error) bool {
@@ -103,7 +107,20 @@ func faultCases() []faultCase {
 			// reset starts between them and the scheduling: hw_queue.c,
 			// hl_hw_queue_schedule_cs, "device is in reset, CS rejected").
 			return aborted(err) || errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EPERM)
-		}},
+		}, false},
+		// A bad packet (opcode 31, which no ASIC defines) where the copy's
+		// first packet is: never a success.
+		//   - Gaudi: the driver parses external queues' command buffers
+		//     and refuses an unknown packet id (gaudi_validate_cb: EINVAL).
+		//   - Gaudi2: the queue meets it; the QMAN error event asks for a
+		//     reset (EVENT_RESET_TYPE_COMPUTE, escalated to a hard one), which
+		//     aborts the CS: EIO, ErrAborted.
+		{"bad packet", []sim.ASIC{sim.Gaudi}, func(t *testing.T, x *inflight) {
+			x.s.Device(0).InjectFault(sim.Fault{Ioctl: "CS", BadPacket: true})
+		}, nil, func(err error) bool { return errors.Is(err, unix.EINVAL) }, true},
+		{"bad packet", []sim.ASIC{sim.Gaudi2}, func(t *testing.T, x *inflight) {
+			x.s.Device(0).InjectFault(sim.Fault{Ioctl: "CS", BadPacket: true})
+		}, nil, func(err error) bool { return errors.Is(err, ErrAborted) && errors.Is(err, unix.EIO) }, true},
 	}
 }
 
@@ -187,7 +204,7 @@ func TestFaultsGaudi3Reset(t *testing.T) {
 	}, func(t *testing.T, x *inflight) {
 		x.s.Device(0).Reset()
 		x.stalled = false
-	}, func(err error) bool { return err == nil || errors.Is(err, ErrAborted) }}
+	}, func(err error) bool { return err == nil || errors.Is(err, ErrAborted) }, false}
 	for _, call := range faultCalls {
 		t.Run(call.name, func(t *testing.T) {
 			x := runFault(t, sim.Gaudi3, fc, call)
@@ -249,9 +266,10 @@ func runFault(t *testing.T, asic sim.ASIC, fc faultCase, call faultCall) *inflig
 	if err == nil && !fc.resets() {
 		x.sameData(t)
 	}
-	if fc.resets() {
-		// The same Engine copies again after the reset, and the bytes
-		// move.
+	if fc.resets() || fc.again {
+		// The same Engine copies again after the fault (and the reset it
+		// led to), and the bytes move.
+		x.operational(t)
 		ctx, cancel := context.WithTimeout(context.Background(), faultCtx)
 		defer cancel()
 		err := within(t, faultCtx+faultBound, "a copy after the reset", func() error {
@@ -289,6 +307,17 @@ func runFault(t *testing.T, asic sim.ASIC, fc faultCase, call faultCall) *inflig
 }
 
 func (fc faultCase) resets() bool { return fc.during != nil }
+
+// operational waits until the device is operational: a reset a fault led
+// to may still be under way when the call returns (the driver answers
+// EBUSY meanwhile).
+func (x *inflight) operational(t *testing.T) {
+	t.Helper()
+	waitUntil(t, "an operational device", func() bool {
+		st, err := x.d.Status()
+		return err == nil && st == device.StatusOperational
+	})
+}
 
 // waitingOnDevice reports whether a goroutine waits on the device: in
 // WAIT_CS (Gaudi, Gaudi2) or the PQM pool's Wait (Gaudi3).

@@ -83,7 +83,7 @@ func (e *Engine) issueCS(ctx context.Context, a *hl.CSChunksArgs) (seq uint64, q
 // CS may still be running: err is ctx's error (the context ended first) or
 // an error of the device that says nothing about the CS.
 func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts time.Duration, final bool, err error) {
-	var busy trouble
+	var busy submit.Busy
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, false, fmt.Errorf("wait for CS %d: %w", seq, err)
@@ -117,18 +117,15 @@ func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts ti
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, errors.Join(ErrAborted, err))
 		case errors.Is(err, ioctl.ErrClosed), errors.Is(err, unix.EINVAL):
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, err)
-		case notOperational(err):
-			// A reset under way: ask again (see trouble) until it ends
-			// and the CS has its verdict, within ctx.
-			if busy.retryCtx(ctx) {
+		case errors.Is(err, unix.EBUSY):
+			// A reset under way: ask again until it ends and the CS has
+			// its verdict, within ctx and abandonAfter (internal/submit's
+			// policy for EBUSY from WAIT_CS).
+			again, berr := busy.Retry(ctx, err, abandonAfter)
+			if again {
 				continue
 			}
-			if cerr := ctx.Err(); cerr != nil {
-				// Both: the context ended while the device was not
-				// operational.
-				return 0, false, fmt.Errorf("wait for CS %d: %w (last answer: %w)", seq, cerr, err)
-			}
-			return 0, false, fmt.Errorf("wait for CS %d: %w", seq, err)
+			return 0, false, fmt.Errorf("wait for CS %d: %w", seq, berr)
 		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 			// ctx ended, perhaps a moment before ctx.Err() says so.
 			if cerr := ctx.Err(); cerr != nil {
@@ -236,10 +233,7 @@ type trouble struct {
 
 // retry sleeps before the next try, or reports false once the device has
 // failed the wait for longer than abandonAfter.
-func (tr *trouble) retry() bool { return tr.retryCtx(context.Background()) }
-
-// retryCtx is retry that also reports false as soon as ctx ends.
-func (tr *trouble) retryCtx(ctx context.Context) bool {
+func (tr *trouble) retry() bool {
 	if tr.pause == 0 {
 		tr.pause = time.Millisecond
 	}
@@ -248,19 +242,7 @@ func (tr *trouble) retryCtx(ctx context.Context) bool {
 	} else if time.Since(tr.since) > abandonAfter {
 		return false
 	}
-	pause := time.NewTimer(tr.pause)
-	defer pause.Stop()
-	select {
-	case <-pause.C:
-	case <-ctx.Done():
-		return false
-	}
+	time.Sleep(tr.pause)
 	tr.pause = min(2*tr.pause, 100*time.Millisecond)
 	return true
 }
-
-// notOperational reports whether err is the driver's answer to a wait on
-// a device that is not operational (a reset under way: hl_cs_wait_ioctl
-// and hl_interrupt_wait_ioctl check hl_device_operational), which says
-// nothing about the CS: the reset then aborts it, or it completes.
-func notOperational(err error) bool { return errors.Is(err, unix.EBUSY) }

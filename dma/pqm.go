@@ -9,6 +9,7 @@ import (
 	"github.com/gaudi-go/gaudi/internal/devio"
 	"github.com/gaudi-go/gaudi/internal/memlink"
 	"github.com/gaudi-go/gaudi/internal/pqm"
+	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
@@ -234,17 +235,17 @@ func pqVerdict(err error) (final bool, out error) {
 }
 
 // pqWait is the pool's Wait for a caller with ctx: a device that is not
-// operational (a reset under way) is asked again, as await does.
+// operational (a reset under way) is asked again, as await does
+// (internal/submit's policy for EBUSY, bounded by abandonAfter).
 func (e *Engine) pqWait(ctx context.Context, tk pqm.Ticket, deadline time.Time) error {
-	var busy trouble
-	err := e.pq.Wait(ctx, tk, deadline)
-	for notOperational(err) && busy.retryCtx(ctx) {
-		err = e.pq.Wait(ctx, tk, deadline)
+	var busy submit.Busy
+	for {
+		err := e.pq.Wait(ctx, tk, deadline)
+		again, err := busy.Retry(ctx, err, abandonAfter)
+		if !again {
+			return err
+		}
 	}
-	if notOperational(err) && ctx.Err() != nil {
-		return fmt.Errorf("%w (last answer: %w)", ctx.Err(), err)
-	}
-	return err
 }
 
 // waitPQM is Wait for a Gaudi3 transfer.

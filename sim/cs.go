@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"sort"
@@ -639,6 +640,7 @@ func (c *csCtx) submit(chunksPtr uint64, n uint32, seq *uint64, flags uint32, ti
 // queue, CB, parser; then the CS must have a job that completes.
 func (c *csCtx) buildJobs(s *cs, chunks []hl.CSChunk) error {
 	intOnly := true
+	bad := c.dev.badPacket("CS") // Fault.BadPacket: the first CB's first packet
 	for i := range chunks {
 		ch := &chunks[i]
 		qt, kernelCB, err := c.validateQueue(ch)
@@ -660,9 +662,10 @@ func (c *csCtx) buildJobs(s *cs, chunks []hl.CSChunk) error {
 		}
 		s.jobs = append(s.jobs, j)
 		if kernelCB {
-			err = c.parseKernelCB(j, ch)
+			err = c.parseKernelCB(j, ch, bad && i == 0)
 		} else {
 			j.addr, j.size = ch.CBHandle(), uint64(ch.CBSize())
+			j.badPacket = bad && i == 0
 			err = c.parseUserCB(j)
 		}
 		if err != nil {
@@ -694,7 +697,7 @@ func (s *cs) newJob() *job {
 	if cap(j.patched) > maxKeptCB {
 		j.patched = nil // a large kernel CB copy is not kept for reuse
 	}
-	j.addr, j.size, j.tracked = 0, 0, false
+	j.addr, j.size, j.tracked, j.badPacket = 0, 0, false, false
 	j.cbHash, j.cbHashed = 0, false
 	j.done.Store(false)
 	j.slot.Store(false)
@@ -729,8 +732,9 @@ func (c *csCtx) validateQueue(ch *hl.CSChunk) (queueType, bool, error) {
 // parseKernelCB is get_cb_from_cs_chunk followed by the parser for a
 // kernel CB. The queues that take kernel CBs from users are Gaudi's
 // external queues: gaudi_parse_cb_mmu copies the CB into a patched CB,
-// which the queue runs, and validates the copy (gaudi_validate_cb).
-func (c *csCtx) parseKernelCB(j *job, ch *hl.CSChunk) error {
+// which the queue runs, and validates the copy (gaudi_validate_cb). With
+// bad (Fault.BadPacket) the copy's first packet has opcode 31.
+func (c *csCtx) parseKernelCB(j *job, ch *hl.CSChunk, bad bool) error {
 	mm := c.f.mm
 	mm.mu.Lock()
 	cb := c.cbGetLocked(ch.CBHandle())
@@ -746,6 +750,9 @@ func (c *csCtx) parseKernelCB(j *job, ch *hl.CSChunk) error {
 	cb.csCnt--
 	c.releaseIfDoneLocked(cb)
 	mm.mu.Unlock()
+	if bad {
+		setBadOpcode(j.patched)
+	}
 	if err := packet.Gaudi.ValidateUser(j.patched); err != nil {
 		c.drop(dropParsing)
 		if errors.Is(err, packet.ErrPrivileged) {
@@ -754,6 +761,17 @@ func (c *csCtx) parseKernelCB(j *job, ch *hl.CSChunk) error {
 		return unix.EINVAL
 	}
 	return nil
+}
+
+// badOpcode is the opcode a Fault.BadPacket writes: no ASIC defines it
+// (MAX_PACKET_ID is 32; the highest defined is 0x17).
+const badOpcode = 31
+
+// setBadOpcode gives the packet at the start of b opcode badOpcode (bits
+// 24-28 of its second word, the ctl word on every ASIC).
+func setBadOpcode(b []byte) {
+	ctl := binary.LittleEndian.Uint32(b[4:8])
+	binary.LittleEndian.PutUint32(b[4:8], ctl&^(0x1f<<24)|badOpcode<<24)
 }
 
 // parseUserCB is the parser for a user CB, a device address: Gaudi's

@@ -39,8 +39,9 @@ type Device struct {
 	compute        *File
 	files          map[*File]struct{}
 	faults         []*Fault
-	hwEvents       []uint32 // counters since the last hard reset
-	hwEventsAgg    []uint32 // counters across resets
+	badPackets     atomic.Int32 // armed BadPacket faults among faults (fault.go)
+	hwEvents       []uint32     // counters since the last hard reset
+	hwEventsAgg    []uint32     // counters across resets
 	created        time.Time
 	lastOpenMono   int64      // CLOCK_MONOTONIC ns of the last compute open, 0 before the first
 	errs           errorInfo  // the first error of each kind since the last compute open

@@ -255,6 +255,9 @@ type job struct {
 	// Strict mode: the hash of a user CB at submission (strict_dma.go).
 	cbHash   uint64
 	cbHashed bool
+	// badPacket: the user CB's first packet reads as opcode 31
+	// (Fault.BadPacket).
+	badPacket bool
 }
 
 // releaseSlot gives the job's queue entry back, once.
@@ -459,9 +462,12 @@ func (q *hwQueue) exec(j *job) error {
 		x.strictCheckCB(j, "execution")
 	}
 	var err error
-	if j.kernelCB {
+	switch {
+	case j.badPacket:
+		err = &undefinedOpcode{addr: j.addr, left: uint32(j.size)}
+	case j.kernelCB:
 		err = x.run(cbSource{mem: j.patched, size: uint64(len(j.patched))}, 0)
-	} else {
+	default:
 		err = x.run(cbSource{x: x, addr: j.addr, size: j.size}, 0)
 	}
 	if strict {

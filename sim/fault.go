@@ -17,6 +17,15 @@ type Fault struct {
 	Nth int
 	// Errno is what the failing call returns.
 	Errno unix.Errno
+	// BadPacket makes the call run instead of failing, with a bad packet
+	// where its first packet is, as if the user had written one whose
+	// opcode no ASIC defines (31): for "CS", the first packet of the CS's
+	// first command buffer (Gaudi's parser refuses it, EINVAL, as
+	// gaudi_validate_cb does; a Gaudi2 queue meets it when it runs the
+	// job, an undefined opcode); for "PQM", the next packet a Gaudi3 PDMA
+	// channel fetches (an undefined opcode: pqm.go says what follows).
+	// Errno, MatchOp and Op are not used.
+	BadPacket bool
 }
 
 // InjectFault arms f. Faults are consumed when they fire.
@@ -27,13 +36,16 @@ func (d *Device) InjectFault(f Fault) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.faults = append(d.faults, &f)
+	if f.BadPacket {
+		d.badPackets.Add(1)
+	}
 }
 
 // takeFault counts a call of kind/op against the armed faults and returns
 // the errno of one that fires. d.mu must be held.
 func (d *Device) takeFault(kind string, op int) error {
 	for i, f := range d.faults {
-		if f.Ioctl != kind || (f.MatchOp && int(f.Op) != op) {
+		if f.Ioctl != kind || f.BadPacket || (f.MatchOp && int(f.Op) != op) {
 			continue
 		}
 		f.Nth--
@@ -52,6 +64,28 @@ func (d *Device) fault(kind string, op int) error {
 	return d.takeFault(kind, op)
 }
 
+// badPacket counts a call of kind against the armed BadPacket faults and
+// reports whether one fires. It costs one atomic load while none is armed.
+func (d *Device) badPacket(kind string) bool {
+	if d.badPackets.Load() == 0 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, f := range d.faults {
+		if f.Ioctl != kind || !f.BadPacket {
+			continue
+		}
+		f.Nth--
+		if f.Nth == 0 {
+			d.faults = append(d.faults[:i], d.faults[i+1:]...)
+			d.badPackets.Add(-1)
+			return true
+		}
+	}
+	return false
+}
+
 // DisarmFaults drops the armed faults that have not fired and returns how
 // many there were: a test that armed a storm larger than the calls it
 // provoked checks its results without the rest.
@@ -60,6 +94,7 @@ func (d *Device) DisarmFaults() int {
 	defer d.mu.Unlock()
 	n := len(d.faults)
 	d.faults = nil
+	d.badPackets.Store(0)
 	return n
 }
 

@@ -349,6 +349,18 @@ func lines(r *runner, subs ...string) []string {
 
 // wantLine fails unless call #n of r's trace ends with a result that
 // contains want.
+// answer returns what call n answered, or "" when the trace has no call n.
+func answer(r *runner, n int) string {
+	prefix := fmt.Sprintf("#%d ", n)
+	for _, l := range r.trace {
+		if strings.HasPrefix(l, prefix) {
+			_, res, _ := strings.Cut(l, " = ")
+			return res
+		}
+	}
+	return ""
+}
+
 func wantLine(t *testing.T, r *runner, n int, want string) {
 	t.Helper()
 	prefix := fmt.Sprintf("#%d ", n)

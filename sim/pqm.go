@@ -100,9 +100,18 @@ import (
 //     undecodable packet is recorded as an undefined opcode
 //     (INFO UNDEFINED_OPCODE_EVENT, engine id GAUDI3_DIE0_ENGINE_ID_PDMA_0_CH_0
 //     + channel); an address no mapping covers as a page fault
-//     (INFO PAGE_FAULT_INFO, and a strict-mode violation). The device is
-//     not reset and the simulator never panics. Channel errors are
-//     counted (Device.PQMErrors).
+//     (INFO PAGE_FAULT_INFO, and a strict-mode violation). Channel errors
+//     are counted (Device.PQMErrors); the simulator never panics.
+//   - A PQM error (an undefined packet, STOP, a bad ring or completion
+//     queue) raises the PDMA SEI event, which the driver answers as
+//     hl_device_cond_reset does (seiError): the engine error is captured
+//     (INFO USER_ENGINE_ERR_EVENT), DEVICE_RESET and USER_ENGINE_ERR are
+//     notified, and the device is reset: at once without a registered
+//     eventfd (a hard reset, which kills the compute file's holder:
+//     watchdog.go), else once the compute file is released or the
+//     release watchdog fires, WAIT_CS answering EBUSY meanwhile and the
+//     pending interrupt waits ending with EIO. A page fault is the
+//     PMMU's event, which resets nothing: the channel stays halted.
 //
 // A hard reset (Device.Reset) stops the channels and clears their
 // registers; so does the release of the compute context that mapped them.
@@ -699,7 +708,7 @@ func (c *pqmChan) execAt(base, size uint64, avail uint32) (uint64, error) {
 		return 0, err
 	}
 	n, ok := pqmPacketLen(hdr)
-	if !ok {
+	if !ok || c.st.hw.d.badPacket("PQM") { // Fault.BadPacket: opcode 31
 		return 0, &undefinedOpcode{addr: base + uint64(c.ci)%size, left: avail}
 	}
 	if n > uint64(avail) {
@@ -1008,9 +1017,31 @@ func (c *pqmChan) fail(err error, at uint64) {
 		}
 	case errors.As(err, &uo):
 		d.RecordUndefinedOpcode(c.q.props.engine, uo.addr, uo.left)
+		st.seiError(c)
 	case err == errPQMStop, err == errPQMRing, err == errPQMCQ:
 		d.RecordUndefinedOpcode(c.q.props.engine, at, 0)
+		st.seiError(c)
 	}
+}
+
+// seiError is what the driver does with the PDMA SEI event a channel
+// error raises (out-of-tree gaudi3.c: gaudi3_handle_pdma_sei_err decodes
+// the channel's PQM error cause; gaudi3_set_initial_reset_flags_and_event_mask
+// gives a PDMA component USER_ENGINE_ERR, DEVICE_RESET and a compute reset
+// with HL_DRV_RESET_DELAY; gaudi3_capture_engine_err records the engine
+// error; gaudi3_notifier_events_and_device_reset, with
+// hard_reset_on_fw_events set as habanalabs_drv.c sets it, calls
+// hl_device_cond_reset). So the engine error is captured, and the device
+// is reset as hl_device_cond_reset does (condReset: postponed behind the
+// release watchdog when the compute file registered an eventfd, else a
+// hard reset at once, hl_device_reset escalating the compute reset as
+// allow_inference_soft_reset is false, which kills the holder). It runs
+// on its own goroutine: the reset waits for the channel's goroutine,
+// which calls this.
+func (st *pqmState) seiError(c *pqmChan) {
+	d := st.hw.d
+	d.RecordEngineError(uint16(c.q.props.engine), 1)
+	go d.condReset(0)
 }
 
 // PQMErrors returns how many times a Gaudi3 PDMA channel stopped on an

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gaudi-go/gaudi/packet"
 	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
@@ -527,10 +528,30 @@ func TestPQMFence(t *testing.T) {
 	}
 }
 
+// registerEventfd registers a new eventfd on f (INFO REGISTER_EVENTFD),
+// closed when the test ends.
+func registerEventfd(t *testing.T, f *File) {
+	t.Helper()
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(efd) })
+	a := hl.InfoArgs{Op: hl.HL_INFO_REGISTER_EVENTFD}
+	a.SetEventfd(uint32(efd))
+	if err := f.Ioctl(hl.DRM_IOCTL_HL_INFO, unsafe.Pointer(&a)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPQMErrors: a bad packet and an unmapped address halt the channel
 // with the error recorded; writing DESC_SUBMIT_FIFO_CFG again revives it.
+// The bad packet raises the PDMA SEI event: the engine error is captured
+// and, as an eventfd is registered, the reset it asks for waits for the
+// release watchdog (seiError), so the channel serves its owner meanwhile.
 func TestPQMErrors(t *testing.T) {
 	_, d, f := openSimMode(t, Gaudi3, StrictOff)
+	registerEventfd(t, f)
 	u := newPQMUser(t, f, 1, 4096)
 	bad := make([]byte, 8)
 	binary.LittleEndian.PutUint32(bad[4:], 0x1F<<24) // no such opcode
@@ -545,6 +566,21 @@ func TestPQMErrors(t *testing.T) {
 	}
 	if uo.EngineID != uint32(g3.PDMAChannelEngine(1)) || uo.CQAddr != u.ringVA {
 		t.Errorf("undefined opcode event %+v", uo)
+	}
+	var ee hl.InfoEngineErrEvent
+	if err := infoInto(t, f, hl.HL_INFO_USER_ENGINE_ERR_EVENT, &ee); err != nil {
+		t.Fatal(err)
+	}
+	if ee.EngineID != uint16(g3.PDMAChannelEngine(1)) || ee.ErrorCount != 1 {
+		t.Errorf("engine error event %+v, want engine %d, 1 error", ee, g3.PDMAChannelEngine(1))
+	}
+	waitFor(t, d.WatchdogActive) // the postponed reset
+	const want = hl.HL_NOTIFIER_EVENT_UNDEFINED_OPCODE | hl.HL_NOTIFIER_EVENT_USER_ENGINE_ERR | hl.HL_NOTIFIER_EVENT_DEVICE_RESET
+	if ev := getEvents(t, f); ev&want != want {
+		t.Errorf("notifier events %#x, want %#x among them", ev, uint64(want))
+	}
+	if f.Killed() {
+		t.Error("a channel error killed the file of an owner with an eventfd")
 	}
 	// Reset the channel: it runs again.
 	u.reset(4096)
@@ -581,6 +617,42 @@ func TestPQMErrors(t *testing.T) {
 	u.reset(4096)
 	u.push(pqmPackets(t, func(b *packet.Builder) { b.Stop(packet.Stop{}) }))
 	waitFor(t, func() bool { return d.PQMErrors() == 5 })
+}
+
+// TestPQMErrorResets: without a registered eventfd the reset a channel
+// error asks for comes at once, a hard reset (hl_device_cond_reset):
+// the file's holder is killed, the channel's registers are cleared, and
+// once the file is closed a new owner's channel runs.
+func TestPQMErrorResets(t *testing.T) {
+	s, d, f := openSimMode(t, Gaudi3, StrictOff)
+	u := newPQMUser(t, f, 1, 4096)
+	bad := make([]byte, 8)
+	binary.LittleEndian.PutUint32(bad[4:], 0x1F<<24) // no such opcode
+	u.push(bad)
+	waitFor(t, f.Killed)
+	waitFor(t, func() bool { return d.State() == Operational })
+	if d.PQMErrors() != 1 {
+		t.Errorf("%d channel errors, want 1", d.PQMErrors())
+	}
+	if v := u.reg(g3.PDMA_CH_A_PQM_CH_MSQ_BASE_L); v != 0 {
+		t.Errorf("MSQ_BASE_L %#x after the reset, want it cleared", v)
+	}
+	f.Munmap(u.win)
+	closeSim(f)
+	f2, err := s.Device(0).Open()
+	if err != nil {
+		t.Fatalf("open after the reset: %v", err)
+	}
+	defer f2.Close()
+	u2 := newPQMUser(t, f2, 1, 4096)
+	dst, dstVA := hostMem(t, f2, 4096)
+	u2.push(pqmPackets(t, func(b *packet.Builder) {
+		b.LinPDMA(packet.LinPDMA{Src: 0x5A, Dst: dstVA, Size: 16, Memset: true})
+	}))
+	u2.waitCI()
+	if dst[0] != 0x5A || dst[8] != 0x5A {
+		t.Error("a new owner's channel did not run after the reset")
+	}
 }
 
 // waitFor polls cond for up to 10 s.

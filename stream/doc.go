@@ -30,7 +30,11 @@
 // the sentinels of package ioctl by its rule (see ioctl.Error): requests an
 // ASIC refuses by design (EPERM: multi-CS waits and staged submissions on
 // Gaudi2, user interrupts on Gaudi) match ErrNotSupported, a device in
-// reset ioctl.ErrNotOperational, a closed device ioctl.ErrClosed.
+// reset ioctl.ErrNotOperational, a closed device ioctl.ErrClosed. Wait and
+// WaitMulti ask again while the driver answers EBUSY (a reset under way
+// says nothing about the CS), with a pause doubling from 1 ms to 100 ms,
+// until it gives the CS's verdict, the context ends or 10 s passed, as
+// package dma does (internal/submit's retry policy).
 //
 // Every call that submits or waits takes a context.Context first. Waits
 // are issued in slices, so cancelling the context ends them promptly. A

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/sim"
@@ -49,11 +50,18 @@ func TestNotOperational(t *testing.T) {
 	r.sys.Device(0).SetState(sim.InReset)
 	defer r.sys.Device(0).SetState(sim.Operational)
 	_, _, serr := r.s.Signal(ctx, r.down(), stream.SubmitOptions{})
-	_, werr := r.s.Wait(ctx, seq)
+	// Wait asks again while the device answers EBUSY (internal/submit's
+	// policy), until its context ends: then it says both.
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, werr := r.s.Wait(wctx, seq)
 	for name, err := range map[string]error{"Signal": serr, "Wait": werr} {
 		if !errors.Is(err, ioctl.ErrNotOperational) || !errors.Is(err, unix.EBUSY) || errors.Is(err, ioctl.ErrDeviceBusy) {
 			t.Errorf("%s in reset: %v, want ErrNotOperational and EBUSY, not ErrDeviceBusy", name, err)
 		}
+	}
+	if !errors.Is(werr, context.DeadlineExceeded) {
+		t.Errorf("Wait in reset: %v, want the context's error too", werr)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gaudi-go/gaudi/internal/submit"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -31,17 +32,29 @@ const forever = math.MaxUint64
 
 // Wait waits, within ctx, for the command submission seq to complete. A
 // submission the device timed out or a reset aborted is an error
-// (ioctl.ErrTimeout, unix.EIO). A wait the driver answers while a reset
-// is under way fails with ioctl.ErrNotOperational (EBUSY), which says
-// nothing about the submission: wait again for its verdict.
+// (ioctl.ErrTimeout, unix.EIO). While a reset is under way the driver
+// answers EBUSY, which says nothing about the submission: Wait asks again
+// (internal/submit's retry policy: a pause from 1 ms doubling to 100 ms)
+// until the driver gives the submission's verdict; when ctx ends first, or
+// the device stays not operational for submit.BusyFor (10 s), the error
+// matches ioctl.ErrNotOperational (and ctx's error when ctx ended).
 //
 // It replaces hlthunk_wait_for_cs and hlthunk_wait_for_cs_with_timestamp.
 func (s *Streams) Wait(ctx context.Context, seq uint64) (Completion, error) {
 	a := new(hl.WaitCSArgs)
-	a.In().SetSeq(seq)
-	a.In().SetTimeoutUs(forever)
-	if err := s.io.WaitCS(ctx, a); err != nil {
-		return Completion{}, wrap("wait", err)
+	var busy submit.Busy
+	for {
+		*a = hl.WaitCSArgs{}
+		a.In().SetSeq(seq)
+		a.In().SetTimeoutUs(forever)
+		again, err := busy.Retry(ctx, s.io.WaitCS(ctx, a), submit.BusyFor)
+		if again {
+			continue
+		}
+		if err != nil {
+			return Completion{}, wrap("wait", err)
+		}
+		break
 	}
 	out := a.Out()
 	if out.Status != hl.HL_WAIT_CS_STATUS_COMPLETED {
@@ -96,9 +109,18 @@ func (s *Streams) multi(ctx context.Context, seqs []uint64, timeout uint64) (Mul
 	}
 	arr := make([]uint64, len(seqs))
 	copy(arr, seqs)
-	a := &hl.WaitCSMultiArgs{Seqs: hl.SlicePointer(arr), SeqArrLen: uint8(len(arr)), TimeoutUs: timeout}
-	if err := s.io.WaitMultiCS(ctx, a); err != nil {
-		return MultiResult{}, wrap("multi-CS wait", err)
+	a := new(hl.WaitCSMultiArgs)
+	var busy submit.Busy // EBUSY: asked again, as Wait does
+	for {
+		*a = hl.WaitCSMultiArgs{Seqs: hl.SlicePointer(arr), SeqArrLen: uint8(len(arr)), TimeoutUs: timeout}
+		again, err := busy.Retry(ctx, s.io.WaitMultiCS(ctx, a), submit.BusyFor)
+		if again {
+			continue
+		}
+		if err != nil {
+			return MultiResult{}, wrap("multi-CS wait", err)
+		}
+		break
 	}
 	out := a.Out()
 	var r MultiResult

@@ -58,6 +58,13 @@
 // opened is no reset of its jobs: tickets carry the reset count they were
 // submitted in, waits for ring room and drains too.
 //
+// An aborted wait is a reset only if the reset count moved (or cannot be
+// read): the driver also aborts the waits in progress when it postpones a
+// reset until the device is released (hl_device_cond_reset with an eventfd
+// registered, as after a channel error), and the channels then run on. Such
+// a wait fails with ErrResetPending (matching ioctl.ErrNotOperational),
+// its job neither done nor killed.
+//
 // # Blocking and closing
 //
 // Submit lets the channel's lock go while it waits for room or for a

@@ -709,8 +709,11 @@ func (p *Pool) waitSlice(ctx context.Context, t Ticket, deadline time.Time, a *h
 	}
 	if err != nil {
 		if errors.Is(err, unix.EIO) {
-			// The driver ends waits with EIO while the device is in reset.
-			p.noteReset()
+			// The driver ends waits with EIO when it resets the device,
+			// and when it postpones a reset (see aborted).
+			if !p.aborted() {
+				return fmt.Errorf("job %d of channel %d: %w (%w)", t.Target, t.C.id, ErrResetPending, err), true
+			}
 			return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, errors.Join(errKilled, err)), true
 		}
 		if cerr := ctx.Err(); cerr != nil {
@@ -719,13 +722,51 @@ func (p *Pool) waitSlice(ctx context.Context, t Ticket, deadline time.Time, a *h
 		return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, err), true
 	}
 	if status == hl.HL_WAIT_CS_STATUS_ABORTED {
-		p.noteReset()
+		if !p.aborted() {
+			return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, ErrResetPending), true
+		}
 		return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, errKilled), true
 	}
 	if p.wasReset(t) {
 		return fmt.Errorf("job %d of channel %d: %w", t.Target, t.C.id, errKilled), true
 	}
 	return nil, false
+}
+
+// ErrResetPending reports a wait the driver aborted (EIO, or the ABORTED
+// status) while the device's reset count did not move: it aborts the
+// waits in progress both when it resets the device and when it postpones
+// a reset until the device is released or its release watchdog fires
+// (common/device.c, hl_device_cond_reset with an eventfd registered, as
+// after a Gaudi3 channel error: out-of-tree gaudi3.c,
+// gaudi3_handle_eqe), and then the channels run on. The job is not known
+// done or killed, and what it uses stays the device's: wait again (the
+// driver answers EBUSY while the watchdog runs), and once the device is
+// reset the wait reports the job killed. It matches
+// ioctl.ErrNotOperational.
+var ErrResetPending = fmt.Errorf("pqm: wait aborted for a device reset not done yet: %w", ioctl.ErrNotOperational)
+
+// aborted records a wait the driver aborted (EIO or ABORTED) and reports
+// whether the device was reset since the Pool's channels were last set
+// up: the reset count moved, or cannot be read (then the abort is taken
+// for a reset, as the driver's answer says). A count that did not move is
+// no reset (ErrResetPending): the channels may still run their jobs.
+func (p *Pool) aborted() bool {
+	g := p.gen.Load()
+	if p.resets == nil {
+		p.noteReset()
+		return true
+	}
+	n, err := p.resets()
+	if err != nil {
+		p.noteReset()
+		return true
+	}
+	if n+p.unseen.Load() == g {
+		return false
+	}
+	p.seen.Store(n + p.unseen.Load())
+	return true
 }
 
 // noteReset records a reset the driver reported (a wait answered ABORTED

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/packet"
 	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
@@ -178,5 +179,37 @@ func TestAbortedStaysAborted(t *testing.T) {
 	}
 	if err := p.Wait(context.Background(), later, time.Now().Add(5*time.Second)); err != nil {
 		t.Errorf("the first job after the reset: %v", err)
+	}
+}
+
+// TestAbortWithoutReset: the driver also ends the waits in progress
+// (hl_abort_waiting_for_completions, EIO or ABORTED) when it postpones a
+// reset behind the release watchdog (hl_device_cond_reset with an eventfd
+// registered: a channel error on Gaudi3), and then resets nothing until
+// the device is released: the channels run on. A job whose wait was
+// aborted while the reset count did not move is not known killed: its
+// wait says the device is not operational, the ticket is neither done nor
+// killed, and once the job completes its wait reports it done.
+func TestAbortWithoutReset(t *testing.T) {
+	p, d := openPoolResets(t, 1, 4096, 3)
+	c := p.Channels()[0]
+	d.stall.Store(true)
+	j := NewJob()
+	j.Add(packet.LinPDMA{Src: 1, Dst: 2, Size: 3})
+	tk, err := c.Submit(context.Background(), j, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.abortWaits.Store(1) // the postponed reset's abort; the count stays
+	err = p.Wait(context.Background(), tk, time.Time{})
+	if errors.Is(err, unix.EIO) || !errors.Is(err, ioctl.ErrNotOperational) {
+		t.Errorf("a wait the driver aborted without a reset: %v, want ErrNotOperational, not EIO", err)
+	}
+	if done, killed := tk.state(); done || killed {
+		t.Errorf("after an abort without a reset the job reads done %v, killed %v; want neither", done, killed)
+	}
+	d.stall.Store(false)
+	if err := p.Wait(context.Background(), tk, time.Now().Add(10*time.Second)); err != nil {
+		t.Errorf("the job the abort left running: %v, want done", err)
 	}
 }

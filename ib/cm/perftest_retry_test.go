@@ -1,0 +1,52 @@
+package cm
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestRetryPeerClock: an attempt whose peer gave up on its clock
+// (perftest's "Correlation coefficient r^2 ... < 0.9", then "Can't
+// produce a report") is run again, and the first attempt whose peer runs
+// through ends the retries. The peer here is a shell that prints what
+// perftest prints.
+func TestRetryPeerClock(t *testing.T) {
+	attempts := 0
+	retryPeer(t, func(t *testing.T) {
+		attempts++
+		script := "exit 0"
+		if attempts == 1 {
+			script = `echo 'Correlation coefficient r^2: 0.42 < 0.9'; echo "Can't produce a report"; exit 1`
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		p := runPeer(ctx, t, "sh", "-c", script)
+		p.wait(t)
+	})
+	if attempts != 2 {
+		t.Errorf("%d attempts, want 2: one the peer's clock ended, one that passed", attempts)
+	}
+}
+
+// TestPeerClockFailed: what peer.clockFailed takes for perftest giving up
+// on its clock, and what not.
+func TestPeerClockFailed(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want bool
+	}{
+		{"Correlation coefficient r^2: 0.42 < 0.9\n", true},
+		{"Can't produce a report\n", true},
+		{" 65536      200          1234.56            1200.00\n", false},
+		{"Couldn't connect to 10.77.0.1:18624\n", false},
+	} {
+		p := &peer{name: "ib_send_bw", exited: make(chan struct{})}
+		fmt.Fprint(&p.out, tc.out)
+		close(p.exited)
+		if got := p.clockFailed(); got != tc.want {
+			t.Errorf("clockFailed with output %q = %v, want %v", tc.out, got, tc.want)
+		}
+	}
+}
