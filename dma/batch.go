@@ -397,7 +397,7 @@ func (e *Engine) runOwned(ctx context.Context, t *Transfer) error {
 	}
 	err := t.batch.startInto(ctx, t)
 	if err == nil {
-		err = t.Wait(ctx)
+		err = t.wait(ctx)
 	}
 	t.unref()
 	return err

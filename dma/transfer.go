@@ -154,6 +154,13 @@ func (t *Transfer) Wait(ctx context.Context) error {
 		return err
 	}
 	t.mu.Unlock()
+	return t.wait(ctx)
+}
+
+// wait is Wait for a transfer that had not finished: runOwned calls it
+// for the Transfer it just started, which nothing else can have finished
+// (no set or reaper has it), sparing a critical section on t.mu.
+func (t *Transfer) wait(ctx context.Context) error {
 	if t.e.pq != nil {
 		return t.waitPQM(ctx)
 	}
