@@ -208,7 +208,7 @@ func (b *Batch) startInto(ctx context.Context, t *Transfer) error {
 	if t.holds, err = b.holdAll(t.holds); err != nil {
 		return fail(fmt.Errorf("start transfer: %w", err))
 	}
-	jobs, err := b.encode(t.jobPtrs[:0], t.jobArr[:])
+	jobs, err := b.encode(t.store.jobPtrs[:0], t.store.jobArr[:])
 	if e.pq != nil {
 		if err != nil {
 			e.putJobs(jobs)
@@ -226,8 +226,8 @@ func (b *Batch) startInto(ctx context.Context, t *Transfer) error {
 		part := jobs[start:min(start+hl.HL_MAX_JOBS_PER_CS, len(jobs))]
 		var chunks []hl.CSChunk
 		var args *hl.CSChunksArgs
-		if start == 0 && len(part) <= len(t.chunkArr) {
-			chunks, args = t.chunkArr[:len(part)], &t.args
+		if start == 0 && len(part) <= len(t.store.chunkArr) {
+			chunks, args = t.store.chunkArr[:len(part)], &t.store.args
 		} else {
 			args = new(hl.CSChunksArgs)
 		}
@@ -262,11 +262,7 @@ func (b *Batch) startInto(ctx context.Context, t *Transfer) error {
 		}
 		t.cbs = kept
 	}
-	if !e.track(t, nil) {
-		// The Engine is closing and did not see the transfer: it must be
-		// finished in the background for Close to return.
-		e.adopt(t)
-	}
+	e.started(t)
 	return nil
 }
 
@@ -401,7 +397,7 @@ func (e *Engine) runOwned(ctx context.Context, t *Transfer) error {
 	}
 	err := t.batch.startInto(ctx, t)
 	if err == nil {
-		err = t.Wait(ctx)
+		err = t.wait(ctx)
 	}
 	t.unref()
 	return err

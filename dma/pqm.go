@@ -213,9 +213,7 @@ func (b *Batch) startPQM(ctx context.Context, t *Transfer, jobs []*job) error {
 		}
 		t.tickets = append(t.tickets, tk)
 	}
-	if !e.track(t, nil) {
-		e.adopt(t)
-	}
+	e.started(t)
 	return nil
 }
 
@@ -269,8 +267,7 @@ func (t *Transfer) waitPQM(ctx context.Context) error {
 			first = fmt.Errorf("wait for transfer: %w", err)
 		}
 	}
-	t.finish(first, 0)
-	return t.Err()
+	return t.finish(first, 0)
 }
 
 // reapPQM is reap for a Gaudi3 transfer: it waits for every job, without

@@ -147,7 +147,7 @@ func (p *Prepared) Close() error {
 	e.untrack(nil, p)
 	// The resources, and the Engine's in-flight count the Prepared holds,
 	// go to a Transfer that finishes when the device is done.
-	t := &Transfer{e: e, cbs: p.cbs, holds: p.holds}
+	t := &Transfer{transferState: transferState{e: e, cbs: p.cbs, holds: p.holds}}
 	p.cbs, p.holds = nil, nil
 	if p.e.pq != nil {
 		return p.closePQM(t)

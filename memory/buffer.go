@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/internal/leak"
@@ -50,6 +51,10 @@ type Buffer struct {
 	holds   int  // transfers in flight
 	closing bool // Close was called while holds > 0
 	closed  bool
+	// down is closing || closed, set with them under mu, for isClosed,
+	// which a copy calls for each range: a load instead of a critical
+	// section (about 20 ns on the test machine; issue 29).
+	down atomic.Bool
 
 	leak runtime.Cleanup // reports a Buffer dropped without Close
 }
@@ -199,11 +204,7 @@ func (b *Buffer) dropHold() error {
 }
 
 // isClosed reports whether Close was called.
-func (b *Buffer) isClosed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.closed || b.closing
-}
+func (b *Buffer) isClosed() bool { return b.down.Load() }
 
 // Close unmaps and frees the buffer. See Buffer for when it refuses
 // (ErrInUse) or defers.
@@ -219,6 +220,7 @@ func (b *Buffer) Close() error {
 		return fmt.Errorf("close device buffer at %#x: %d dma-buf export(s) open: %w", b.va, n, ErrInUse)
 	}
 	b.closing = true
+	b.down.Store(true)
 	b.leak.Stop()
 	held := b.holds > 0
 	b.mu.Unlock()
@@ -235,6 +237,7 @@ func (b *Buffer) finishClose() error {
 	err := b.release()
 	b.mu.Lock()
 	b.closed = true
+	b.down.Store(true)
 	b.mu.Unlock()
 	return err
 }

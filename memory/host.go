@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gaudi-go/gaudi/internal/errclosed"
 	"github.com/gaudi-go/gaudi/internal/leak"
@@ -48,6 +49,9 @@ type HostBuffer struct {
 	closing bool
 	closed  bool
 	cached  bool // owned by the registration cache
+	// down is closing || closed, set with them under mu, for isClosed
+	// (see Buffer.down).
+	down atomic.Bool
 
 	leak runtime.Cleanup // reports a HostBuffer dropped without Close
 }
@@ -217,11 +221,7 @@ func (h *HostBuffer) dropHold() error {
 }
 
 // isClosed reports whether Close was called.
-func (h *HostBuffer) isClosed() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.closed || h.closing
-}
+func (h *HostBuffer) isClosed() bool { return h.down.Load() }
 
 // Close unmaps the memory from the device (after running transfers end)
 // and, for AllocHost memory, frees it; while a transfer holds the mapping
@@ -235,6 +235,7 @@ func (h *HostBuffer) Close() error {
 		return nil
 	}
 	h.closing = true
+	h.down.Store(true)
 	h.leak.Stop()
 	busy := h.holds > 0
 	h.mu.Unlock()
@@ -254,6 +255,7 @@ func (h *HostBuffer) shut() error {
 		return nil
 	}
 	h.closing = true
+	h.down.Store(true)
 	h.cached = false
 	h.leak.Stop()
 	busy := h.holds > 0
@@ -273,6 +275,7 @@ func (h *HostBuffer) release() error {
 		return nil
 	}
 	h.closed = true
+	h.down.Store(true)
 	h.mu.Unlock()
 	m := h.m
 	m.mu.Lock()
