@@ -67,6 +67,10 @@ integration: ## tests that need root, BPF or a VM kernel (run as root)
 vmtest: ## real-kernel tests in a QEMU guest (Debian 6.12, rxe, udmabuf)
 	GO="$(GO)" ./scripts/vmtest/run.sh
 
+.PHONY: vmtest-pair
+vmtest-pair: ## opt-in: two QEMU guests on one virtual network, rxe on each NIC, ib/cm's Go-to-Go TestTwoGuests across them
+	GAUDI_VMTEST_PAIR=1 GO="$(GO)" ./scripts/vmtest/run.sh
+
 .PHONY: test
 test: deps ## what CI runs: deps, vet+staticcheck, generation check, cgo-free build, race tests (on both simulated driver flavours), ABI proof, benchmarks once, VM tests
 	$(MAKE) lint check-generate build unit unit-oot bench-once vmtest

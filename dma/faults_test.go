@@ -61,7 +61,8 @@ func isErrno(errno unix.Errno) func(error) bool {
 var allASICs = []sim.ASIC{sim.Gaudi, sim.Gaudi2, sim.Gaudi3}
 
 // faultCases are the faults of the table; resets on a Gaudi3 are
-// TestFaultsGaudi3Reset's.
+// TestFaultsGaudi3Reset's, and its bad packet (a descriptor a PDMA
+// channel cannot execute) TestFaultsGaudi3BadDescriptor's.
 func faultCases() []faultCase {
 	aborted := func(err error) bool { return err == nil || errors.Is(err, ErrAborted) }
 	return []faultCase{

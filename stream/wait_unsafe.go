@@ -149,7 +149,10 @@ const (
 // already there). The driver reads *counter from user memory for the whole
 // wait; the argument holds it through a Pointer, so a Go variable is
 // allocated where it cannot move, and mapped memory works too. Gaudi2 only
-// (Gaudi answers EPERM, ErrNotSupported).
+// (Gaudi answers EPERM, ErrNotSupported). A wait the driver answers while
+// the device is in reset (EBUSY) fails at once with an error matching
+// ioctl.ErrNotOperational: unlike a CS, an interrupt gets no verdict from
+// a reset, and the counter may never reach target (internal/submit).
 //
 // It replaces hlthunk_wait_for_interrupt and
 // hlthunk_wait_for_interrupt_with_timestamp.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,6 +246,7 @@ const errPeerClock = "the perftest peer could not measure its clock"
 func (p *peer) fail(t *testing.T, what string) {
 	t.Helper()
 	if p.clockFailed() {
+		clockSkips.Store(t, struct{}{})
 		t.Skipf("%s (%s %s): its failure, not ours; another attempt follows", errPeerClock, p.name, what)
 	}
 	t.Fatalf("%s %s", p.name, what)
@@ -254,6 +256,11 @@ func (p *peer) fail(t *testing.T, what string) {
 // its clock.
 const peerAttempts = 3
 
+// clockSkips holds the attempts (their *testing.T) that peer.fail skipped
+// because the peer gave up on its clock: retryPeer runs those again, and
+// no other skip (no rxe device outside the VM, say).
+var clockSkips sync.Map
+
 // retryPeer runs run as subtests attempt_1, attempt_2, ... until one
 // passes or fails; an attempt the peer ended by giving up on its clock
 // (peer.fail skips it) is run again, at most peerAttempts times, and if
@@ -262,12 +269,18 @@ const peerAttempts = 3
 func retryPeer(t *testing.T, run func(t *testing.T)) {
 	t.Helper()
 	for i := 1; i <= peerAttempts; i++ {
-		var clock bool
-		ok := t.Run(fmt.Sprintf("attempt_%d", i), func(t *testing.T) {
-			defer func() { clock = t.Skipped() }()
+		var clock, skipped bool
+		name := fmt.Sprintf("attempt_%d", i)
+		ok := t.Run(name, func(t *testing.T) {
+			defer func() { _, clock = clockSkips.LoadAndDelete(t); skipped = t.Skipped() }()
 			run(t)
 		})
-		if !ok || !clock {
+		switch {
+		case !ok:
+			return
+		case skipped && !clock:
+			t.Skipf("%s was skipped", name) // no device, say: so is the test
+		case !clock:
 			return
 		}
 	}

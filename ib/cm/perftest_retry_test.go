@@ -30,6 +30,23 @@ func TestRetryPeerClock(t *testing.T) {
 	}
 }
 
+// TestRetryPeerOtherSkip: a skip of another cause (no rxe device, say)
+// is no reason to run the attempt again.
+func TestRetryPeerOtherSkip(t *testing.T) {
+	attempts := 0
+	var skipped bool
+	t.Run("retry", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		retryPeer(t, func(t *testing.T) {
+			attempts++
+			t.Skip("no rxe device")
+		})
+	})
+	if attempts != 1 || !skipped {
+		t.Errorf("%d attempts after a skip of another cause, test skipped %v; want 1 attempt and the test skipped", attempts, skipped)
+	}
+}
+
 // TestPeerClockFailed: what peer.clockFailed takes for perftest giving up
 // on its clock, and what not.
 func TestPeerClockFailed(t *testing.T) {

@@ -23,6 +23,13 @@ import (
 // malfunction, or a watchdog that waits for the caller to close the
 // device). Then the error matches ioctl.ErrNotOperational (and ctx's error
 // when ctx ended).
+//
+// A wait for a user interrupt on a counter in the caller's memory
+// (stream.WaitInterrupt, WaitKernelCQ) is not asked again: after a reset
+// the driver gives such a wait no verdict, and the counter may never reach
+// its target, so the caller gets ErrNotOperational at once. The Gaudi3
+// PDMA path waits on its own counters and asks again (dma's pqWait),
+// since its jobs do get a verdict: the reset count moves and kills them.
 const (
 	BusyMinPause = time.Millisecond
 	BusyMaxPause = 100 * time.Millisecond

@@ -16,6 +16,13 @@
 #   GAUDI_VMTEST_ARGS='-test.count=6' scripts/vmtest/run.sh ./ipc
 #                                         extra flags for the test runs (not the benchmarks)
 #   make vmtest                           the same as the first form; CI runs it from make test
+#   GAUDI_VMTEST_PAIR=1 scripts/vmtest/run.sh
+#   make vmtest-pair                      two guests on one virtual network (QEMU dgram
+#                                         netdevs over host UDP), rxe0 on each one's NIC
+#                                         (10.78.0.1 server, 10.78.0.2 client), running
+#                                         ./ib/cm's TestTwoGuests in both: our client in
+#                                         one against our server in the other. Opt-in:
+#                                         not part of make vmtest (see PAIR below).
 #
 # Adding a package: one line in PACKAGES below (directory, -test.run filter,
 # -test.bench filter or -). The binary runs in the guest as root from a copy
@@ -56,8 +63,9 @@ PACKAGES='
 ./ipc            .                     -
 '
 
-# Kernel modules loaded in the guest (their dependencies come along).
-MODULES="rdma_rxe ib_uverbs rdma_ucm crc32_generic dummy"
+# Kernel modules loaded in the guest (their dependencies come along);
+# virtio_net is the NIC of the two-guest mode.
+MODULES="rdma_rxe ib_uverbs rdma_ucm crc32_generic dummy virtio_net"
 # Host binaries copied into the guest with their shared libraries: the
 # real RDMA peers the ib/cm tests talk to (rping from rdmacm-utils,
 # perftest's ib_*_bw) among them, with libibverbs' rxe provider and its
@@ -91,6 +99,19 @@ step() {
 	STEP_T=$now STEP_NAME=$1
 }
 
+# ---- two guests? ---------------------------------------------------------------
+# PAIR=1 boots two guests, a server and a client, joined by a virtual
+# network: each QEMU's virtio NIC is a dgram netdev that sends its frames
+# over UDP on the host's loopback to the other's (QEMU 7.2's -netdev
+# dgram; no privileges, no bridge). rxe carries traffic only in the
+# initial network namespace, so two rxe devices talking over a wire need
+# two kernels. Both run ./ib/cm's TestTwoGuests with their role and the
+# other's address. Under TCG the two guests share the host's CPUs, hence
+# opt-in (make vmtest-pair), not part of make vmtest.
+PAIR=${GAUDI_VMTEST_PAIR:-}
+case $PAIR in '' | 0) PAIR= ;; 1) ;; *) die "GAUDI_VMTEST_PAIR=$PAIR: want 1 or nothing" ;; esac
+PAIR_SERVER=10.78.0.1 PAIR_CLIENT=10.78.0.2
+
 # ---- which packages ---------------------------------------------------------
 declare -a SEL_PKG SEL_RUN SEL_BENCH ARGS=()
 for a in "$@"; do
@@ -112,6 +133,10 @@ while read -r dir run bench; do
 	[ "${GAUDI_VMTEST_BENCH:-}" = off ] && bench=-
 	SEL_PKG+=("$dir") SEL_RUN+=("$run") SEL_BENCH+=("$bench")
 done <<<"$PACKAGES"
+if [ -n "$PAIR" ]; then
+	[ ${#ARGS[@]} = 0 ] || [ "${ARGS[*]}" = ./ib/cm ] || die "GAUDI_VMTEST_PAIR runs ./ib/cm alone"
+	SEL_PKG=(./ib/cm) SEL_RUN=("${GAUDI_VMTEST_RUN:-^TestTwoGuests\$}") SEL_BENCH=(-)
+fi
 say "packages: ${SEL_PKG[*]:-(none: boot and rxe check only)}"
 
 # ---- host tools ---------------------------------------------------------------
@@ -283,6 +308,16 @@ for e in ${GAUDI_VMTEST_ENV:-}; do
 	[[ $e == [A-Za-z_]*=* ]] || die "GAUDI_VMTEST_ENV: $e is not NAME=value"
 	printf 'export %q\n' "$e" >>"$GUEST_SCRIPT"
 done
+if [ -n "$PAIR" ]; then
+	# The role comes from the kernel command line (vmtest.role=...).
+	cat >>"$GUEST_SCRIPT" <<-EOF
+	case \$(cat /proc/cmdline) in
+	*vmtest.role=server*) export GAUDI_VMTEST_PAIR_ROLE=server GAUDI_VMTEST_PAIR_SELF=$PAIR_SERVER GAUDI_VMTEST_PAIR_PEER=$PAIR_CLIENT ;;
+	*vmtest.role=client*) export GAUDI_VMTEST_PAIR_ROLE=client GAUDI_VMTEST_PAIR_SELF=$PAIR_CLIENT GAUDI_VMTEST_PAIR_PEER=$PAIR_SERVER ;;
+	*) echo "no vmtest.role on the kernel command line"; exit 1 ;;
+	esac
+	EOF
+fi
 cat >>"$GUEST_SCRIPT" <<'EOF'
 # guest.sh: written by scripts/vmtest/run.sh; runs in the guest as root.
 export GAUDI_VMTEST=1
@@ -300,11 +335,19 @@ t=$(now)
 	modprobe rdma_rxe
 	modprobe crc32_generic # rxe needs the crc32 shash; no module dependency says so
 	modprobe rdma_ucm      # /dev/infiniband/rdma_cm: no device alias loads it
-	modprobe dummy numdummies=0
-	/usr/sbin/ip link add rxe_dummy type dummy
-	/usr/sbin/ip link set rxe_dummy up
-	/usr/sbin/ip addr add 10.77.0.1/24 dev rxe_dummy
-	rdma link add rxe0 type rxe netdev rxe_dummy
+	if [ -n "${GAUDI_VMTEST_PAIR_ROLE:-}" ]; then
+		# Two guests: rxe0 on the NIC, this guest's address by its role.
+		modprobe virtio_net
+		/usr/sbin/ip link set eth0 up
+		/usr/sbin/ip addr add "$GAUDI_VMTEST_PAIR_SELF/24" dev eth0
+		rdma link add rxe0 type rxe netdev eth0
+	else
+		modprobe dummy numdummies=0
+		/usr/sbin/ip link add rxe_dummy type dummy
+		/usr/sbin/ip link set rxe_dummy up
+		/usr/sbin/ip addr add 10.77.0.1/24 dev rxe_dummy
+		rdma link add rxe0 type rxe netdev rxe_dummy
+	fi
 	rdma link show
 	rdma link show | grep -q 'rxe0/1 state ACTIVE'
 	test -c /dev/infiniband/uverbs0
@@ -396,11 +439,36 @@ else
 fi
 say "qemu ${ACC[*]}, timeout ${TMO}s, kernel $KVER"
 LOG=$RUN/console.log
+QEMU=(qemu-system-x86_64 "${ACC[@]}" -smp "$(nproc)" -m 2G -nodefaults -no-reboot
+	-nographic -serial stdio -kernel "$K/boot/vmlinuz-$KVER" -initrd "$RUN/initrd.gz")
 set +e
-timeout "$TMO" qemu-system-x86_64 "${ACC[@]}" -smp "$(nproc)" -m 2G -nodefaults -no-reboot \
-	-nographic -serial stdio -kernel "$K/boot/vmlinuz-$KVER" -initrd "$RUN/initrd.gz" \
-	-append "console=ttyS0 panic=-1 loglevel=4" </dev/null 2>&1 | tr -d '\r' | tee "$LOG"
-QRC=${PIPESTATUS[0]}
+if [ -z "$PAIR" ]; then
+	timeout "$TMO" "${QEMU[@]}" -append "console=ttyS0 panic=-1 loglevel=4" </dev/null 2>&1 |
+		tr -d '\r' | tee "$LOG"
+	QRC=${PIPESTATUS[0]}
+else
+	# Two UDP ports on the host's loopback, one per guest's NIC; each
+	# QEMU sends its frames to the other's.
+	free_udp() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+	PS=$(free_udp) PC=$(free_udp)
+	[ "$PS" != "$PC" ] || PC=$((PS + 1))
+	guest() { # guest ROLE MAC LOCALPORT REMOTEPORT
+		timeout "$TMO" "${QEMU[@]}" -append "console=ttyS0 panic=-1 loglevel=4 vmtest.role=$1" \
+			-netdev "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$3,remote.type=inet,remote.host=127.0.0.1,remote.port=$4" \
+			-device "virtio-net-pci,netdev=n0,mac=$2" </dev/null 2>&1 | tr -d '\r' | sed -u "s/^/[$1] /" | tee "$RUN/console-$1.log"
+		return "${PIPESTATUS[0]}"
+	}
+	say "two guests: server $PAIR_SERVER (udp $PS), client $PAIR_CLIENT (udp $PC)"
+	guest server 52:54:00:78:00:01 "$PS" "$PC" &
+	SPID=$!
+	guest client 52:54:00:78:00:02 "$PC" "$PS" &
+	CPID=$!
+	wait "$SPID"; SRC=$?
+	wait "$CPID"; CRC=$?
+	QRC=$SRC
+	[ "$QRC" = 0 ] && QRC=$CRC
+	cat "$RUN/console-server.log" "$RUN/console-client.log" >"$LOG"
+fi
 set -e
 cp "$LOG" "$W/console.log.$$" && mv "$W/console.log.$$" "$W/console.log"
 step ""
@@ -408,13 +476,25 @@ step ""
 # ---- verdict ------------------------------------------------------------------
 echo
 say "results (console: $W/console.log)"
-grep '^VMTEST_RESULT ' "$LOG" | sed 's/^VMTEST_RESULT /  /' >&2 || true
+grep -E '^(\[[a-z]+\] )?VMTEST_RESULT ' "$LOG" | sed -E 's/^(\[[a-z]+\] )?VMTEST_RESULT /  \1/' >&2 || true
 grep -E '^(Benchmark|ibv_reg_mr\+ibv_dereg_mr|ibv_post_send\+ibv_poll_cq)' "$LOG" | sed 's/^/  bench: /' >&2 || true
 say "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "total %.1f s", b-a}')"
 rc=0
 if [ "$QRC" = 124 ]; then
-	say "FAIL: the guest ran out of time (${TMO}s)"
+	say "FAIL: a guest ran out of time (${TMO}s)"
 	rc=1
+elif [ -n "$PAIR" ]; then
+	# Each guest's lines carry its role: both must pass.
+	for r in server client; do
+		f=$RUN/console-$r.log
+		if ! grep -q "^\[$r\] VMTEST_BOOTED" "$f"; then
+			say "FAIL: the $r guest did not boot"
+			rc=1
+		elif ! grep -q "^\[$r\] VMTEST_RC=0$" "$f"; then
+			say "FAIL: the $r guest: $(grep -c 'VMTEST_RESULT .*FAIL' "$f") step(s) failed, or it stopped before the end of its script"
+			rc=1
+		fi
+	done
 elif ! grep -q "VMTEST_BOOTED" "$LOG"; then
 	say "FAIL: the guest did not boot (qemu exit $QRC)"
 	rc=1
