@@ -19,6 +19,10 @@ import (
 
 // The simulated system is built once per process (simdevice.System).
 func TestMain(m *testing.M) {
+	if os.Getenv(holderEnv) != "" {
+		holdDevice()
+		return
+	}
 	dir, err := os.MkdirTemp("", "devstat-test-")
 	if err != nil {
 		panic(err)

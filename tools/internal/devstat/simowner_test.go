@@ -1,0 +1,107 @@
+package devstat
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/gaudi-go/gaudi/memory"
+	"github.com/gaudi-go/gaudi/simdevice"
+)
+
+// holderEnv makes the test binary own sim:0 instead of running the tests
+// (see TestMain): it allocates 2 x 64 MiB, says "ready" and holds the
+// device until its stdin ends.
+const holderEnv = "DEVSTAT_TEST_HOLDER"
+
+// holdDevice is the holder's main.
+func holdDevice() {
+	d, err := simdevice.Open("sim:0")
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	m, err := memory.New(d, memory.Options{})
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	for range 2 {
+		if _, err := m.Alloc(64<<20, memory.AllocOptions{}); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	m.Close()
+	d.Close()
+}
+
+// TestHeldElsewhereIsAbsent: a device of this process's simulator that
+// another process owns (and holds 2 x 64 MiB of) has its memory and
+// energy in that process: the snapshot reports them absent, saying why
+// in Errors, rather than the empty copy this process's simulator sees.
+// Before, memory_used_bytes was 0 and energy_mj this process's own count.
+func TestHeldElsewhereIsAbsent(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holderEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the holder did not start: %q, %v", line, err)
+	}
+	s, err := Collect(Options{Selection: mustSelect(t, "sim")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, free := s.Devices[0], s.Devices[1]
+	if held.MemoryUsedBytes != nil || held.MemoryFreeBytes != nil || held.EnergyMJ != nil {
+		t.Errorf("sim:0, owned by pid %d: memory used %v, free %v, energy %v; want absent",
+			cmd.Process.Pid, val(held.MemoryUsedBytes), val(held.MemoryFreeBytes), val(held.EnergyMJ))
+	}
+	for _, q := range []string{"dram_usage", "total_energy"} {
+		i := indexOfQuery(held, q)
+		if i < 0 {
+			t.Errorf("sim:0: no error for %s: %+v", q, held.Errors)
+			continue
+		}
+		if want := fmt.Sprintf("held by pid %d (", cmd.Process.Pid); !strings.Contains(held.Errors[i].Message, want) {
+			t.Errorf("sim:0: %s: %q does not say %q", q, held.Errors[i].Message, want)
+		}
+	}
+	if free.MemoryUsedBytes == nil || free.EnergyMJ == nil || len(free.Errors) != 0 {
+		t.Errorf("sim:1, which no one owns: memory used %v, energy %v, errors %+v", val(free.MemoryUsedBytes), val(free.EnergyMJ), free.Errors)
+	}
+}
+
+func val(p *uint64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func indexOfQuery(d Device, query string) int {
+	for i, e := range d.Errors {
+		if e.Query == query {
+			return i
+		}
+	}
+	return -1
+}
