@@ -19,8 +19,12 @@ import (
 
 // The simulated system is built once per process (simdevice.System).
 func TestMain(m *testing.M) {
-	if os.Getenv(holderEnv) != "" {
+	switch {
+	case os.Getenv(holderEnv) != "":
 		holdDevice()
+		return
+	case os.Getenv(energyEnv) != "":
+		printEnergy()
 		return
 	}
 	dir, err := os.MkdirTemp("", "devstat-test-")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/simdevice"
 )
@@ -104,4 +105,55 @@ func indexOfQuery(d Device, query string) int {
 		}
 	}
 	return -1
+}
+
+// energyEnv makes the test binary print sim:0's energy as Collect reads
+// it (see TestMain) instead of running the tests.
+const energyEnv = "DEVSTAT_TEST_ENERGY"
+
+// printEnergy is that child's main.
+func printEnergy() {
+	sel, err := cli.ParseSelection("-device", "sim:0")
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	s, err := Collect(Options{Selection: sel})
+	if err != nil || s.Devices[0].EnergyMJ == nil {
+		fmt.Println("no energy", err)
+		os.Exit(1)
+	}
+	fmt.Println(*s.Devices[0].EnergyMJ)
+}
+
+// TestEnergyAgreesAcrossProcesses: two processes that read one device of
+// their in-process simulators (hlinfo and hlexporter, say) read the same
+// energy counter, as two readers of a Gaudi's firmware do: the other
+// process's reading falls between two of this one's. Before, each
+// process's simulator counted from its own start (hlinfo 0 mJ, hlexporter
+// 96330 mJ).
+func TestEnergyAgreesAcrossProcesses(t *testing.T) {
+	read := func() uint64 {
+		t.Helper()
+		s, err := Collect(Options{Selection: mustSelect(t, "sim:0")})
+		if err != nil || s.Devices[0].EnergyMJ == nil {
+			t.Fatalf("energy: %v, %+v", err, s)
+		}
+		return *s.Devices[0].EnergyMJ
+	}
+	before := read()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), energyEnv+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v: %s", err, out)
+	}
+	after := read()
+	var child uint64
+	if _, err := fmt.Sscan(string(out), &child); err != nil {
+		t.Fatalf("child printed %q", out)
+	}
+	if child < before || child > after {
+		t.Errorf("the other process read %d mJ; this one %d mJ before and %d mJ after", child, before, after)
+	}
 }
