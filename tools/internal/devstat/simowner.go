@@ -8,10 +8,11 @@ import (
 
 // absentWhenOwnedElsewhere blanks the values of r, a device of this
 // process's simulator, that live with the device's owner when another
-// process owns it: the memory it allocated and the energy its firmware
-// counted are in that process, and this process's simulator sees only
-// its own untouched copy (0 bytes used, a counter started with this
-// process). They are absent, and Errors says why, naming the owner.
+// process owns it: the memory it allocated is in that process, and this
+// process's simulator sees only its own untouched copy (0 bytes used).
+// They are absent, and Errors says why, naming the owner. (The energy
+// counter is not among them: every process's simulator counts it from
+// the host's boot, so they all read one count.)
 func absentWhenOwnedElsewhere(r *Device) {
 	var owners []holders.Process
 	for _, p := range r.Processes {
@@ -23,7 +24,7 @@ func absentWhenOwnedElsewhere(r *Device) {
 		return
 	}
 	why := r.Node + " is " + holders.Text(owners) +
-		": its memory and energy are in that process, which this process's simulator cannot see"
-	r.MemoryUsedBytes, r.MemoryFreeBytes, r.EnergyMJ = nil, nil, nil
-	r.Errors = append(r.Errors, QueryError{Query: "dram_usage", Message: why}, QueryError{Query: "total_energy", Message: why})
+		": its device memory is in that process, which this process's simulator cannot see"
+	r.MemoryUsedBytes, r.MemoryFreeBytes = nil, nil
+	r.Errors = append(r.Errors, QueryError{Query: "dram_usage", Message: why})
 }
