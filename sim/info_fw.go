@@ -73,13 +73,17 @@ func (f *File) infoPCICounters(a *hl.InfoArgs) error {
 
 // total_energy_consumption_info: a firmware counter the driver passes
 // through unparsed. The simulator reports millijoules used at the idle
-// power since the device was created.
+// power since the host booted (CLOCK_BOOTTIME), as if the firmware
+// started then: one count for every process that simulates the device,
+// as every reader of a Gaudi's firmware reads one counter (counting from
+// the device's creation in each process made hlinfo and hlexporter
+// disagree about the same device).
 func (f *File) infoTotalEnergy(a *hl.InfoArgs) error {
 	if err := checkOut(a); err != nil {
 		return err
 	}
 	d := f.dev
-	ms := uint64(time.Since(d.created).Milliseconds())
+	ms := uint64(clockNs(unix.CLOCK_BOOTTIME) / 1e6)
 	r := hl.InfoEnergy{TotalEnergyConsumption: d.prof.idlePowerMW * ms / 1000}
 	return f.copyResult(a, structBytes(&r))
 }

@@ -25,9 +25,9 @@ func main() {
 		cmd.Fatal(cmd.UsageError("unexpected argument %q", cmd.Flags.Arg(0)))
 	}
 	d, err := cmd.OpenDevice()
-	if err != nil {
-		log.Fatalf("export: %v", err)
-	}
+	// A refusal in the words of every command (cli.ErrorText): a busy
+	// device names its owner.
+	cmd.Fatal(err)
 	defer d.Close()
 	m, err := memory.New(d, memory.Options{})
 	if err != nil {

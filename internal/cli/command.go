@@ -45,6 +45,17 @@ var CommonEnv = []Env{
 	{"GAUDI_SIM_LOCKDIR", "where simulated devices keep their lock files (one owner per device across processes)"},
 }
 
+// EnvNamed returns the entry of CommonEnv for the variable name, for a
+// command that lists some of them only; the zero Env when there is none.
+func EnvNamed(name string) Env {
+	for _, e := range CommonEnv {
+		if e.Name == name {
+			return e
+		}
+	}
+	return Env{}
+}
+
 // Command is a command line: the flags of one command with those every
 // command shares (-device, -version; -h comes with package flag), and the
 // text -h prints. Fill Flags, then call Parse or ParseOrExit.

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/sim"
@@ -170,18 +171,26 @@ type Candidate struct {
 // Simulated reports whether c is a simulated device.
 func (c Candidate) Simulated() bool { return c.Sim != nil }
 
-// Open opens c's compute node. A device another process owns gives an
-// error matching unix.EBUSY that names the owner ("held by pid 1234
-// (hlperf)"), as Selection.Open's does.
+// Open opens c's compute node: under GAUDI_ROOT when it is set, as
+// Selection.Open finds it (the node hlsim serve serves there). A device
+// another process owns gives an error matching unix.EBUSY that names the
+// owner ("held by pid 1234 (hlperf)"), as Selection.Open's does.
 func (c Candidate) Open() (*device.Device, error) {
 	var d *device.Device
 	var err error
 	if c.Sim != nil {
 		d, err = simdevice.OpenSim(c.Sim)
 	} else {
-		d, err = device.Open(c.Node.Path)
+		d, err = device.Open(onThisMachine(c.Node.Path))
 	}
 	return d, namesHolder(err)
+}
+
+// onThisMachine is where this machine has the node the kernel names path
+// (/dev/accel/accel0): under GAUDI_ROOT when it is set, as device.Open
+// finds the nodes it discovers.
+func onThisMachine(path string) string {
+	return filepath.Join(thisMachine.RootDir(), path)
 }
 
 // OpenControl opens c's control node, which works while another process
@@ -193,7 +202,7 @@ func (c Candidate) OpenControl() (*device.Device, error) {
 	if c.Node.ControlPath == "" {
 		return nil, fmt.Errorf("%s has no control node yet: %w", c.Name, device.ErrNoDevice)
 	}
-	return device.OpenControl(c.Node.ControlPath)
+	return device.OpenControl(onThisMachine(c.Node.ControlPath))
 }
 
 // Devices lists every device s names, for commands that work on several

@@ -75,7 +75,9 @@ unmodified programs find them; it exits with COMMAND's status.
 ctl drives a running server's devices while clients use them.
 
 Environment:
-  GAUDI_SIM   shape of the simulated server, such as gaudi2:8 (the default)
+  GAUDI_SIM   shape of the simulated server: ASIC, count and driver, such as
+              gaudi2:8 (the default), gaudi:2, gaudi3:4 or gaudi2:8:oot (as
+              Intel's out-of-tree driver); -sim overrides it
 
 ` + ctlUsage
 
@@ -151,7 +153,7 @@ func clientMemoryLimit() uint64 {
 func serveCmd(args []string, stdout, stderr io.Writer) (int, error) {
 	c := subcommand("serve", "hlsim serve -dir DIR [-sim gaudi2:8] [-force] [-v]",
 		"Serves simulated Gaudis as device nodes under DIR until interrupted (see hlsim -h).", stdout, stderr)
-	c.Env = []cli.Env{{Name: "GAUDI_SIM", Doc: "shape of the simulated server, such as gaudi2:8 (the default)"}}
+	c.Env = []cli.Env{cli.EnvNamed("GAUDI_SIM"), cli.EnvNamed("GAUDI_SIM_DRIVER")}
 	fl := c.Flags
 	dir := fl.String("dir", "", "directory to serve the devices under (required)")
 	spec := fl.String("sim", "", "shape of the simulated server, as GAUDI_SIM (gaudi2:8)")

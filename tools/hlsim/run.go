@@ -43,7 +43,7 @@ func runCmd(args []string, stdout, stderr io.Writer) (int, error) {
 	c := subcommand("run", "hlsim run [-sim gaudi2:8] [-v] -- COMMAND [ARG...]",
 		"Runs COMMAND in a private mount namespace where the simulated devices are /dev/accel/accelN\n"+
 			"and /sys/class/accel/accelN, as the driver makes them; exits with COMMAND's status.", stdout, stderr)
-	c.Env = []cli.Env{{Name: "GAUDI_SIM", Doc: "shape of the simulated server, such as gaudi2:8 (the default)"}}
+	c.Env = []cli.Env{cli.EnvNamed("GAUDI_SIM"), cli.EnvNamed("GAUDI_SIM_DRIVER")}
 	fl := c.Flags
 	spec := fl.String("sim", "", "shape of the simulated server, as GAUDI_SIM (gaudi2:8)")
 	verbose := fl.Bool("v", false, "log FUSE requests")

@@ -205,7 +205,7 @@ const deviceUsage = "trace only the ioctls on the devices a selector `SEL` names
 func newCommand(cfg *config, ring *int, stdout, stderr io.Writer) *cli.Command {
 	cmd := cli.New("hltrace", synopsis, doc)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.Env = []cli.Env{{Name: "GAUDI_DEVICE", Doc: "the devices to trace without -device, in its grammar; the command inherits it"}}
+	cmd.Env = []cli.Env{{Name: "GAUDI_DEVICE", Doc: "the devices to trace without -device, in its grammar; the command inherits it"}, cli.EnvNamed("GAUDI_ROOT")}
 	cmd.Sections = sections
 	cmd.Flags.Lookup("device").Usage = deviceUsage
 	cfg.device = cmd.Device

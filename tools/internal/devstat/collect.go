@@ -114,6 +114,11 @@ func Collect(o Options) (*Snapshot, error) {
 	// After every control node of ours is closed, so only other
 	// holders (and this process's compute opens) are seen.
 	scanProcesses(o.Root, files, s.Devices)
+	for i := range s.Devices {
+		if strings.HasPrefix(s.Devices[i].Node, "sim:") {
+			absentWhenOwnedElsewhere(&s.Devices[i])
+		}
+	}
 	return s, nil
 }
 

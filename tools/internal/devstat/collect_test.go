@@ -19,6 +19,14 @@ import (
 
 // The simulated system is built once per process (simdevice.System).
 func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv(holderEnv) != "":
+		holdDevice()
+		return
+	case os.Getenv(energyEnv) != "":
+		printEnergy()
+		return
+	}
 	dir, err := os.MkdirTemp("", "devstat-test-")
 	if err != nil {
 		panic(err)

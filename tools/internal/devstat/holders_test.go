@@ -32,6 +32,20 @@ func TestHolderInAnotherMountNamespace(t *testing.T) {
 	cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c",
 		`mount -t tmpfs none "$1" && exec 3>"$1/$2" && echo ready && exec sleep 600`,
 		"sh", filepath.Dir(lock), filepath.Base(lock))
+	startReady(t, cmd, "the holder in another namespace")
+	s, err := Collect(Options{Selection: mustSelect(t, "sim:0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Devices[0].Processes; len(p) != 0 {
+		t.Errorf("device 0 holders %+v, want none: pid %d holds another file of the same path", p, cmd.Process.Pid)
+	}
+}
+
+// startReady starts cmd, which says "ready" on stdout once it holds what
+// the test needs, waits for that line, and kills it when the test ends.
+func startReady(t *testing.T, cmd *exec.Cmd, what string) {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -42,13 +56,6 @@ func TestHolderInAnotherMountNamespace(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("the holder in another namespace did not start: %q, %v", line, err)
-	}
-	s, err := Collect(Options{Selection: mustSelect(t, "sim:0")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := s.Devices[0].Processes; len(p) != 0 {
-		t.Errorf("device 0 holders %+v, want none: pid %d holds another file of the same path", p, cmd.Process.Pid)
+		t.Fatalf("%s did not start: %q, %v", what, line, err)
 	}
 }

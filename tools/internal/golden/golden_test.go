@@ -16,7 +16,7 @@ import (
 func build(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/", "../../hlinfo", "../../hlperf", "../../hltrace", "../../hlexporter")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "../../hlinfo", "../../hlperf", "../../hltrace", "../../hlexporter", "../../hlsim", "../../../examples/alloc")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
