@@ -93,8 +93,9 @@ func TestValuesPerASIC(t *testing.T) {
 				t.Errorf("MemoryInfo = %d, %d, %d, %v; want total %d = used + free", total, used, free, err, hw.DRAMSize)
 			}
 			id, err := d.PCIID()
-			if err != nil || id != uint(hw.DeviceID) {
-				t.Errorf("PCIID = %#x, %v; want %#x", id, err, hw.DeviceID)
+			// hlml_pci_info_t's pci_device_id: device id high, vendor low.
+			if want := uint(hw.DeviceID)<<16 | 0x1da3; err != nil || id != want {
+				t.Errorf("PCIID = %#x, %v; want %#x", id, err, want)
 			}
 			bus, err := d.PCIBusID()
 			if want, _ := ctl.PCIAddress(); err != nil || bus != want {
