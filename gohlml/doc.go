@@ -41,6 +41,16 @@
 //   - WaitForEvent reports a timeout as a nil error and an Event whose
 //     Etype is 0; callers skip events that are not HlmlCriticalError.
 //   - NumaNode returns nil, nil when the kernel knows no NUMA node.
+//   - PCIID is HLML's pci_device_id, the device id and the vendor id in
+//     one number (0x10201da3 for Gaudi2), not the device id alone.
+//   - GetDeviceTypeName names the family by PCI device id as gohlml does
+//     ("goya", "gaudi" for every Gaudi generation, "greco").
+//   - The device plugin's event loop (watchXIDs) looks the event's device
+//     up by its Serial and then compares the device's UUID with the
+//     serials it registered: it marks that one device unhealthy only
+//     where UUID and serial number are the same string, as this package
+//     does not make them (on served devices they differ, so the plugin
+//     logs the event and marks no device).
 //   - FWVersion, SystemDriverVersion and GetDeviceTypeName read sysfs and
 //     need no Initialize.
 //

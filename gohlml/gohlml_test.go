@@ -93,8 +93,9 @@ func TestValuesPerASIC(t *testing.T) {
 				t.Errorf("MemoryInfo = %d, %d, %d, %v; want total %d = used + free", total, used, free, err, hw.DRAMSize)
 			}
 			id, err := d.PCIID()
-			if err != nil || id != uint(hw.DeviceID) {
-				t.Errorf("PCIID = %#x, %v; want %#x", id, err, hw.DeviceID)
+			// hlml_pci_info_t's pci_device_id: device id high, vendor low.
+			if want := uint(hw.DeviceID)<<16 | 0x1da3; err != nil || id != want {
+				t.Errorf("PCIID = %#x, %v; want %#x", id, err, want)
 			}
 			bus, err := d.PCIBusID()
 			if want, _ := ctl.PCIAddress(); err != nil || bus != want {
@@ -246,5 +247,64 @@ func TestNewDevice(t *testing.T) {
 	none := gohlml.NewDevice(gohlml.DeviceSource{})
 	if p, err := none.PowerUsage(); p != 0 || err == nil || err == gohlml.ErrNotSupported {
 		t.Errorf("PowerUsage without a control node = %d, %v; want a failure", p, err)
+	}
+}
+
+// TestShutdownWhileInUse: goroutines that read values and wait for events
+// while another shuts the library down get a value or ErrNotIntialized
+// (a wait: ErrNotIntialized or a timeout), never another error, a panic
+// or a race (go test -race).
+func TestShutdownWhileInUse(t *testing.T) {
+	startSim(t, sim.Gaudi2, sim.Gaudi3)
+	es := gohlml.NewEventSet()
+	defer gohlml.DeleteEventSet(es)
+	errc := make(chan error, 64)
+	var wg sync.WaitGroup
+	started := make(chan struct{}, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started <- struct{}{}
+			for {
+				d, err := gohlml.DeviceHandleByIndex(uint(g % 2))
+				if err == gohlml.ErrNotIntialized {
+					return
+				}
+				if err != nil {
+					errc <- fmt.Errorf("DeviceHandleByIndex: %w", err)
+					return
+				}
+				for name, f := range map[string]func() (uint, error){
+					"PowerUsage": d.PowerUsage, "SOCClockInfo": d.SOCClockInfo, "PCIeTX": d.PCIeTX, "ModuleID": d.ModuleID,
+				} {
+					if _, err := f(); err != nil && !errors.Is(err, gohlml.ErrNotIntialized) {
+						errc <- fmt.Errorf("%s: %w", name, err)
+						return
+					}
+				}
+				if _, _, _, err := d.MemoryInfo(); err != nil && !errors.Is(err, gohlml.ErrNotIntialized) {
+					errc <- fmt.Errorf("MemoryInfo: %w", err)
+					return
+				}
+				if g == 0 {
+					if e, err := gohlml.WaitForEvent(es, 1); err != nil && !errors.Is(err, gohlml.ErrNotIntialized) || e.Etype != 0 {
+						errc <- fmt.Errorf("WaitForEvent: %+v, %w", e, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for range 16 {
+		<-started
+	}
+	if err := gohlml.Shutdown(); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/gaudi-go/gaudi/device"
@@ -203,23 +204,61 @@ func DeviceHandleBySerial(serial string) (*Device, error) {
 	return nil, fmt.Errorf("could not find device with serial number %q: %w", serial, ErrNotFound)
 }
 
-// GetDeviceTypeName returns the family of the machine's devices as the
-// device plugin names its resource: "gaudi" for Gaudi, Gaudi2 and Gaudi3
-// (their PCI device ids, sysfs "device" of each function the driver
-// lists). It reads sysfs (under GAUDI_ROOT when set) and needs no
-// Initialize; without a device it fails.
+// GetDeviceTypeName returns the family of the machine's Habana devices
+// as the device plugin names its resource ("habana.ai/gaudi"): it looks
+// at every PCI function (sys/bus/pci/devices, under GAUDI_ROOT when set)
+// whose vendor is 0x1da3, bound to the driver or not, and names the
+// family of the first it knows by device id (deviceFamilies). It needs no
+// Initialize. A Habana function of an unknown id is an error; so is a
+// machine without one, where gohlml returns "" and a nil error (which
+// would make the device plugin offer "habana.ai/").
 func GetDeviceTypeName() (string, error) {
-	nodes, err := device.SysFS{}.Nodes()
+	dir := filepath.Join(sysRoot(), "sys", "bus", "pci", "devices")
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", fmt.Errorf("list devices: %w", err)
+		return "", fmt.Errorf("list pci devices: %w", err)
 	}
-	for _, n := range nodes {
-		a := device.ASICFromPCI(uint32(n.DeviceID), n.Revision)
-		if a.IsGaudi() || a.IsGaudi2() || a.IsGaudi3() {
-			return "gaudi", nil
+	for _, e := range ents {
+		fn := filepath.Join(dir, e.Name())
+		if v, err := readPCIID(fn, "vendor"); err != nil || v != device.PCIVendorHabana {
+			continue
 		}
+		id, err := readPCIID(fn, "device")
+		if err != nil {
+			return "", fmt.Errorf("pci device %s: %w", e.Name(), err)
+		}
+		fam, ok := deviceFamilies[id]
+		if !ok {
+			return "", fmt.Errorf("pci device %s: unknown habana device id %#04x", e.Name(), id)
+		}
+		return fam, nil
 	}
 	return "", errors.New("no habana devices on the system")
+}
+
+// deviceFamilies names the family of each Habana PCI device id as gohlml
+// does (hlml.go, getDeviceName, at e31eedd): Goya; Gaudi, Gaudi2 (with
+// Gaudi2E, 0x1021) and Gaudi3 (with its PCIe cards, 0x1061 to 0x1063);
+// Greco.
+var deviceFamilies = map[uint16]string{
+	0x0001: "goya",
+	0x1000: "gaudi", 0x1001: "gaudi", 0x1010: "gaudi", 0x1011: "gaudi", 0x1020: "gaudi", 0x1021: "gaudi",
+	0x1030: "gaudi", 0x1060: "gaudi", 0x1061: "gaudi", 0x1062: "gaudi", 0x1063: "gaudi",
+	0x0020: "greco", 0x0030: "greco",
+}
+
+// readPCIID reads a PCI id attribute of a function ("0x1da3",
+// drivers/pci/pci-sysfs.c).
+func readPCIID(fn, name string) (uint16, error) {
+	v, err := sysfsattr.Read(filepath.Join(fn, name))
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 16)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return uint16(n), nil
 }
 
 // FWVersion returns the firmware's kernel and U-Boot versions of device

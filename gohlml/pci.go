@@ -46,21 +46,26 @@ func (d Device) PCIBusID() (string, error) {
 	return addr, err
 }
 
-// PCIID returns the PCI device id (sysfs "device" of the function, else
-// INFO HW_IP_INFO device_id), such as 0x1020 for Gaudi2.
+// PCIID returns the PCI identity as HLML's hlml_pci_info_t.pci_device_id
+// holds it, "the combined 16b deviceId and 16b vendor id" (gohlml's
+// hlml.h): the device id in the high half, the vendor id 0x1da3 in the
+// low half, such as 0x10201da3 for Gaudi2 (the device plugin logs it with
+// %x). The device id is sysfs "device" of the function, else INFO
+// HW_IP_INFO device_id.
 func (d Device) PCIID() (uint, error) {
 	h, err := d.handle()
 	if err != nil {
 		return 0, err
 	}
-	if h.hasNode && h.node.DeviceID != 0 {
-		return uint(h.node.DeviceID), nil
+	id := uint(h.node.DeviceID)
+	if !h.hasNode || id == 0 {
+		dev, err := d.ctl("pci id")
+		if err != nil {
+			return 0, err
+		}
+		id = uint(dev.HWIPInfo().DeviceID)
 	}
-	dev, err := d.ctl("pci id")
-	if err != nil {
-		return 0, err
-	}
-	return uint(dev.HWIPInfo().DeviceID), nil
+	return id<<16 | device.PCIVendorHabana, nil
 }
 
 // linkSpeed reads the function's current_link_speed (drivers/pci/

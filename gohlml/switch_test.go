@@ -83,11 +83,11 @@ func goCommand() string {
 // TestSwitchedProgram runs the gohlml client on served devices of each
 // chip: it lists them with serials and UUIDs, reads every value, times out
 // on a quiet device, and sees the critical event of a reset injected with
-// "hlsim ctl".
+// "hlsim ctl", on both driver flavours.
 func TestSwitchedProgram(t *testing.T) {
 	hlsimtest.Skip(t)
 	bin := buildClient(t)
-	for _, spec := range []string{"gaudi2:2", "gaudi3:1", "gaudi:1"} {
+	for _, spec := range []string{"gaudi2:2", "gaudi3:1", "gaudi:1", "gaudi2:1:oot", "gaudi:1:oot"} {
 		t.Run(spec, func(t *testing.T) {
 			srv := hlsimtest.Serve(t, spec)
 			runClient(t, bin, srv)
@@ -140,7 +140,7 @@ func runClient(t *testing.T, bin string, srv *hlsimtest.Server) {
 				t.Fatalf("client lists device %d of %d", i, len(nodes))
 			}
 			n := nodes[i]
-			if m[5] != n.PCIAddress || m[4] != strconv.FormatUint(uint64(n.DeviceID), 16) || m[6] != "/dev/accel/accel"+strconv.Itoa(n.Index) {
+			if m[5] != n.PCIAddress || m[4] != strconv.FormatUint(uint64(n.DeviceID)<<16|0x1da3, 16) || m[6] != "/dev/accel/accel"+strconv.Itoa(n.Index) {
 				t.Errorf("client: %q; sysfs: %s id %x accel%d", l, n.PCIAddress, n.DeviceID, n.Index)
 			}
 			if _, dup := serials[m[2]]; dup {
@@ -190,10 +190,29 @@ func runClient(t *testing.T, bin string, srv *hlsimtest.Server) {
 			t.Fatal(err)
 		}
 		hw := d.HWIPInfo()
+		drv, err := d.DriverInfo()
 		d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
 		want := map[string]string{
 			"memory_total": strconv.FormatUint(hw.DRAMSize, 10), "name": hw.CardName,
 			"temperature_onchip": "unsupported", "board_id": "unsupported", "pcb_version": "unsupported",
+		}
+		// What only the out-of-tree driver serves: MODULE_PARAMS (ECC)
+		// and the NIC port masks of HW_IP_INFO.
+		t.Logf("device %s: driver %v, nic_ports %s, ecc_mode %s", i, drv.Driver, metrics[i+" nic_ports"], metrics[i+" ecc_mode"])
+		if drv.Driver == device.DriverOutOfTree {
+			ports := 0
+			for m := hw.NICPortsMask; m != 0; m &= m - 1 {
+				ports++
+			}
+			want["nic_ports"] = strconv.Itoa(ports)
+			if p, err := strconv.ParseUint(metrics[i+" ecc_mode"], 10, 8); err != nil || p > 1 {
+				t.Errorf("device %s metric ecc_mode = %q on the out-of-tree driver, want 0 or 1", i, metrics[i+" ecc_mode"])
+			}
+		} else {
+			want["nic_ports"], want["ecc_mode"] = "unsupported", "unsupported"
 		}
 		for k, v := range want {
 			if got := metrics[i+" "+k]; got != v {

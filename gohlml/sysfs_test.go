@@ -130,12 +130,12 @@ func TestSysfsValues(t *testing.T) {
 	}
 	one := uint(1)
 	want0 := values{Serial: "AN00000001", UUID: "01P0-HL2080A0-15-TNS000-00-00-01", Bus: "0000:19:00.0",
-		ID: 0x1020, Minor: 0, Module: 3, Speed: 16, Gen: 4, Width: 16, Chip: 51, Board: 38, Shutdown: 100, Slowdown: 90, Numa: &one}
+		ID: 0x10201da3, Minor: 0, Module: 3, Speed: 16, Gen: 4, Width: 16, Chip: 51, Board: 38, Shutdown: 100, Slowdown: 90, Numa: &one}
 	if d := cmp.Diff(want0, read(0)); d != "" {
 		t.Errorf("accel0 (-want +got):\n%s", d)
 	}
 	ns := "not supported"
-	want1 := values{Bus: "0000:1a:00.0", ID: 0x1020, Minor: 1, Errs: []string{"serial: " + ns, "uuid: " + ns,
+	want1 := values{Bus: "0000:1a:00.0", ID: 0x10201da3, Minor: 1, Errs: []string{"serial: " + ns, "uuid: " + ns,
 		"speed: " + ns, "gen: " + ns, "width: " + ns, "chip: " + ns, "board: " + ns, "shutdown: " + ns, "slowdown: " + ns}}
 	if d := cmp.Diff(want1, read(1)); d != "" {
 		t.Errorf("accel1 (-want +got):\n%s", d)
@@ -180,5 +180,42 @@ func TestDriverNotLoaded(t *testing.T) {
 	defer gohlml.Shutdown()
 	if n, err := gohlml.DeviceCount(); n != 0 || err != nil {
 		t.Errorf("DeviceCount = %d, %v; want 0", n, err)
+	}
+}
+
+// TestDeviceTypeName: GetDeviceTypeName names the family of the Habana
+// functions on the PCI bus by device id, as gohlml does, whether or not
+// the driver knows the chip or is bound to it.
+func TestDeviceTypeName(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fns     map[string][2]string // PCI address: vendor, device
+		want    string
+		wantErr bool
+	}{
+		{"gaudi2", map[string][2]string{"0000:19:00.0": {"0x1da3", "0x1020"}}, "gaudi", false},
+		{"gaudi2e-unbound", map[string][2]string{"0000:19:00.0": {"0x1da3", "0x1021"}}, "gaudi", false},
+		{"gaudi3-pcie", map[string][2]string{"0000:19:00.0": {"0x1da3", "0x1062"}}, "gaudi", false},
+		{"goya", map[string][2]string{"0000:19:00.0": {"0x1da3", "0x0001"}}, "goya", false},
+		{"greco", map[string][2]string{"0000:19:00.0": {"0x1da3", "0x0030"}}, "greco", false},
+		{"nic-and-gaudi", map[string][2]string{"0000:18:00.0": {"0x8086", "0x1020"}, "0000:19:00.0": {"0x1da3", "0x1000"}}, "gaudi", false},
+		{"none", map[string][2]string{"0000:18:00.0": {"0x8086", "0x1020"}}, "", true},
+		{"unknown-habana-id", map[string][2]string{"0000:19:00.0": {"0x1da3", "0x7777"}}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			files, links := map[string]string{}, map[string]string{}
+			for addr, id := range tc.fns {
+				fn := "sys/devices/pci0000:17/" + addr + "/"
+				files[fn+"vendor"], files[fn+"device"], files[fn+"revision"] = id[0], id[1], "0x00"
+				links["sys/bus/pci/devices/"+addr] = "../../../devices/pci0000:17/" + addr
+			}
+			writeTree(t, root, files, links)
+			t.Setenv("GAUDI_ROOT", root)
+			got, err := gohlml.GetDeviceTypeName()
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("GetDeviceTypeName = %q, %v; want %q (error: %t)", got, err, tc.want, tc.wantErr)
+			}
+		})
 	}
 }

@@ -1,12 +1,14 @@
 package devstat
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/gohlml"
 	"github.com/gaudi-go/gaudi/internal/cli"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/simdevice"
@@ -153,14 +155,21 @@ func collectHardware(s *Snapshot, n device.Node, o *Options, files map[string]ho
 	n = o.reroot(n)
 	r := newDevice(n.Index)
 	r.PCIAddress, r.Node, r.ControlNode = n.PCIAddress, n.Path, n.ControlPath
-	fillSysfs(&r, o.sysRoot(), n)
-	if n.ControlPath == "" {
-		r.Errors = append(r.Errors, QueryError{Query: "open", Message: "sysfs shows no control node"})
-	} else if d, err := o.openControl(n.ControlPath); err != nil {
-		r.Errors = append(r.Errors, queryError("open", err))
+	sys := device.SysFS{Root: o.Root}
+	src := gohlml.DeviceSource{Node: &n, SysFS: sys}
+	switch {
+	case n.ControlPath == "":
+		src.OpenErr = errors.New("sysfs shows no control node")
+	default:
+		src.Control, src.OpenErr = o.openControl(n.ControlPath)
+	}
+	hd := gohlml.NewDevice(src)
+	fillSysfs(&r, sys, n, hd)
+	if src.Control == nil {
+		r.Errors = append(r.Errors, queryError("open", src.OpenErr))
 	} else {
-		fillInfo(&r, d, o)
-		if err := d.Close(); err != nil {
+		fillInfo(&r, src.Control, hd, o)
+		if err := src.Control.Close(); err != nil {
 			r.Errors = append(r.Errors, queryError("close", err))
 		}
 	}
@@ -193,7 +202,7 @@ func collectSim(s *Snapshot, sd *sim.Device, o *Options, files map[string]holder
 	if err != nil {
 		r.Errors = append(r.Errors, queryError("open", err))
 	} else {
-		fillInfo(&r, d, o)
+		fillInfo(&r, d, gohlml.NewDevice(gohlml.DeviceSource{Control: d}), o)
 		if err := d.Close(); err != nil {
 			r.Errors = append(r.Errors, queryError("close", err))
 		}

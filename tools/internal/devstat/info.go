@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/gohlml"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 )
@@ -143,8 +144,12 @@ type Event struct {
 	Count       *uint16  `json:"count,omitempty"`
 }
 
-// fillInfo reads the INFO values of an open control node into r.
-func fillInfo(r *Device, d *device.Device, o *Options) {
+// fillInfo reads the INFO values of an open control node into r. The
+// values gohlml also reports (card name, module id, memory, power,
+// energy, clocks, throttling, PCIe counters) are read through hd, gohlml's
+// reading of the same node, so each has one implementation; the others
+// straight from d.
+func fillInfo(r *Device, d *device.Device, hd gohlml.Device, o *Options) {
 	hw := d.HWIPInfo()
 	// One rule with hlperf and cli: a device is simulated when the
 	// device layer says so, served nodes (hlsim serve, hlsim run)
@@ -154,10 +159,12 @@ func fillInfo(r *Device, d *device.Device, o *Options) {
 	r.PCIDeviceID = uint16(hw.DeviceID)
 	r.PCIRevision = hw.Revision
 	if r.ModuleID == nil {
-		r.ModuleID = ptr(int(hw.ModuleID))
+		if m, err := hd.ModuleID(); err == nil {
+			r.ModuleID = ptr(int(m))
+		}
 	}
-	if hw.CardName != "" {
-		r.CardName = ptr(hw.CardName)
+	if n, err := hd.Name(); err == nil {
+		r.CardName = ptr(n)
 	}
 	if hw.CPUCPVersion != "" {
 		r.FirmwareVersion = ptr(hw.CPUCPVersion)
@@ -175,26 +182,23 @@ func fillInfo(r *Device, d *device.Device, o *Options) {
 	r.MemoryTotalBytes = ptr(hw.DRAMSize)
 	r.MemoryPageSizeBytes = ptr(hw.DRAMPageSize)
 
-	fail := func(q string, err error) { r.Errors = append(r.Errors, queryError(q, err)) }
+	fail := func(q string, err error) { r.Errors = append(r.Errors, queryError(q, driverCause(err))) }
 	if st, err := d.Status(); err == nil {
 		r.Status = st.String()
 	} else {
 		fail("device_status", err)
 	}
-	if u, err := d.DRAMUsage(); err == nil {
-		r.MemoryFreeBytes = ptr(u.Free)
-		if u.Free <= hw.DRAMSize {
-			r.MemoryUsedBytes = ptr(hw.DRAMSize - u.Free)
-		}
+	if total, used, free, err := hd.MemoryInfo(); err == nil {
+		r.MemoryTotalBytes, r.MemoryUsedBytes, r.MemoryFreeBytes = ptr(total), ptr(used), ptr(free)
 	} else {
 		fail("dram_usage", err)
 	}
-	if p, err := d.Power(); err == nil {
-		r.PowerMW = ptr(p)
+	if p, err := hd.PowerUsage(); err == nil {
+		r.PowerMW = ptr(uint64(p))
 	} else {
 		fail("power", err)
 	}
-	if e, err := d.TotalEnergy(); err == nil {
+	if e, err := hd.EnergyConsumptionCounter(); err == nil {
 		r.EnergyMJ = ptr(e)
 	} else {
 		fail("total_energy", err)
@@ -204,19 +208,36 @@ func fillInfo(r *Device, d *device.Device, o *Options) {
 	} else {
 		fail("utilization", err)
 	}
-	if c, err := d.ClockRate(); err == nil {
-		r.ClockMHz, r.ClockMaxMHz = ptr(c.CurrentMHz), ptr(c.MaxMHz)
+	// Utilization stays a query of its own: its window is
+	// o.UtilizationPeriod, gohlml's is fixed (gohlml.UtilizationPeriod).
+	if c, err := hd.SOCClockInfo(); err == nil {
+		r.ClockMHz = ptr(uint32(c))
 	} else {
 		fail("clk_rate", err)
 	}
-	if t, err := d.ClockThrottle(); err == nil {
-		r.ClockThrottleReasons = throttleNames(t.Reasons)
+	if c, err := hd.SOCClockMax(); err == nil {
+		r.ClockMaxMHz = ptr(uint32(c))
+	} else if r.ClockMHz != nil {
+		fail("clk_rate", err)
+	}
+	if t, err := hd.ClockThrottleReasons(); err == nil {
+		r.ClockThrottleReasons = throttleNames(uint32(t))
 	} else {
 		fail("clk_throttle_reason", err)
 	}
-	if c, err := d.PCICounters(); err == nil {
-		r.PCIe.RXKBps, r.PCIe.TXKBps, r.PCIe.Replays = ptr(c.RX), ptr(c.TX), ptr(c.Replays)
+	if rx, err := hd.PCIeRX(); err == nil {
+		r.PCIe.RXKBps = ptr(uint64(rx))
 	} else {
+		fail("pci_counters", err)
+	}
+	if tx, err := hd.PCIeTX(); err == nil {
+		r.PCIe.TXKBps = ptr(uint64(tx))
+	} else if r.PCIe.RXKBps != nil {
+		fail("pci_counters", err)
+	}
+	if n, err := hd.PCIReplayCounter(); err == nil {
+		r.PCIe.Replays = ptr(uint64(n))
+	} else if r.PCIe.RXKBps != nil {
 		fail("pci_counters", err)
 	}
 	if c, err := d.ResetCount(); err == nil {
@@ -273,6 +294,16 @@ func fillInfo(r *Device, d *device.Device, o *Options) {
 			r.Details.OutOfTree = outOfTree(d, hw, info, fail)
 		}
 	}
+}
+
+// driverCause returns the driver's error inside a gohlml error (whose
+// text names gohlml's kind), so that hlinfo and hlexporter show the
+// driver's message and errno; other errors as they are.
+func driverCause(err error) error {
+	if e, ok := errors.AsType[*gohlml.Error](err); ok {
+		return e.Err
+	}
+	return err
 }
 
 // outOfTree reads what only the out-of-tree driver reports.

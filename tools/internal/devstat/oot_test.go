@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/gohlml"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
@@ -26,7 +27,7 @@ func TestOutOfTreeDriver(t *testing.T) {
 	}
 	defer d.Close()
 	r := newDevice(0)
-	fillInfo(&r, d, &Options{Details: true})
+	fillInfo(&r, d, gohlml.NewDevice(gohlml.DeviceSource{Control: d}), &Options{Details: true})
 	if len(r.Errors) != 0 {
 		t.Errorf("errors: %+v", r.Errors)
 	}
@@ -61,20 +62,5 @@ func TestHardwareDriverFromSysfs(t *testing.T) {
 	}
 	if s.Driver == nil || *s.Driver != "upstream" {
 		t.Errorf("driver %v, want upstream (the fixture's module has no version)", s.Driver)
-	}
-}
-
-// TestOwnAccelClassDirs: on the out-of-tree driver's own accel class the
-// attributes are in accelN/device/ and the PCI function is found through
-// pci_addr.
-func TestOwnAccelClassDirs(t *testing.T) {
-	n := device.Node{Index: 4, Layout: device.LayoutAccel, PCIAddress: "0000:19:00.0", OwnAccelClass: true}
-	pci, attrs := sysfsDirs("/r", n)
-	if pci != "/r/sys/bus/pci/devices/0000:19:00.0" || attrs != "/r/sys/class/accel/accel4/device" {
-		t.Errorf("own class: pci %q, attrs %q", pci, attrs)
-	}
-	n.OwnAccelClass = false
-	if pci, attrs := sysfsDirs("/r", n); pci != attrs || attrs != "/r/sys/class/accel/accel4/device" {
-		t.Errorf("DRM accel: pci %q, attrs %q", pci, attrs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/gohlml"
 )
 
 // Where the sysfs facts come from (linux 6.12 unless said otherwise):
@@ -35,41 +36,6 @@ var firmwareAttrs = []string{
 	"infineon_ver", "preboot_btl_ver", "thermal_ver", "uboot_ver", "vrm_ver",
 }
 
-// sysfsDirs returns the PCI function directory of a device (where its
-// link and hwmon are) and the directory of its driver attributes: the
-// same directory on the accel layout, the class device on the legacy
-// one, accelN/device and the PCI function of pci_addr on the out-of-tree
-// driver's own accel class. Either is "" when sysfs does not show it.
-func sysfsDirs(root string, n device.Node) (pci, attrs string) {
-	join := func(elem ...string) string { return filepath.Join(append([]string{rootOr(root)}, elem...)...) }
-	switch n.Layout {
-	case device.LayoutAccel:
-		pci = join("sys", "class", "accel", "accel"+strconv.Itoa(n.Index), "device")
-		attrs = pci
-		if n.OwnAccelClass {
-			// The out-of-tree driver's own class: accelN/device is the
-			// directory of its attributes, not the PCI function.
-			pci = ""
-			if n.PCIAddress != "" {
-				pci = join("sys", "bus", "pci", "devices", n.PCIAddress)
-			}
-		}
-	case device.LayoutLegacy:
-		attrs = join("sys", "class", "habanalabs", "hl"+strconv.Itoa(n.Index))
-		if n.PCIAddress != "" {
-			pci = join("sys", "bus", "pci", "devices", n.PCIAddress)
-		}
-	}
-	return pci, attrs
-}
-
-func rootOr(root string) string {
-	if root == "" {
-		return "/"
-	}
-	return root
-}
-
 // readText returns a sysfs attribute without surrounding white space.
 func readText(path string) (string, bool) {
 	b, err := os.ReadFile(path)
@@ -79,11 +45,12 @@ func readText(path string) (string, bool) {
 	return strings.TrimSpace(string(b)), true
 }
 
-// fillSysfs adds what sysfs says about node n to r.
-func fillSysfs(r *Device, root string, n device.Node) {
-	pci, attrs := sysfsDirs(root, n)
-	if n.NUMANode >= 0 {
-		r.NUMANode = ptr(n.NUMANode)
+// fillSysfs adds what sysfs says about node n to r. Serial, UUID, NUMA
+// node and link width are gohlml's readings (hd), so each has one
+// implementation.
+func fillSysfs(r *Device, sys device.SysFS, n device.Node, hd gohlml.Device) {
+	if v, err := hd.NumaNode(); err == nil && v != nil {
+		r.NUMANode = ptr(int(*v))
 	}
 	if n.ModuleID >= 0 {
 		r.ModuleID = ptr(n.ModuleID)
@@ -103,19 +70,20 @@ func fillSysfs(r *Device, root string, n device.Node) {
 			r.PowerMaxMW = ptr(mw)
 		}
 	}
-	if attrs != "" {
-		if v, ok := readText(filepath.Join(attrs, "serial_number")); ok && v != "" {
-			r.Serial = ptr(v)
-		}
-		if v, ok := readText(filepath.Join(attrs, "uuid")); ok && v != "" {
-			r.UUID = ptr(v)
-		}
+	if v, err := hd.SerialNumber(); err == nil {
+		r.Serial = ptr(v)
 	}
+	if v, err := hd.UUID(); err == nil {
+		r.UUID = ptr(v)
+	}
+	pci := sys.PCIDir(n)
 	if pci == "" {
 		return
 	}
 	r.PCIe.LinkSpeedGTs = readLinkSpeed(filepath.Join(pci, "current_link_speed"))
-	r.PCIe.LinkWidth = readLinkWidth(filepath.Join(pci, "current_link_width"))
+	if w, err := hd.PCILinkWidth(); err == nil {
+		r.PCIe.LinkWidth = ptr(int(w))
+	}
 	r.PCIe.MaxLinkSpeedGTs = readLinkSpeed(filepath.Join(pci, "max_link_speed"))
 	r.PCIe.MaxLinkWidth = readLinkWidth(filepath.Join(pci, "max_link_width"))
 	temps, err := readTemperatures(pci)
@@ -226,4 +194,11 @@ func compareNumbered(a, b, prefix string) int {
 	x, _ := strconv.Atoi(strings.TrimPrefix(a, prefix))
 	y, _ := strconv.Atoi(strings.TrimPrefix(b, prefix))
 	return x - y
+}
+
+func rootOr(root string) string {
+	if root == "" {
+		return "/"
+	}
+	return root
 }
