@@ -11,6 +11,7 @@ import (
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -21,9 +22,9 @@ import (
 // the simulator's. A benchmark on it measures the library's cost of a
 // copy: validation, holds, encoding, the CS and the wait.
 //
-// On a Gaudi3 the PDMA channels' register blocks it maps (MEMORY
-// MAP_BLOCK, then mmap of the handle) are plain anonymous memory, which no
-// channel reads, and a WAIT_CS on a value in user memory (the channel's
+// On a Gaudi3 the PDMA channels' register blocks (MEMORY MAP_BLOCK, which
+// it answers itself, then mmap of the handle) are plain anonymous memory,
+// which no simulated channel reads, and a WAIT_CS on a value in user memory (the channel's
 // completion counter) first stores the target there, as the channel would
 // once the job is done, then answers COMPLETED: what remains is the
 // library's cost of a job, the ring and register writes and the wait.
@@ -71,16 +72,21 @@ func (f *instantFile) Ioctl(req uint, arg unsafe.Pointer) error {
 		return nil
 	case uint(hl.DRM_IOCTL_HL_MEMORY):
 		a := (*hl.MemArgs)(arg)
-		block := a.In().Op == hl.HL_MEM_OP_MAP_BLOCK
-		if err := f.File.Ioctl(req, arg); err != nil || !block {
-			return err
+		if a.In().Op != hl.HL_MEM_OP_MAP_BLOCK {
+			break
 		}
+		// Answered here, so that the simulator starts no channel: the
+		// block's address is its handle, which only Mmap here sees.
+		addr := a.In().MapBlock().BlockAddr
 		f.mu.Lock()
 		if f.blocks == nil {
 			f.blocks = map[int64]bool{}
 		}
-		f.blocks[int64(a.Out().BlockHandle())] = true
+		f.blocks[int64(addr)] = true
 		f.mu.Unlock()
+		*a = hl.MemArgs{}
+		a.Out().SetBlockHandle(addr)
+		a.Out().SetBlockSize(g3.PDMA_CH_A_BLOCK_SIZE)
 		return nil
 	}
 	return f.File.Ioctl(req, arg)
