@@ -2,6 +2,7 @@ package dma
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -10,6 +11,7 @@ import (
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
+	g3 "github.com/gaudi-go/gaudi/uapi/gaudi3"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +21,13 @@ import (
 // WAIT_CS answers COMPLETED; everything else (INFO, MEMORY, CB, mmap) is
 // the simulator's. A benchmark on it measures the library's cost of a
 // copy: validation, holds, encoding, the CS and the wait.
+//
+// On a Gaudi3 the PDMA channels' register blocks (MEMORY MAP_BLOCK, which
+// it answers itself, then mmap of the handle) are plain anonymous memory,
+// which no simulated channel reads, and a WAIT_CS on a value in user memory (the channel's
+// completion counter) first stores the target there, as the channel would
+// once the job is done, then answers COMPLETED: what remains is the
+// library's cost of a job, the ring and register writes and the wait.
 type instantFile struct {
 	ioctl.File
 	seq atomic.Uint64
@@ -30,6 +39,10 @@ type instantFile struct {
 	// (unix.RawSyscall, no scheduler hand-off); WAIT_CS keeps the
 	// ordinary one.
 	rawCS bool
+
+	mu     sync.Mutex
+	blocks map[int64]bool // the mmap offsets of register blocks (Gaudi3)
+	anon   map[*byte]bool // the register blocks mapped
 }
 
 func (f *instantFile) Ioctl(req uint, arg unsafe.Pointer) error {
@@ -48,21 +61,81 @@ func (f *instantFile) Ioctl(req uint, arg unsafe.Pointer) error {
 		return nil
 	case uint(hl.DRM_IOCTL_HL_WAIT_CS):
 		a := (*hl.WaitCSArgs)(arg)
+		if a.In().Flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0 {
+			ia := (*hl.WaitCSInterruptArgs)(arg)
+			// ia.Addr holds the counter's address as a Go pointer.
+			counter := *(**uint64)(unsafe.Pointer(&ia.Addr))
+			atomic.StoreUint64(counter, ia.Target)
+		}
 		*a = hl.WaitCSArgs{}
 		a.Out().Status = hl.HL_WAIT_CS_STATUS_COMPLETED
+		return nil
+	case uint(hl.DRM_IOCTL_HL_MEMORY):
+		a := (*hl.MemArgs)(arg)
+		if a.In().Op != hl.HL_MEM_OP_MAP_BLOCK {
+			break
+		}
+		// Answered here, so that the simulator starts no channel: the
+		// block's address is its handle, which only Mmap here sees.
+		addr := a.In().MapBlock().BlockAddr
+		f.mu.Lock()
+		if f.blocks == nil {
+			f.blocks = map[int64]bool{}
+		}
+		f.blocks[int64(addr)] = true
+		f.mu.Unlock()
+		*a = hl.MemArgs{}
+		a.Out().SetBlockHandle(addr)
+		a.Out().SetBlockSize(g3.PDMA_CH_A_BLOCK_SIZE)
 		return nil
 	}
 	return f.File.Ioctl(req, arg)
 }
 
-// instantRig returns an Engine over an instantFile of a simulated Gaudi2.
-func instantRig(b *testing.B) (*memory.Manager, *Engine) {
-	return instantRigOn(b, &instantFile{})
+// Mmap maps a register block as anonymous memory, everything else through
+// the simulator.
+func (f *instantFile) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
+	f.mu.Lock()
+	block := f.blocks[offset]
+	f.mu.Unlock()
+	if !block {
+		return f.File.Mmap(offset, length, prot, flags)
+	}
+	mem, err := unix.Mmap(-1, 0, length, prot, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if f.anon == nil {
+		f.anon = map[*byte]bool{}
+	}
+	f.anon[unsafe.SliceData(mem)] = true
+	f.mu.Unlock()
+	return mem, nil
 }
 
-// instantRigOn is instantRig over f, whose File it sets to the simulator's.
-func instantRigOn(b *testing.B, f *instantFile) (*memory.Manager, *Engine) {
-	cfg := sim.Default(sim.Gaudi2, 1)
+// Munmap unmaps a register block Mmap mapped, everything else through the
+// simulator.
+func (f *instantFile) Munmap(b []byte) error {
+	f.mu.Lock()
+	anon := f.anon[unsafe.SliceData(b)]
+	delete(f.anon, unsafe.SliceData(b))
+	f.mu.Unlock()
+	if anon {
+		return unix.Munmap(b)
+	}
+	return f.File.Munmap(b)
+}
+
+// instantRig returns an Engine over an instantFile of a simulated Gaudi2.
+func instantRig(b *testing.B) (*memory.Manager, *Engine) {
+	return instantRigOn(b, &instantFile{}, sim.Gaudi2)
+}
+
+// instantRigOn is instantRig over f, whose File it sets to the simulator's
+// of a device of asic.
+func instantRigOn(b *testing.B, f *instantFile, asic sim.ASIC) (*memory.Manager, *Engine) {
+	cfg := sim.Default(asic, 1)
 	cfg.LockDir = b.TempDir()
 	cfg.Strict = sim.StrictOff // what programs run
 	s, err := sim.New(cfg)

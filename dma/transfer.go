@@ -66,8 +66,8 @@ type transferState struct {
 // transferStore is a Transfer's inline storage, so that a transfer of a
 // few jobs (every single copy below the stripe size) allocates nothing
 // beyond the Transfer. A pooled Transfer keeps it as it was: every
-// element is written before it is read (encode, chunksFor, submit and
-// the appends to seqs, cbs and tickets), and what it refers to (command
+// element is written before it is read (encode, chunksFor, submit, await
+// and the appends to seqs, cbs and tickets), and what it refers to (command
 // buffers, pooled Gaudi3 jobs) is the Engine's, which outlives its pool.
 // Not clearing its 2.8 KB saves about 150 ns per copy (issue 29).
 type transferStore struct {
@@ -78,6 +78,7 @@ type transferStore struct {
 	jobPtrs   [inlineJobs]*job
 	chunkArr  [inlineJobs]hl.CSChunk
 	args      hl.CSChunksArgs // the CS arguments of its first CS
+	wait      hl.WaitCSArgs   // the WAIT_CS arguments of an owned Transfer's wait
 }
 
 // inlineJobs is how many jobs a Transfer holds without allocating.
@@ -164,8 +165,13 @@ func (t *Transfer) wait(ctx context.Context) error {
 	if t.e.pq != nil {
 		return t.waitPQM(ctx)
 	}
-	a := t.e.getWaitArgs()
-	defer t.e.waitArgs.Put(a)
+	// A Transfer of the Engine's own has one waiter, its Copy (a reaper
+	// that adopts it has its own arguments): it waits with the Transfer's.
+	a := &t.store.wait
+	if !t.owned {
+		a = t.e.getWaitArgs()
+		defer t.e.waitArgs.Put(a)
+	}
 	var first error
 	var last time.Duration
 	for _, seq := range t.seqs {

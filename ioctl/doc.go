@@ -123,4 +123,7 @@
 //	          fault (habanalabs_ioctl.c, debug_coresight)
 //
 // No request is bounded short in every case, so none takes the raw entry.
+// TestBlockedWaitLetsOthersRun holds a WAIT_CS in the kernel (a served
+// node whose server is stopped) with GOMAXPROCS=1 and fails unless another
+// goroutine runs meanwhile, which the raw entry would prevent.
 package ioctl

@@ -105,9 +105,13 @@ func waitCS[T waitArgs](d *Device, ctx context.Context, args *T) error {
 	requested := waitTimeout(in, interrupt)
 
 	unbounded := requested > maxTimeoutUs
-	var deadline time.Time
+	// start is the clock at the call, read once if a deadline needs it;
+	// the first attempt's timeout is measured from it without a second
+	// read (a clock read costs 30-60 ns on the test machine; issue 29).
+	var start, deadline time.Time
 	if !unbounded {
-		deadline = d.now().Add(time.Duration(requested) * time.Microsecond)
+		start = d.now()
+		deadline = start.Add(time.Duration(requested) * time.Microsecond)
 	}
 	byCtx := false
 	if dl, ok := ctx.Deadline(); ok && (unbounded || dl.Before(deadline)) {
@@ -133,7 +137,11 @@ func waitCS[T waitArgs](d *Device, ctx context.Context, args *T) error {
 			case unbounded:
 				t = d.slice
 			default:
-				t = deadline.Sub(d.now())
+				now := start
+				if attempt > 0 || now.IsZero() {
+					now = d.now()
+				}
+				t = deadline.Sub(now)
 				if whole || t <= d.slice {
 					last = true
 				} else {
