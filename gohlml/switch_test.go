@@ -130,6 +130,7 @@ func runClient(t *testing.T, bin string, srv *hlsimtest.Server) {
 	serials := map[string]int{}
 	metrics := map[string]string{}
 	var resetSerial string
+	sawType := false
 	for l := range lines {
 		out = append(out, l)
 		switch f := strings.Fields(l); {
@@ -147,6 +148,12 @@ func runClient(t *testing.T, bin string, srv *hlsimtest.Server) {
 				t.Errorf("serial %s twice", m[2])
 			}
 			serials[m[2]] = n.Index
+		case f[0] == "type":
+			// The device plugin's resource name: habana.ai/gaudi.
+			if l != "type gaudi" {
+				t.Errorf("client: %q, want type gaudi", l)
+			}
+			sawType = true
 		case f[0] == "metric" && len(f) == 4:
 			metrics[f[1]+" "+f[2]] = f[3]
 		case f[0] == "registered":
@@ -174,6 +181,9 @@ func runClient(t *testing.T, bin string, srv *hlsimtest.Server) {
 	}
 	if err := <-exited; err != nil {
 		t.Fatalf("client: %v\nstdout:\n%s\nstderr:\n%s", err, strings.Join(out, "\n"), stderr.String())
+	}
+	if !sawType {
+		t.Errorf("client printed no device type:\n%s", strings.Join(out, "\n"))
 	}
 	if len(serials) != len(nodes) {
 		t.Fatalf("client listed %d devices, sysfs %d:\n%s", len(serials), len(nodes), strings.Join(out, "\n"))

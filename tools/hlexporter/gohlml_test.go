@@ -8,10 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/gohlml"
-	"github.com/gaudi-go/gaudi/internal/hlsimtest"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
+	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
 )
 
 // sampleRe is one sample of the text exposition format with labels.
@@ -51,23 +50,15 @@ func exported(t *testing.T, body string) map[string]map[string]string {
 	return devs
 }
 
-// TestMetricsAgreeWithGohlml: on served Gaudi2s of each driver flavour,
+// TestMetricsAgreeWithGohlml: on served Gaudi2s (the kernel's driver) and a Gaudi3
+// (the out-of-tree driver),
 // the exporter's metrics are, value for value, what a program using the
 // gohlml API reads (the metric exporter's pass over gohlml); the energy
 // counter lies between two gohlml reads around the scrape.
 func TestMetricsAgreeWithGohlml(t *testing.T) {
 	for _, spec := range []string{"gaudi2:2", "gaudi3:1:oot"} {
 		t.Run(spec, func(t *testing.T) {
-			srv := hlsimtest.Serve(t, spec)
-			t.Setenv(device.RootEnv, srv.Dir)
-			if err := gohlml.Initialize(); err != nil {
-				t.Fatal(err)
-			}
-			defer gohlml.Shutdown()
-			n, err := gohlml.DeviceCount()
-			if err != nil || n == 0 {
-				t.Fatalf("DeviceCount = %d, %v", n, err)
-			}
+			_, n := devstattest.ServeGohlml(t, spec)
 			handle := func(i uint) gohlml.Device {
 				d, err := gohlml.DeviceHandleByIndex(i)
 				if err != nil {
@@ -76,7 +67,6 @@ func TestMetricsAgreeWithGohlml(t *testing.T) {
 				return d
 			}
 			want := map[string]map[string]string{}
-			var before []uint64
 			for i := range n {
 				d := handle(i)
 				v := map[string]string{}
@@ -124,12 +114,8 @@ func TestMetricsAgreeWithGohlml(t *testing.T) {
 					t.Fatal(err)
 				}
 				want[strconv.Itoa(int(minor))] = v
-				e, err := d.EnergyConsumptionCounter()
-				if err != nil {
-					t.Fatal(err)
-				}
-				before = append(before, e)
 			}
+			before := devstattest.GohlmlEnergy(t, n)
 			body := scrape(t, startExporter(t, &config{opts: devstat.Options{}, habanaNames: true}))
 			all := exported(t, body)
 			got := map[string]map[string]string{}
@@ -142,16 +128,12 @@ func TestMetricsAgreeWithGohlml(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("gohlml vs /metrics (-gohlml +exporter):\n%s", d)
 			}
+			after := devstattest.GohlmlEnergy(t, n)
 			for i := range n {
-				d := handle(i)
-				minor, _ := d.MinorNumber()
-				after, err := d.EnergyConsumptionCounter()
-				if err != nil {
-					t.Fatal(err)
-				}
+				minor, _ := handle(i).MinorNumber()
 				e, err := strconv.ParseFloat(all[strconv.Itoa(int(minor))]["habanalabs_energy"], 64)
-				if err != nil || e < float64(before[i]) || e > float64(after) {
-					t.Errorf("device %d: habanalabs_energy %g (%v), gohlml read %d then %d", minor, e, err, before[i], after)
+				if err != nil || e < float64(before[i]) || e > float64(after[i]) {
+					t.Errorf("device %d: habanalabs_energy %g (%v), gohlml read %d then %d", minor, e, err, before[i], after[i])
 				}
 			}
 		})

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/gohlml"
-	"github.com/gaudi-go/gaudi/internal/hlsimtest"
 	"github.com/gaudi-go/gaudi/tools/internal/devstat"
+	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
 )
 
 // hlmlView is what hlinfo -json and gohlml both report of a device, as
@@ -136,15 +136,15 @@ func jsonView(x devstat.Device) hlmlView {
 	return v
 }
 
-// TestJSONAgreesWithGohlml: on served Gaudi2s of each driver flavour,
+// TestJSONAgreesWithGohlml: on served Gaudi2s (the kernel's driver) and a Gaudi3
+// (the out-of-tree driver),
 // hlinfo -json shows, value for value, what a program using the gohlml
 // API reads; the energy counter hlinfo shows lies between two gohlml
 // reads around the run.
 func TestJSONAgreesWithGohlml(t *testing.T) {
 	for _, spec := range []string{"gaudi2:2", "gaudi3:1:oot"} {
 		t.Run(spec, func(t *testing.T) {
-			srv := hlsimtest.Serve(t, spec)
-			t.Setenv(device.RootEnv, srv.Dir)
+			srv, n := devstattest.ServeGohlml(t, spec)
 			// The served nodes, and nothing else, are opened.
 			saved := openControl
 			openControl = func(path string) (*device.Device, error) {
@@ -154,33 +154,13 @@ func TestJSONAgreesWithGohlml(t *testing.T) {
 				return device.OpenControl(path)
 			}
 			t.Cleanup(func() { openControl = saved })
-			if err := gohlml.Initialize(); err != nil {
-				t.Fatal(err)
-			}
-			defer gohlml.Shutdown()
-			n, err := gohlml.DeviceCount()
-			if err != nil || n == 0 {
-				t.Fatalf("DeviceCount = %d, %v", n, err)
-			}
-			energy := func() []uint64 {
-				var e []uint64
-				for i := range n {
-					d, _ := gohlml.DeviceHandleByIndex(i)
-					v, err := d.EnergyConsumptionCounter()
-					if err != nil {
-						t.Fatalf("energy of %d: %v", i, err)
-					}
-					e = append(e, v)
-				}
-				return e
-			}
 			var want []hlmlView
 			for i := range n {
 				want = append(want, gohlmlView(t, i))
 			}
-			before := energy()
+			before := devstattest.GohlmlEnergy(t, n)
 			out := mustRun(t, "", "-json")
-			after := energy()
+			after := devstattest.GohlmlEnergy(t, n)
 			var s devstat.Snapshot
 			if err := json.Unmarshal([]byte(out), &s); err != nil {
 				t.Fatalf("hlinfo -json: %v\n%s", err, out)

@@ -5,9 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gaudi-go/gaudi/device"
 	"github.com/gaudi-go/gaudi/gohlml"
-	"github.com/gaudi-go/gaudi/internal/hlsimtest"
+	"github.com/gaudi-go/gaudi/tools/internal/devstat/devstattest"
 )
 
 // hlmlValues are the values devstat (hlinfo, hlexporter) and gohlml both
@@ -38,15 +37,8 @@ func must[T any](t *testing.T, what string) func(T, error) T {
 // reads, and the energy counter devstat reads lies between two gohlml
 // reads around it.
 func TestAgreesWithGohlml(t *testing.T) {
-	srv := hlsimtest.Serve(t, "gaudi2:2")
-	t.Setenv(device.RootEnv, srv.Dir)
-	if err := gohlml.Initialize(); err != nil {
-		t.Fatal(err)
-	}
-	defer gohlml.Shutdown()
-	n := must[uint](t, "count")(gohlml.DeviceCount())
+	_, n := devstattest.ServeGohlml(t, "gaudi2:2")
 	var want []hlmlValues
-	var energyBefore, energyAfter []uint64
 	for i := range n {
 		d := must[gohlml.Device](t, "handle")(gohlml.DeviceHandleByIndex(i))
 		total, used, free, err := d.MemoryInfo()
@@ -62,16 +54,13 @@ func TestAgreesWithGohlml(t *testing.T) {
 			PCIeRX:          must[uint](t, "rx")(d.PCIeRX()), PCIeTX: must[uint](t, "tx")(d.PCIeTX()),
 			PCIeReplays: must[uint](t, "replays")(d.PCIReplayCounter()),
 		})
-		energyBefore = append(energyBefore, must[uint64](t, "energy")(d.EnergyConsumptionCounter()))
 	}
+	energyBefore := devstattest.GohlmlEnergy(t, n)
 	s, err := Collect(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range n {
-		d := must[gohlml.Device](t, "handle")(gohlml.DeviceHandleByIndex(i))
-		energyAfter = append(energyAfter, must[uint64](t, "energy")(d.EnergyConsumptionCounter()))
-	}
+	energyAfter := devstattest.GohlmlEnergy(t, n)
 	var got []hlmlValues
 	for i, d := range s.Devices {
 		var reasons uint64
