@@ -39,3 +39,36 @@ func namesHolder(err error) error {
 	}
 	return fmt.Errorf("%w: %s", err, holders.Text(ps))
 }
+
+// namesHolders adds to err, an Open of s that found no device free, who
+// holds each device s names, when any process this one can inspect does.
+func (s Selection) namesHolders(err error) error {
+	cands, cerr := s.Devices()
+	if cerr != nil {
+		return err
+	}
+	paths := make([]string, len(cands))
+	for i, c := range cands {
+		paths[i] = c.file()
+	}
+	held := holders.Find("/", paths)
+	var parts []string
+	for i, c := range cands {
+		if ps := held[paths[i]]; len(ps) > 0 {
+			parts = append(parts, c.Name+" "+holders.Text(ps))
+		}
+	}
+	if len(parts) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(parts, "; "))
+}
+
+// file is the file whose holders own c: its compute node, or for a
+// simulated device its lock file (sim.Device.LockPath).
+func (c Candidate) file() string {
+	if c.Sim != nil {
+		return c.Sim.LockPath()
+	}
+	return onThisMachine(c.Node.Path)
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -126,8 +127,21 @@ func (s Selection) noHardware() error {
 // Gaudi, else the first free simulated device; "sim" and "sim:N" open
 // simulated devices; every other selector opens hardware only, and on a
 // machine without a Gaudi is an error matching device.ErrNoDevice that
-// names the simulator's selectors.
+// names the simulator's selectors. A device another process owns gives an
+// error matching unix.EBUSY that names the owner, and when none of the
+// devices a selector names is free, the error names their owners ("open
+// sim: every simulated device is in use: no gaudi device (sim:accel0
+// held by pid 1234 (hlperf))").
 func (s Selection) Open() (*device.Device, error) {
+	d, err := s.open()
+	if errors.Is(err, device.ErrNoDevice) {
+		err = s.namesHolders(err)
+	}
+	return d, err
+}
+
+// open is Open without naming the owners of busy devices.
+func (s Selection) open() (*device.Device, error) {
 	if s.Selector.Sim {
 		// A device the simulator does not have is refused as Devices
 		// refuses it, in the same words.

@@ -150,7 +150,11 @@ func openDevices(cfg *config, sel cli.Selection, rep *report, stderr io.Writer) 
 		devs = append(devs, d)
 	}
 	if len(devs) == 0 {
-		return nil, fmt.Errorf("-all: every device %s names is busy: %w", sel.Text, unix.EBUSY)
+		what := "every device"
+		if !sel.Default() {
+			what += " " + sel.Text + " names"
+		}
+		return nil, fmt.Errorf("-all: %s is busy: %w", what, unix.EBUSY)
 	}
 	return devs, nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/gaudi-go/gaudi/internal/cli"
-	"github.com/gaudi-go/gaudi/internal/pcie"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/simdevice"
 	"github.com/gaudi-go/gaudi/tools/internal/golden"
@@ -16,8 +15,8 @@ import (
 )
 
 // summaryReport is a -all -parallel run of three Gaudi2 fixtures: one
-// passes, one fails with an aborted CS after its first point, one was
-// skipped because another process owns it.
+// passes, one (on a degraded link) fails with an aborted CS after its
+// first point, one was skipped because another process owns it.
 func summaryReport(t *testing.T) (*config, *report) {
 	t.Helper()
 	cfg, cmd := newConfig()
@@ -30,12 +29,12 @@ func summaryReport(t *testing.T) (*config, *report) {
 	rep := newReport(cfg, cli.Selection{})
 	rep.ToolVersion, rep.Time, rep.Hostname = "v1.0.0", "2026-11-29T01:00:00Z", "host"
 	drv, ver := "upstream", "linux 6.12.0"
-	for i, pci := range []string{"0000:19:00.0", "0000:1a:00.0"} {
+	useLinkFixture(t)
+	for i, pci := range []string{"0000:19:00.0", "0000:b3:00.0"} {
 		path := fmt.Sprintf("/dev/accel/accel%d", i)
 		rep.Devices = append(rep.Devices, deviceReport{
 			Device: fmt.Sprintf("GAUDI2 module %d (%s)", i, path), Path: path, ASIC: "GAUDI2",
 			PCIAddress: pci, Driver: &drv, DriverVersion: &ver,
-			PCIeLink: &linkReport{Generation: 4, SpeedGTs: 16, Width: 16, BandwidthGBps: 31.51, LinkDescription: "Gen4 x16"},
 		})
 	}
 	point := func(dev int, dir string, size uint64, gbps float64) result {
@@ -51,8 +50,7 @@ func summaryReport(t *testing.T) (*config, *report) {
 	rep.Devices[1].Error = "h2d 16 MiB: wait for CS 12: command submission aborted; ioctl WAIT_CS: EIO (input/output error)"
 	for i := range rep.Devices {
 		rep.Results = append(rep.Results, results[i]...)
-		link := pcie.Link{Address: rep.Devices[i].PCIAddress, SpeedGTs: 16, Width: 16, MaxSpeedGTs: 16, MaxWidth: 16}
-		rep.Devices[i].Verdict = judge(link, nil, results[i], cfg.passFraction)
+		judgeDevice(&rep.Devices[i], results[i], cfg.passFraction)
 	}
 	rep.Skipped = append(rep.Skipped, skipped{Path: "/dev/accel/accel2",
 		Reason: "open /dev/accel/accel2: EBUSY (device or resource busy): held by pid 4242 (python3)"})
@@ -171,6 +169,24 @@ func TestPlotWidth(t *testing.T) {
 		}
 		if n := strings.Count(lines[1], "#"); n != width-plotLabel-plotValue {
 			t.Errorf("width %d: the full bar has %d marks, want %d", width, n, width-plotLabel-plotValue)
+		}
+	}
+}
+
+// TestVerdictOfFailedRun: a device whose run failed gets no verdict from
+// the points the error cut short (they say nothing of the link), unless
+// its link is degraded, which fails whatever was measured.
+func TestVerdictOfFailedRun(t *testing.T) {
+	useLinkFixture(t)
+	results := []result{pt("h2d", 16<<20, 30), pt("d2h", 16<<20, 30)}
+	for _, tc := range []struct{ pci, want string }{
+		{"0000:19:00.0", "no verdict: the run failed (the error above)"},
+		{"0000:b3:00.0", "fail: the link trained at Gen4 x8 (16 GT/s), below its maximum Gen4 x16; and the run failed (the error above)"},
+	} {
+		dr := deviceReport{PCIAddress: tc.pci, Error: "d2h 64 MiB: wait for CS 9: ETIMEDOUT (connection timed out)"}
+		judgeDevice(&dr, results, 0.7)
+		if dr.Verdict.Reason != tc.want {
+			t.Errorf("%s: verdict %q, want %q", tc.pci, dr.Verdict.Reason, tc.want)
 		}
 	}
 }

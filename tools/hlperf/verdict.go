@@ -29,7 +29,8 @@ type verdictCheck struct {
 // sysfsRoot is where the PCIe link is read; tests point it at fixtures.
 var sysfsRoot = "/"
 
-// judgeDevice reads the device's link and judges its results.
+// judgeDevice reads the device's link and judges its results; a device
+// whose run failed gets none, or fails when its link is degraded.
 func judgeDevice(dr *deviceReport, results []result, fraction float64) {
 	if dr.Simulated {
 		dr.Verdict = verdict{Result: "none", Reason: "no verdict: simulated device"}
@@ -42,6 +43,16 @@ func judgeDevice(dr *deviceReport, results []result, fraction float64) {
 			MaxGeneration: pcie.Gen(link.MaxSpeedGTs), MaxWidth: link.MaxWidth,
 			BandwidthGBps: link.Bandwidth() / 1e9, BelowMaximum: link.Degraded(), LinkDescription: link.String(),
 		}
+	}
+	switch {
+	case dr.Error != "" && err == nil && link.Degraded():
+		dr.Verdict = verdict{Result: "fail", Reason: fmt.Sprintf("fail: the link trained at %s; and the run failed (the error above)", link)}
+		return
+	case dr.Error != "":
+		// Its points stop where the error cut them: the largest size
+		// measured says nothing of the link.
+		dr.Verdict = verdict{Result: "none", Reason: "no verdict: the run failed (the error above)"}
+		return
 	}
 	dr.Verdict = judge(link, err, results, fraction)
 }

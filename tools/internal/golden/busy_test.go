@@ -37,9 +37,10 @@ func startHolder(t *testing.T, bin string, env []string, sel string) *exec.Cmd {
 	return holder
 }
 
-// busyCase is a command line and what it gives, "PID" standing for the
-// holder's pid.
+// busyCase is a command line, with variables added to the shared
+// environment, and what it gives, "PID" standing for the holder's pid.
 type busyCase struct {
+	env  []string
 	args []string
 	want result
 }
@@ -52,7 +53,7 @@ func checkBusy(t *testing.T, bin string, env []string, holder *exec.Cmd, cases [
 	for _, tc := range cases {
 		var errb bytes.Buffer
 		cmd := exec.Command(filepath.Join(bin, tc.args[0]), tc.args[1:]...)
-		cmd.Env = env
+		cmd.Env = append(env[:len(env):len(env)], tc.env...)
 		cmd.Stderr = &errb
 		got := result{Code: exitCode(t, cmd.Run())}
 		got.Stderr, _, _ = strings.Cut(strings.ReplaceAll(errb.String(), "pid "+pid+" ", "pid PID "), "\n")
@@ -70,12 +71,19 @@ func TestBusyNamesHolderGolden(t *testing.T) {
 	env := append(os.Environ(), "GAUDI_SIM=gaudi2:2", "GAUDI_DEVICE=", "GAUDI_ROOT=", "GAUDI_SIM_LOCKDIR="+t.TempDir())
 	holder := startHolder(t, bin, env, "sim:0")
 	checkBusy(t, bin, env, holder, []busyCase{
-		{[]string{"hlperf", "-device", "sim:0", "-max", "4K", "-iters", "1"},
+		{nil, []string{"hlperf", "-device", "sim:0", "-max", "4K", "-iters", "1"},
 			result{1, "hlperf: -device sim:0: open sim:accel0: EBUSY (device or resource busy): held by pid PID (hlperf)"}},
-		{[]string{"hlperf", "-all", "-device", "sim", "-dir", "h2d", "-max", "4K", "-iters", "1"},
+		{nil, []string{"hlperf", "-all", "-device", "sim", "-dir", "h2d", "-max", "4K", "-iters", "1"},
 			result{0, "hlperf: -all: skipping sim:accel0: open sim:accel0: EBUSY (device or resource busy): held by pid PID (hlperf)"}},
-		{[]string{"alloc", "-device", "sim:0"},
+		{nil, []string{"alloc", "-device", "sim:0"},
 			result{1, "alloc: -device sim:0: open sim:accel0: EBUSY (device or resource busy): held by pid PID (hlperf)"}},
+		// A simulator of one device, the one held (the same lock file).
+		{[]string{"GAUDI_SIM=gaudi2:1"}, []string{"hlperf", "-max", "4K", "-iters", "1"},
+			result{1, "hlperf: open sim: every simulated device is in use: no gaudi device (sim:accel0 held by pid PID (hlperf))"}},
+		{[]string{"GAUDI_SIM=gaudi2:1"}, []string{"hlperf", "-device", "sim", "-max", "4K", "-iters", "1"},
+			result{1, "hlperf: -device sim: open sim: every simulated device is in use: no gaudi device (sim:accel0 held by pid PID (hlperf))"}},
+		{[]string{"GAUDI_SIM=gaudi2:1"}, []string{"hlperf", "-all", "-max", "4K", "-iters", "1"},
+			result{1, "hlperf: -all: skipping sim:accel0: open sim:accel0: EBUSY (device or resource busy): held by pid PID (hlperf)"}},
 	})
 }
 
@@ -88,11 +96,11 @@ func TestBusyServedNamesHolderGolden(t *testing.T) {
 	holder := startHolder(t, bin, env, "0")
 	node := s.Node(0, false)
 	checkBusy(t, bin, env, holder, []busyCase{
-		{[]string{"hlperf", "-device", "0", "-max", "4K", "-iters", "1"},
+		{nil, []string{"hlperf", "-device", "0", "-max", "4K", "-iters", "1"},
 			result{1, "hlperf: -device 0: open " + node + ": EBUSY (device or resource busy): held by pid PID (hlperf)"}},
-		{[]string{"hlperf", "-all", "-dir", "h2d", "-max", "4K", "-iters", "1"},
+		{nil, []string{"hlperf", "-all", "-dir", "h2d", "-max", "4K", "-iters", "1"},
 			result{0, "hlperf: -all: skipping /dev/accel/accel0: open " + node + ": EBUSY (device or resource busy): held by pid PID (hlperf)"}},
-		{[]string{"alloc", "-device", "0"},
+		{nil, []string{"alloc", "-device", "0"},
 			result{1, "alloc: -device 0: open " + node + ": EBUSY (device or resource busy): held by pid PID (hlperf)"}},
 	})
 }
