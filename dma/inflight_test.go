@@ -668,3 +668,33 @@ func testInFlightManagerClose(t *testing.T, asic sim.ASIC) {
 		t.Error("the buffers of the closed Manager were not released after the CS completed")
 	}
 }
+
+// TestInFlightCopyEngineClose: an Engine closed while a Copy that nothing
+// cancels waits on stalled engines. The Copy's own Transfer is in no set
+// Close walks (Engine.started), yet Close must not return before the
+// device is done, and the Copy then succeeds.
+func TestInFlightCopyEngineClose(t *testing.T) { forInflight(t, testInFlightCopyEngineClose) }
+
+func testInFlightCopyEngineClose(t *testing.T, asic sim.ASIC) {
+	x := newInflight(t, asic)
+	x.stall(t)
+	copied := make(chan error, 1)
+	go func() {
+		copied <- x.e.CopyOnDevice(context.Background(), x.dst.Range(0, inflightSize), x.src.Range(0, inflightSize))
+	}()
+	waitUntil(t, "the Copy waiting on the device", func() bool {
+		return goroutinesIn("dma.(*Engine).runOwned", "ioctl.(*Device).WaitCS") ||
+			goroutinesIn("dma.(*Engine).runOwned", "pqm.(*Pool).Wait")
+	})
+	x.closeSrc(t)
+	x.closeEngineAcrossResume(t)
+	select {
+	case err := <-copied:
+		if err != nil {
+			t.Errorf("the Copy: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the Copy did not return after the engines resumed")
+	}
+	x.check(t)
+}
