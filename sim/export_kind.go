@@ -17,8 +17,10 @@ type ExportKind int
 
 const (
 	// ExportMemfd is a file of the memfd that holds the exported device
-	// memory, opened write-only (O_PATH when exported read-only): like a
-	// Gaudi dma-buf it cannot be mapped or read, but it takes writes; it
+	// memory, opened write-only (when exported read-only, a write-only
+	// file of an empty, write-sealed memfd that stands for it, which
+	// refuses writes with EPERM): like a Gaudi dma-buf it cannot be
+	// mapped or read, but a writable one takes writes; it
 	// is not a dma-buf (dma-buf ioctls answer ENOTTY, no device can
 	// import it). The simulator makes it when the host has no
 	// /dev/udmabuf or udmabuf refuses the range.
@@ -55,7 +57,7 @@ func ExportKindOf(fd int) (ExportKind, error) {
 		return 0, fmt.Errorf("export kind: %w", err)
 	}
 	switch {
-	case strings.HasPrefix(link, "/memfd:"+exportName+" "), link == "/memfd:"+exportName:
+	case isMemfd(link, exportName), isMemfd(link, witnessName):
 		return ExportMemfd, nil
 	case strings.HasPrefix(link, "/dmabuf:"), link == "anon_inode:dmabuf":
 		// Any dma-buf: ours are the ones udmabuf exported.
@@ -80,7 +82,8 @@ func ExportKindOf(fd int) (ExportKind, error) {
 // no read), and neither can it the simulator's; tests and examples that
 // run on the simulator use this hook to check what an importer would get.
 // It reopens the file through /proc/self/fd (a memfd export) or maps it
-// (an udmabuf export).
+// (an udmabuf export). A read-only memfd export holds no bytes of its own
+// (export_witness.go): only the process that exported it can read it.
 func TestHookReadDMABuf(fd int, off int64, b []byte) (int, error) {
 	kind, err := ExportKindOf(fd)
 	if err != nil {
@@ -103,10 +106,15 @@ func TestHookReadDMABuf(fd int, off int64, b []byte) (int, error) {
 		defer unix.Munmap(mem)
 		return copy(b, mem[off-start:]), nil
 	}
-	r, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	r, err := openExportData(fd)
 	if err != nil {
 		return 0, err
 	}
 	defer unix.Close(r)
 	return unix.Pread(r, b, off)
+}
+
+// isMemfd reports whether a /proc/self/fd link names a memfd called name.
+func isMemfd(link, name string) bool {
+	return strings.HasPrefix(link, "/memfd:"+name+" ") || link == "/memfd:"+name
 }
