@@ -259,7 +259,13 @@
 // TestReadOnlyExportHeldByAnotherProcess) and no descriptor or mapping
 // of this process refers to it (it looks in /proc/self, never in other
 // processes); an udmabuf export passed to another process does not keep
-// the export alive here (a dma-buf file is no writer the lease sees). Two exports that overlap without being the same range cannot share
+// the export alive here (a dma-buf file is no writer the lease sees).
+// On a node tools/hlsim serves the client receives neither: the server
+// keeps the export and hands out a file of its own node hlsim/dmabuf/N
+// (ExportServed), whose RELEASE ends the export wherever its last
+// descriptor was, and whose read and write answer EINVAL as the driver's
+// dma-buf does; a shared mmap of it answers ENODEV where the driver
+// answers EINVAL (FUSE sends no mmap request the server could refuse). Two exports that overlap without being the same range cannot share
 // pages: while the first is open, the second fails with EOPNOTSUPP. The driver
 // accepts an export whose offset + size wraps around; the simulator
 // answers EINVAL. HW blocks mapped through MAP_BLOCK handles are plain

@@ -29,15 +29,22 @@ const (
 	// that memfd's pages: mmappable, DMA_BUF_IOCTL_SYNC works, and kernel
 	// importers (an RDMA NIC's REG_DMABUF_MR) see the device memory.
 	ExportUdmabuf
+	// ExportServed is a dma-buf of a node tools/hlsim serves: a file of
+	// the server's node hlsim/dmabuf that stands for the server's export
+	// until its last reference goes; read and write answer EINVAL, a
+	// shared mapping ENODEV (export_served_unsafe.go).
+	ExportServed
 )
 
-// String returns "memfd" or "udmabuf".
+// String returns "memfd", "udmabuf" or "served".
 func (k ExportKind) String() string {
 	switch k {
 	case ExportMemfd:
 		return "memfd"
 	case ExportUdmabuf:
 		return "udmabuf"
+	case ExportServed:
+		return "served"
 	}
 	return "ExportKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -70,6 +77,10 @@ func ExportKindOf(fd int) (ExportKind, error) {
 				return ExportUdmabuf, nil
 			}
 		}
+	default:
+		if isServedDMABuf(fd) {
+			return ExportServed, nil
+		}
 	}
 	return 0, fmt.Errorf("export kind of %q: %w", link, ErrNotExport)
 }
@@ -82,12 +93,15 @@ func ExportKindOf(fd int) (ExportKind, error) {
 // no read), and neither can it the simulator's; tests and examples that
 // run on the simulator use this hook to check what an importer would get.
 // It reopens the file through /proc/self/fd (a memfd export) or maps it
-// (an udmabuf export). A read-only memfd export holds no bytes of its own
+// (an udmabuf export), or asks the server (a served one). A read-only memfd export holds no bytes of its own
 // (export_witness.go): only the process that exported it can read it.
 func TestHookReadDMABuf(fd int, off int64, b []byte) (int, error) {
 	kind, err := ExportKindOf(fd)
 	if err != nil {
 		return 0, err
+	}
+	if kind == ExportServed {
+		return readServedDMABuf(fd, off, b)
 	}
 	if kind == ExportUdmabuf {
 		var st unix.Stat_t
