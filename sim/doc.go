@@ -243,18 +243,29 @@
 // such as DMA_BUF_SET_NAME answer ENOTTY, and no device can import it).
 // ExportKindOf tells which. A Gaudi dma-buf cannot be mapped or read by
 // the CPU (the driver's dma-buf ops have no mmap: the kernel answers
-// EINVAL); a memfd export is opened write-only (O_PATH when exported
-// read-only), so mmap fails with EACCES and read with EBADF, while writes
-// still reach device memory (a dma-buf answers EINVAL). An udmabuf export
+// EINVAL); a memfd export is opened write-only, so mmap fails with EACCES
+// and read with EBADF, while writes still reach device memory (a dma-buf
+// answers EINVAL); a read-only one is a write-only file of an empty,
+// write-sealed memfd that stands for the export (writes answer EPERM),
+// which only the exporting process can import or read through the hook
+// (export_witness.go). An udmabuf export
 // can be mapped: the simulator cannot take that from a real dma-buf.
 // TestHookReadDMABuf, a test hook, reads an export's bytes. The driver's
-// dma-buf holds the compute file until it is released: the simulator has
+// dma-buf holds the compute file until it is released (export_dmabuf
+// takes the file reference, hl_release_dmabuf puts it): the simulator has
 // no release callback and counts an export as released once no file of
-// it is open for writing in any process (a write lease on the memfd tells)
-// and no descriptor or mapping of this process refers to it (it looks in
-// /proc/self); a read-only export, or an udmabuf one, passed to another
-// process does not keep the export alive
-// here. Two exports that overlap without being the same range cannot share
+// it is open for writing in any process (a write lease on the memfd, or
+// on a read-only export's witness, tells; TestExportHeldByAnotherProcess,
+// TestReadOnlyExportHeldByAnotherProcess) and no descriptor or mapping
+// of this process refers to it (it looks in /proc/self, never in other
+// processes); an udmabuf export passed to another process does not keep
+// the export alive here (a dma-buf file is no writer the lease sees).
+// On a node tools/hlsim serves the client receives neither: the server
+// keeps the export and hands out a file of its own node hlsim/dmabuf/N
+// (ExportServed), whose RELEASE ends the export wherever its last
+// descriptor was, and whose read and write answer EINVAL as the driver's
+// dma-buf does; a shared mmap of it answers ENODEV where the driver
+// answers EINVAL (FUSE sends no mmap request the server could refuse). Two exports that overlap without being the same range cannot share
 // pages: while the first is open, the second fails with EOPNOTSUPP. The driver
 // accepts an export whose offset + size wraps around; the simulator
 // answers EINVAL. HW blocks mapped through MAP_BLOCK handles are plain

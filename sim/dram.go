@@ -59,12 +59,16 @@ type piece struct {
 // segment is the memfd behind one exported range: its file holds the
 // exported bytes in order, and its runs say where each part sits in DRAM.
 type segment struct {
-	fd     int // the simulator's own descriptor
-	probe  int // another file of the memfd, for the write lease test (export.go), or -1
-	size   uint64
-	file   fileID
-	runs   []dramRun
-	userFD atomic.Int64 // the last descriptor seen referring to it, checked first for liveness
+	fd    int // the simulator's own descriptor
+	probe int // another file of the memfd, for the write lease test (export.go), or -1
+	// witness is the memfd read-only exports are files of, its probe
+	// wprobe; -1 until the first read-only export (export_witness.go).
+	witness, wprobe int
+	witnessID       fileID
+	size            uint64
+	file            fileID
+	runs            []dramRun
+	userFD          atomic.Int64 // the last descriptor seen referring to it, checked first for liveness
 	// pinned is set once udmabuf made a dma-buf of the memfd: the kernel
 	// holds its pages, so holes must not be punched (a punched page
 	// would leave the dma-buf with the old page). bufs are the dma-bufs
@@ -446,8 +450,7 @@ func (m *sparseMem) close() {
 	}
 	unix.MunmapPtr(m.base, uintptr(m.size))
 	for _, s := range m.segments() {
-		unix.Close(s.fd)
-		closeProbe(s)
+		s.closeFiles()
 	}
 	unix.Close(m.fd)
 	m.base, m.fd, m.pieces = nil, -1, nil

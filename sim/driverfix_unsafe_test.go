@@ -495,6 +495,24 @@ const childEnv = "GAUDI_SIM_TEST_DMABUF_CHILD"
 // the kernel whether any other file of the export's memory is open for
 // writing (a write lease is refused then).
 func TestExportHeldByAnotherProcess(t *testing.T) {
+	exportHeldByAnotherProcess(t, exportFlags)
+}
+
+// TestReadOnlyExportHeldByAnotherProcess: a read-only export holds the
+// compute file as a writable one does (export_dmabuf, common/memory.c,
+// takes the file reference whatever the flags; hl_release_dmabuf puts
+// it), so while another process holds it a new compute open is EBUSY
+// (hl_device_open). The simulator handed out an O_PATH file, which no
+// write lease sees; it now hands out a write-only file of an empty,
+// write-sealed witness memfd whose write lease tells.
+func TestReadOnlyExportHeldByAnotherProcess(t *testing.T) {
+	exportHeldByAnotherProcess(t, unix.O_RDONLY|unix.O_CLOEXEC)
+}
+
+// exportHeldByAnotherProcess passes an export made with flags to a child
+// process, closes this process's descriptor and the compute file, and
+// checks that a new open is EBUSY until the child exits.
+func exportHeldByAnotherProcess(t *testing.T, flags uint32) {
 	if os.Getenv(childEnv) != "" {
 		return // the child's part is TestDMABufChild
 	}
@@ -509,16 +527,20 @@ func TestExportHeldByAnotherProcess(t *testing.T) {
 	}
 	va := deviceBuf(t, f, 1<<21)
 	dramPut(t, f, va, []byte("shared bytes"))
-	fd, err := memExport(f, va, 8192, 0, exportFlags)
+	fd, err := memExport(f, va, 8192, 0, flags)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := d.dram.pieces[0].seg; s.probe < 0 {
 		t.Skip("the kernel grants no write lease on the export's memfd")
 	}
+	readOnly := flags&unix.O_ACCMODE == unix.O_RDONLY
 	file := os.NewFile(uintptr(fd), "dmabuf")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDMABufChild$", "-test.v")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
+	if readOnly {
+		cmd.Env = append(cmd.Env, childEnv+"_HOLD=1")
+	}
 	cmd.ExtraFiles = []*os.File{file} // descriptor 3 in the child
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -546,11 +568,17 @@ func TestExportHeldByAnotherProcess(t *testing.T) {
 	var got []string
 	for line := range lines {
 		got = append(got, line)
-		if strings.HasPrefix(line, "child read") {
+		if strings.HasPrefix(line, "child read") || strings.HasPrefix(line, "child holds") {
 			break
 		}
 	}
-	if len(got) == 0 || got[len(got)-1] != "child read \"shared bytes\"" {
+	want := "child read \"shared bytes\""
+	if readOnly {
+		// The witness of a read-only export holds no bytes; another
+		// process cannot read it through the hook (export.go).
+		want = "child holds the export"
+	}
+	if len(got) == 0 || got[len(got)-1] != want {
 		t.Fatalf("child: %q", got)
 	}
 	if g, err := d.Open(); err != unix.EBUSY {
@@ -579,10 +607,17 @@ func TestDMABufChild(t *testing.T) {
 	if os.Getenv(childEnv) == "" {
 		t.Skip("run by TestExportHeldByAnotherProcess")
 	}
-	b := make([]byte, 12)
-	if _, err := TestHookReadDMABuf(3, 0, b); err != nil {
-		t.Fatal(err)
+	if os.Getenv(childEnv+"_HOLD") != "" {
+		if _, err := ExportKindOf(3); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("child holds the export")
+	} else {
+		b := make([]byte, 12)
+		if _, err := TestHookReadDMABuf(3, 0, b); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("child read %q\n", b)
 	}
-	fmt.Printf("child read %q\n", b)
 	io.Copy(io.Discard, os.Stdin)
 }

@@ -27,9 +27,10 @@ import (
 //     (zeroing writes zeros instead).
 //   - Otherwise, or when udmabuf refuses the range (it takes at most 64
 //     MiB by default), a new file of the memfd itself, opened write-only
-//     (O_PATH for a read-only export) so that, as a Gaudi dma-buf, it
-//     can be neither mapped nor read (see reopen); dma-buf ioctls answer
-//     ENOTTY.
+//     so that, as a Gaudi dma-buf, it can be neither mapped nor read (see
+//     reopen); a read-only export is a write-only file of an empty,
+//     write-sealed witness memfd that stands for the segment
+//     (export_witness.go). dma-buf ioctls answer ENOTTY.
 //
 // ExportKindOf tells the two apart. Either way device accesses and the
 // file see the same memory. When the range
@@ -38,8 +39,8 @@ import (
 // DRAM memfd and the DRAM mapping is restored.
 //
 // The file has no release callback. The simulator counts an export as
-// released once no file of its memfd is open for writing in any process
-// (a write lease on the memfd is granted only then: openProbe), no
+// released once no file of its memfd or its witness is open for writing
+// in any process (a write lease is granted only then: openProbe), no
 // descriptor of this process refers to it (found through /proc/self/fd)
 // and no mapping outside the device memory maps it (found through
 // /proc/self/maps); it checks when it needs to know: at
@@ -161,7 +162,7 @@ func (m *sparseMem) splice(runs []dramRun) (*segment, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	seg := &segment{fd: fd, probe: openProbe(fd), size: total, file: fileID{st.Dev, st.Ino}}
+	seg := &segment{fd: fd, probe: openProbe(fd), witness: -1, wprobe: -1, size: total, file: fileID{st.Dev, st.Ino}}
 	seg.userFD.Store(-1)
 	fileOff := uint64(0)
 	for _, r := range runs {
@@ -204,9 +205,7 @@ func (m *sparseMem) unsplice(s *segment) error {
 		}
 	}
 	m.pieces = kept
-	unix.Close(s.fd)
-	s.fd = -1
-	closeProbe(s)
+	s.closeFiles()
 	return nil
 }
 
@@ -267,12 +266,13 @@ func (m *sparseMem) live(s *segment) bool {
 	if s.fd < 0 || m.closed {
 		return false
 	}
-	if s.probe >= 0 && leaseRefused(s.probe) {
-		// A file of the memfd is open for writing somewhere: a
-		// descriptor handed out, in this process or another one.
+	if s.probe >= 0 && leaseRefused(s.probe) || s.wprobe >= 0 && leaseRefused(s.wprobe) {
+		// A file of the memfd, or of its witness, is open for writing
+		// somewhere: a descriptor handed out, in this process or
+		// another one.
 		return true
 	}
-	if u := int(s.userFD.Load()); u >= 0 && u != s.fd && u != s.probe && isFile(u, s) {
+	if u := int(s.userFD.Load()); u >= 0 && !s.own(u) && isFile(u, s) {
 		return true
 	}
 	ents, err := os.ReadDir("/proc/self/fd")
@@ -282,7 +282,7 @@ func (m *sparseMem) live(s *segment) bool {
 	}
 	for _, e := range ents {
 		n, err := strconv.Atoi(e.Name())
-		if err != nil || n == s.fd || n == s.probe {
+		if err != nil || s.own(n) {
 			continue
 		}
 		if isFile(n, s) {
@@ -345,10 +345,16 @@ func isFile(fd int, s *segment) bool {
 	return unix.Fstat(fd, &st) == nil && s.owns(fileID{st.Dev, st.Ino})
 }
 
-// owns reports whether id is the segment's memfd or one of its dma-bufs.
-// The caller holds the memory's mu.
+// own reports whether fd is one of the simulator's own descriptors of
+// the segment: its memfd, its witness or their probes.
+func (s *segment) own(fd int) bool {
+	return fd == s.fd || fd == s.probe || s.witness >= 0 && (fd == s.witness || fd == s.wprobe)
+}
+
+// owns reports whether id is the segment's memfd, its witness or one of
+// its dma-bufs. The caller holds the memory's mu.
 func (s *segment) owns(id fileID) bool {
-	if id == s.file {
+	if id == s.file || s.witness >= 0 && id == s.witnessID {
 		return true
 	}
 	for _, b := range s.bufs {
@@ -359,33 +365,38 @@ func (s *segment) owns(id fileID) bool {
 	return false
 }
 
-// reopen opens a new file of the segment's memfd, as dma_buf_fd gives a
-// new descriptor, with O_CLOEXEC and O_NONBLOCK from flags. The CPU
-// cannot map or read a Gaudi dma-buf (habanalabs_dmabuf_ops has no mmap,
-// and dma-buf files no read), so the file is never opened for reading:
-// write-only for a writable export, whose mmap then fails (EACCES; the
-// kernel's dma_buf_mmap_internal answers EINVAL) as does read (EBADF),
-// and O_PATH for a read-only one, which refuses writes too. A write-only
-// file counts as a writer of the memfd, so the write lease test (live)
-// sees it wherever it goes.
+// reopen opens a new file of the segment's memfd for a writable export,
+// as dma_buf_fd gives a new descriptor, with O_CLOEXEC and O_NONBLOCK
+// from flags; a read-only export is a file of the segment's witness
+// (witnessFile). The CPU cannot map or read a Gaudi dma-buf
+// (habanalabs_dmabuf_ops has no mmap, and dma-buf files no read), so the
+// file is opened write-only: its mmap fails (EACCES; the kernel's
+// dma_buf_mmap_internal answers EINVAL) as does read (EBADF). A
+// write-only file counts as a writer of the memfd, so the write lease
+// test (live) sees it wherever it goes. m.mu must be held for writing.
 func reopen(s *segment, flags int) (int, error) {
-	oflags := flags&(unix.O_CLOEXEC|unix.O_NONBLOCK) | unix.O_WRONLY
 	if flags&unix.O_ACCMODE == unix.O_RDONLY {
-		oflags = flags&unix.O_CLOEXEC | unix.O_PATH
+		return witnessFile(s, flags)
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(s.fd), oflags, 0)
+	return openAgain(s.fd, flags&(unix.O_CLOEXEC|unix.O_NONBLOCK)|unix.O_WRONLY)
+}
+
+// openAgain opens a new file of what descriptor fd refers to, through
+// /proc/self/fd; without /proc it duplicates fd (the same file, and its
+// access mode).
+func openAgain(fd, oflags int) (int, error) {
+	nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), oflags, 0)
 	if err == nil {
-		return fd, nil
+		return nfd, nil
 	}
 	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
 		return -1, err
 	}
-	// No /proc: a duplicate of the simulator's descriptor (read-write).
 	cmd := unix.F_DUPFD
-	if flags&unix.O_CLOEXEC != 0 {
+	if oflags&unix.O_CLOEXEC != 0 {
 		cmd = unix.F_DUPFD_CLOEXEC
 	}
-	return unix.FcntlInt(uintptr(s.fd), cmd, 0)
+	return unix.FcntlInt(uintptr(fd), cmd, 0)
 }
 
 // openProbe opens the memfd once more for writing, for leaseRefused to

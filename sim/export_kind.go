@@ -17,8 +17,10 @@ type ExportKind int
 
 const (
 	// ExportMemfd is a file of the memfd that holds the exported device
-	// memory, opened write-only (O_PATH when exported read-only): like a
-	// Gaudi dma-buf it cannot be mapped or read, but it takes writes; it
+	// memory, opened write-only (when exported read-only, a write-only
+	// file of an empty, write-sealed memfd that stands for it, which
+	// refuses writes with EPERM): like a Gaudi dma-buf it cannot be
+	// mapped or read, but a writable one takes writes; it
 	// is not a dma-buf (dma-buf ioctls answer ENOTTY, no device can
 	// import it). The simulator makes it when the host has no
 	// /dev/udmabuf or udmabuf refuses the range.
@@ -27,15 +29,22 @@ const (
 	// that memfd's pages: mmappable, DMA_BUF_IOCTL_SYNC works, and kernel
 	// importers (an RDMA NIC's REG_DMABUF_MR) see the device memory.
 	ExportUdmabuf
+	// ExportServed is a dma-buf of a node tools/hlsim serves: a file of
+	// the server's node hlsim/dmabuf that stands for the server's export
+	// until its last reference goes; read and write answer EINVAL, a
+	// shared mapping ENODEV (export_served_unsafe.go).
+	ExportServed
 )
 
-// String returns "memfd" or "udmabuf".
+// String returns "memfd", "udmabuf" or "served".
 func (k ExportKind) String() string {
 	switch k {
 	case ExportMemfd:
 		return "memfd"
 	case ExportUdmabuf:
 		return "udmabuf"
+	case ExportServed:
+		return "served"
 	}
 	return "ExportKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -55,7 +64,7 @@ func ExportKindOf(fd int) (ExportKind, error) {
 		return 0, fmt.Errorf("export kind: %w", err)
 	}
 	switch {
-	case strings.HasPrefix(link, "/memfd:"+exportName+" "), link == "/memfd:"+exportName:
+	case isMemfd(link, exportName), isMemfd(link, witnessName):
 		return ExportMemfd, nil
 	case strings.HasPrefix(link, "/dmabuf:"), link == "anon_inode:dmabuf":
 		// Any dma-buf: ours are the ones udmabuf exported.
@@ -67,6 +76,10 @@ func ExportKindOf(fd int) (ExportKind, error) {
 			if f := bytes.Fields(line); len(f) == 2 && string(f[0]) == "exp_name:" && string(f[1]) == "udmabuf" {
 				return ExportUdmabuf, nil
 			}
+		}
+	default:
+		if isServedDMABuf(fd) {
+			return ExportServed, nil
 		}
 	}
 	return 0, fmt.Errorf("export kind of %q: %w", link, ErrNotExport)
@@ -80,11 +93,15 @@ func ExportKindOf(fd int) (ExportKind, error) {
 // no read), and neither can it the simulator's; tests and examples that
 // run on the simulator use this hook to check what an importer would get.
 // It reopens the file through /proc/self/fd (a memfd export) or maps it
-// (an udmabuf export).
+// (an udmabuf export), or asks the server (a served one). A read-only memfd export holds no bytes of its own
+// (export_witness.go): only the process that exported it can read it.
 func TestHookReadDMABuf(fd int, off int64, b []byte) (int, error) {
 	kind, err := ExportKindOf(fd)
 	if err != nil {
 		return 0, err
+	}
+	if kind == ExportServed {
+		return readServedDMABuf(fd, off, b)
 	}
 	if kind == ExportUdmabuf {
 		var st unix.Stat_t
@@ -103,10 +120,15 @@ func TestHookReadDMABuf(fd int, off int64, b []byte) (int, error) {
 		defer unix.Munmap(mem)
 		return copy(b, mem[off-start:]), nil
 	}
-	r, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	r, err := openExportData(fd)
 	if err != nil {
 		return 0, err
 	}
 	defer unix.Close(r)
 	return unix.Pread(r, b, off)
+}
+
+// isMemfd reports whether a /proc/self/fd link names a memfd called name.
+func isMemfd(link, name string) bool {
+	return strings.HasPrefix(link, "/memfd:"+name+" ") || link == "/memfd:"+name
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -190,9 +191,10 @@ func openImport(fd int) (*importMap, uint64, error) {
 	if err != nil {
 		return nil, 0, unix.EBADF
 	}
-	// The importer's access mode: an export is opened write-only when
-	// writable and O_PATH when read-only (export.go); a descriptor opened
-	// read-only or O_PATH imports read-only.
+	// The importer's access mode: a writable export is a write-only file
+	// of the memfd, a read-only one a file of its witness
+	// (export_witness.go); a descriptor opened read-only or O_PATH
+	// imports read-only.
 	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 	if err != nil {
 		return nil, 0, unix.EBADF
@@ -200,7 +202,15 @@ func openImport(fd int) (*importMap, uint64, error) {
 	readOnly := fl&unix.O_PATH != 0 || fl&unix.O_ACCMODE == unix.O_RDONLY
 	var own int
 	switch {
-	case strings.HasPrefix(link, "/memfd:"+exportName+" "), link == "/memfd:"+exportName:
+	case isMemfd(link, witnessName):
+		// A read-only export: the segment it stands for, read-only
+		// (export_witness.go).
+		readOnly = true
+		own, err = openExportData(fd)
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			return nil, 0, err
+		}
+	case isMemfd(link, exportName):
 		// An export: reopen the memfd for reading (and writing, when the
 		// importer's descriptor may write), as the device reaches it.
 		mode := unix.O_RDWR

@@ -22,6 +22,17 @@
 // would get a number that means nothing to it: the server refuses its
 // export with EOPNOTSUPP and says why on its standard error. Descriptors
 // a client never took are closed when its open of the node is released.
+//
+// The descriptor the client takes is not the simulator's export itself
+// but a file of a node of the server's, hlsim/dmabuf/N, which only the
+// server opens, once per export: as the driver's dma-buf (export_dmabuf in
+// drivers/accel/habanalabs/common/memory.c takes a reference to the
+// compute file, hl_release_dmabuf puts it when the dma-buf's last
+// reference goes), the export lasts until that file's RELEASE, in
+// whatever process its last descriptor was. read and write answer EINVAL
+// as a dma-buf without read/write file operations does. DMABufRead is the
+// simulator's test hook (sim.TestHookReadDMABuf): it reads the exported
+// device memory, which no dma-buf of the driver lets the CPU do.
 package hlsimproto
 
 import "structs"
@@ -52,15 +63,31 @@ type Taken struct {
 	Errno int32
 }
 
+// DMABufReadMax is how many bytes one DMABufRead carries.
+const DMABufReadMax = 8192
+
+// DMABufRead is the argument of DMABufReadRequest on a served dma-buf:
+// the client sets Offset and Len (at most DMABufReadMax), the server
+// fills Data and sets Len to the bytes read (0 at the end).
+type DMABufRead struct {
+	_      structs.HostLayout
+	Offset uint64
+	Len    uint32
+	_      uint32
+	Data   [DMABufReadMax]byte
+}
+
 // Type is the ioctl type of hlsim's own requests ('S'), which the driver's
 // ABI ('d' and the legacy 'H') does not use.
 const Type = 'S'
 
-// The requests, encoded as _IOWR(Type, 1, Hello) and _IOW(Type, 2, Taken)
-// with the asm-generic layout (direction bits 30-31, size 16-29).
+// The requests, encoded as _IOWR(Type, 1, Hello), _IOW(Type, 2, Taken)
+// and _IOWR(Type, 3, DMABufRead) with the asm-generic layout (direction
+// bits 30-31, size 16-29).
 const (
-	HelloRequest = 3<<30 | 32<<16 | Type<<8 | 1
-	TakenRequest = 1<<30 | 8<<16 | Type<<8 | 2
+	HelloRequest      = 3<<30 | 32<<16 | Type<<8 | 1
+	TakenRequest      = 1<<30 | 8<<16 | Type<<8 | 2
+	DMABufReadRequest = 3<<30 | (16+DMABufReadMax)<<16 | Type<<8 | 3
 )
 
 // TSAliasBit and TSBit: a served node keeps a timestamp buffer at its

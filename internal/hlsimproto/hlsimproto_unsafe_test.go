@@ -6,7 +6,7 @@ import (
 )
 
 // TestRequests checks that the request numbers encode the structs' sizes
-// and directions (_IOWR for Hello, _IOW for Taken).
+// and directions (_IOWR for Hello and DMABufRead, _IOW for Taken).
 func TestRequests(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -17,6 +17,7 @@ func TestRequests(t *testing.T) {
 	}{
 		{"Hello", HelloRequest, 3, unsafe.Sizeof(Hello{}), 1},
 		{"Taken", TakenRequest, 1, unsafe.Sizeof(Taken{}), 2},
+		{"DMABufRead", DMABufReadRequest, 3, unsafe.Sizeof(DMABufRead{}), 3},
 	} {
 		if got := tc.req >> 30; got != tc.dir {
 			t.Errorf("%s: direction %d, want %d", tc.name, got, tc.dir)

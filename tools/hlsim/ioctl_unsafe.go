@@ -37,6 +37,10 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte) int32 {
 	arg := unsafe.Pointer(&words[0])
 	export := cmd == hl.DRM_IOCTL_HL_MEMORY && size >= int(unsafe.Sizeof(hl.MemArgs{})) &&
 		(*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_EXPORT_DMABUF_FD
+	var exportFlags int
+	if export {
+		exportFlags = int((*hl.MemArgs)(arg).In().Flags)
+	}
 	if cmd == hl.DRM_IOCTL_HL_INFO && size >= int(unsafe.Sizeof(hl.InfoArgs{})) &&
 		(*hl.InfoArgs)(arg).Op == hl.HL_INFO_REGISTER_EVENTFD && !of.ctl {
 		// The eventfd is a descriptor of the client: the device signals
@@ -61,7 +65,7 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte) int32 {
 	}
 	err := of.f.Ioctl(uint(cmd), arg)
 	if export && err == nil {
-		err = s.exported(of, (*hl.MemArgs)(arg).Out())
+		err = s.exported(of, (*hl.MemArgs)(arg).Out(), exportFlags)
 	}
 	copy(out, buf)
 	return -int32(errnoOf(err))
@@ -81,6 +85,11 @@ func (s *server) regDMABuf(of *openFile, cmd uint32, a *hl.MemRegDmabufFDArgs) e
 	if err != nil {
 		a.FD = theirs
 		return err
+	}
+	if own := s.servedExport(mine); own >= 0 {
+		// A served dma-buf: the import takes the export it stands for.
+		unix.Close(mine)
+		mine = own
 	}
 	a.FD = uint64(mine)
 	err = of.f.Ioctl(uint(cmd), unsafe.Pointer(a))
@@ -103,12 +112,22 @@ func (s *server) hello(of *openFile, out []byte) int32 {
 	return 0
 }
 
-// exported keeps the descriptor of an export for the client to take, or
-// refuses the export to a client that cannot take it.
-func (s *server) exported(of *openFile, out *hl.MemOut) error {
+// exported keeps a served dma-buf of the export (wrapExport) for the
+// client to take, or refuses the export to a client that cannot take it.
+func (s *server) exported(of *openFile, out *hl.MemOut, flags int) error {
 	fd := int(out.FD())
 	s.mu.Lock()
 	hello := of.hello
+	s.mu.Unlock()
+	if hello {
+		var err error
+		if fd, err = s.wrapExport(fd, of.dev, flags); err != nil {
+			out.SetFD(-1)
+			return err
+		}
+		out.SetFD(int32(fd))
+	}
+	s.mu.Lock()
 	if hello {
 		if of.exports == nil {
 			of.exports = map[int]bool{}

@@ -21,12 +21,14 @@ import (
 // IOCTL a reply with the argument also on failure, and neither fits the
 // path-based fs API.
 type server struct {
-	sys     *sim.System
-	dir     string
-	tree    *tree
-	control []*sim.File // the server's own control file of each device
-	log     *log.Logger
-	start   time.Time
+	sys  *sim.System
+	dir  string
+	tree *tree
+	// dmabufDir is the directory of the served dma-bufs (dmabuf_unsafe.go).
+	dmabufDir *node
+	control   []*sim.File // the server's own control file of each device
+	log       *log.Logger
+	start     time.Time
 
 	fuse.RawFileSystem
 	fs *fuse.Server
@@ -38,6 +40,10 @@ type server struct {
 	noPassthru  error             // why the kernel refused a passthrough backing file, once it did
 	passthrough bool              // a backing file was accepted
 	replies     map[uint64]string // the last reply of each open of the control file (ctl.go), by handle
+	// dmabufs are the served dma-bufs by inode, which is also the
+	// handle of their one open (dmabuf_unsafe.go).
+	dmabufs    map[uint64]*servedDMABuf
+	nextDMABuf uint64
 }
 
 // openFile is a client's open of a device node.
@@ -76,6 +82,7 @@ func newServer(sys *sim.System, dir string, logw io.Writer) (*server, error) {
 		files:         map[uint64]*openFile{},
 		nextFh:        1,
 		replies:       map[uint64]string{},
+		dmabufs:       map[uint64]*servedDMABuf{},
 	}
 	for _, d := range sys.Devices() {
 		f, err := d.OpenControl()
@@ -137,6 +144,9 @@ func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 	if p == nil || p.kind != kindDir {
 		return fuse.ENOTDIR
 	}
+	if p.kind == kindDir && p == s.dmabufDir {
+		return s.lookupDMABuf(name, out)
+	}
 	n := p.byName[name]
 	if n == nil {
 		return fuse.ENOENT
@@ -147,6 +157,9 @@ func (s *server) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 
 // GetAttr implements fuse.RawFileSystem.
 func (s *server) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	if st, ok := s.getattrDMABuf(in.NodeId, out); ok {
+		return st
+	}
 	n := s.tree.get(in.NodeId)
 	if n == nil {
 		return fuse.ENOENT
@@ -212,6 +225,9 @@ func (s *server) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.Stat
 // Open implements fuse.RawFileSystem: attributes are read each time
 // (direct I/O, no page cache); device nodes open the device.
 func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if st, ok := s.openDMABuf(in, out); ok {
+		return st
+	}
 	n := s.tree.get(in.NodeId)
 	switch {
 	case n == nil:
@@ -323,13 +339,19 @@ func (s *server) openCompute(dev, pid int) (*sim.File, error) {
 	}
 }
 
-// closing reports whether the open compute file of device dev is one
-// whose descriptor was closed (its RELEASE may be on the way).
+// closing reports whether the open compute file of device dev, or a
+// dma-buf exported from it, is one whose descriptor was closed (its
+// RELEASE may be on the way).
 func (s *server) closing(dev int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, of := range s.files {
 		if of.dev == dev && !of.ctl && of.flushed {
+			return true
+		}
+	}
+	for _, d := range s.dmabufs {
+		if d.dev == dev && d.flushed {
 			return true
 		}
 	}
@@ -387,6 +409,10 @@ func (s *server) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 		}
 		return uint32(len(data)), fuse.OK
 	}
+	if s.dmabuf(in.Fh) != nil {
+		// A dma-buf has no write (vfs_write: EINVAL).
+		return 0, fuse.EINVAL
+	}
 	if n == nil || n.kind != kindAttr || n.write == nil {
 		return 0, fuse.EACCES
 	}
@@ -413,7 +439,8 @@ func (s *server) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 }
 
 // Read implements fuse.RawFileSystem: attributes give their text; the
-// device nodes, like the driver's, cannot be read.
+// device nodes, like the driver's, and the dma-bufs cannot be read
+// (EINVAL).
 func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	n := s.tree.get(in.NodeId)
 	var v []byte
@@ -439,6 +466,9 @@ func (s *server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 // Flush implements fuse.RawFileSystem: a descriptor of the open file was
 // closed, by the process that opened it or another that shares it.
 func (s *server) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	if s.flushDMABuf(in.Fh) {
+		return fuse.OK
+	}
 	s.mu.Lock()
 	of := s.files[in.Fh]
 	s.mu.Unlock()
@@ -468,6 +498,9 @@ func (s *server) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { r
 // Release implements fuse.RawFileSystem: the last descriptor and mapping
 // of an open are gone, so is the file.
 func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	if s.releaseDMABuf(in.Fh) {
+		return
+	}
 	s.mu.Lock()
 	delete(s.replies, in.Fh)
 	of := s.files[in.Fh]
@@ -497,6 +530,10 @@ func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 
 // Ioctl implements fuse.RawFileSystem.
 func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
+	if d := s.dmabuf(in.Fh); d != nil {
+		out.Result = s.dmabufIoctl(d, in, inbuf, outbuf)
+		return fuse.OK
+	}
 	s.mu.Lock()
 	of := s.files[in.Fh]
 	s.mu.Unlock()
@@ -594,6 +631,7 @@ func (s *server) closeFiles() {
 		of.f.Close()
 		unix.Close(of.pidfd)
 	}
+	s.closeDMABufs()
 	s.closeControl()
 }
 

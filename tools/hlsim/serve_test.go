@@ -95,6 +95,9 @@ func child(cmd string) int {
 			fmt.Println(l)
 		}
 		fmt.Println("end")
+	case "hold":
+		fd, _ := strconv.Atoi(f[1])
+		return holdDMABuf(fd)
 	case "waitmany":
 		return waitMany(f[1])
 	case "discover":

@@ -23,6 +23,9 @@ import (
 //	sys/bus/pci/devices/PCI          -> ../../../devices/hlsim/PCI
 //	sys/bus/pci/drivers/habanalabs/  the driver, linking its devices
 //	hlsim/pid                        the server's process id
+//	hlsim/ctl                        commands (ctl.go)
+//	hlsim/dmabuf/N                   the served dma-bufs, opened by the
+//	                                 server alone (dmabuf_unsafe.go)
 //
 // The kernel puts PCI functions under sys/devices/pciDDDD:BB and control
 // devices under sys/devices/virtual; the tree keeps its own under
@@ -217,6 +220,7 @@ func buildTree(s *server) *tree {
 	}
 	t.value("hlsim/pid", fmt.Sprint(syscall.Getpid()))
 	t.exchanger("hlsim/ctl", s.command)
+	s.dmabufDir = t.add(t.dir("hlsim"), "dmabuf", kindDir, 0o700)
 	return t
 }
 

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"unsafe"
+
+	"github.com/gaudi-go/gaudi/internal/hlsimtest"
+	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/sim"
+	"github.com/gaudi-go/gaudi/uapi/hl"
+	"golang.org/x/sys/unix"
+)
+
+// servedExport allocates and maps 2 MiB of device memory on the compute
+// file f (Gaudi2) and exports its first size bytes with flags; it returns
+// the client's descriptor of the dma-buf (ioctl.OpenFile takes it from
+// the server).
+func servedExport(t *testing.T, f ioctl.File, size uint64, flags uint32) int {
+	t.Helper()
+	var a hl.MemArgs
+	a.In().Op = hl.HL_MEM_OP_ALLOC
+	a.In().Alloc().MemSize = 2 << 20
+	if err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
+		t.Fatal(err)
+	}
+	h := a.Out().Handle()
+	a = hl.MemArgs{}
+	a.In().Op = hl.HL_MEM_OP_MAP
+	a.In().MapDevice().Handle = h
+	if err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
+		t.Fatal(err)
+	}
+	va := a.Out().DeviceVirtAddr()
+	a = hl.MemArgs{}
+	a.In().Op = hl.HL_MEM_OP_EXPORT_DMABUF_FD
+	a.In().Flags = flags
+	e := a.In().ExportDmabufFD()
+	e.Addr, e.MemSize = va, size
+	if err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
+		t.Fatal(err)
+	}
+	return int(a.Out().FD())
+}
+
+// TestServedDMABufNoCPUAccess: the driver's dma-buf has no read, write
+// or mmap. habanalabs_dmabuf_ops (common/memory.c) has no mmap, so
+// dma_buf_mmap_internal (drivers/dma-buf/dma-buf.c) answers EINVAL, and
+// dma_buf_fops has no read or write, so vfs_read and vfs_write answer
+// EINVAL (EBADF first for a write to a read-only one: FMODE_WRITE). A
+// served export was the simulator's memfd file itself: read answered
+// EBADF, a write reached device memory, mmap answered EACCES. It is now a
+// file of the server's hlsim/dmabuf/N (dmabuf_unsafe.go); its size, as
+// dma_buf_llseek tells, is the export's. A shared mmap answers ENODEV,
+// not EINVAL: FUSE sends no mmap request the server could refuse.
+func TestServedDMABufNoCPUAccess(t *testing.T) {
+	s := hlsimtest.Serve(t, "gaudi2:1")
+	f, err := ioctl.OpenFile(s.Node(0, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rw := servedExport(t, f, 8192, unix.O_RDWR|unix.O_CLOEXEC)
+	defer unix.Close(rw)
+	ro := servedExport(t, f, 4096, unix.O_RDONLY|unix.O_CLOEXEC)
+	defer unix.Close(ro)
+	b := make([]byte, 16)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want unix.Errno
+	}{
+		{"read", ignoreN(unix.Read(rw, b)), unix.EINVAL},
+		{"pread", ignoreN(unix.Pread(rw, b, 0)), unix.EINVAL},
+		{"write", ignoreN(unix.Write(rw, b)), unix.EINVAL},
+		{"pwrite", ignoreN(unix.Pwrite(rw, b, 4096)), unix.EINVAL},
+		{"read of the read-only export", ignoreN(unix.Read(ro, b)), unix.EINVAL},
+		{"write to the read-only export", ignoreN(unix.Write(ro, b)), unix.EBADF},
+		{"shared mmap", mmapErr(rw, unix.PROT_READ, unix.MAP_SHARED), unix.ENODEV},
+		{"shared writable mmap", mmapErr(rw, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED), unix.ENODEV},
+	} {
+		if !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		fd   int
+		size int64
+	}{{"read-write", rw, 8192}, {"read-only", ro, 4096}} {
+		if n, err := unix.Seek(tc.fd, 0, unix.SEEK_END); err != nil || n != tc.size {
+			t.Errorf("%s export: SEEK_END %d, %v; want %d", tc.name, n, err, tc.size)
+		}
+		if k, err := sim.ExportKindOf(tc.fd); k != sim.ExportServed || err != nil {
+			t.Errorf("%s export: kind %v, %v; want served", tc.name, k, err)
+		}
+	}
+}
+
+func ignoreN(_ int, err error) error { return err }
+
+func mmapErr(fd, prot, flags int) error {
+	m, err := unix.Mmap(fd, 0, 4096, prot, flags)
+	if err == nil {
+		unix.Munmap(m)
+	}
+	return err
+}
+
+// TestServedExportHeldByAnotherProcess: the driver's dma-buf holds the
+// compute file, read-only or not (export_dmabuf takes the reference,
+// hl_release_dmabuf puts it once the dma-buf's last reference goes), so
+// while another process holds it a new compute open is EBUSY
+// (hl_device_open). A served read-only export was an O_PATH file of the
+// simulator's memfd, which the simulator did not see in the other
+// process: the open succeeded. Now the server keeps the export until the
+// RELEASE of the file it handed out.
+func TestServedExportHeldByAnotherProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags uint32
+	}{{"read-write", unix.O_RDWR | unix.O_CLOEXEC}, {"read-only", unix.O_RDONLY | unix.O_CLOEXEC}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := hlsimtest.Serve(t, "gaudi2:1")
+			f, err := ioctl.OpenFile(s.Node(0, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fd := servedExport(t, f, 8192, tc.flags)
+			exe, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := os.NewFile(uintptr(fd), "dmabuf")
+			c := exec.Command(exe)
+			c.Env = append(os.Environ(), hlsimChildEnv+"=hold 3")
+			c.ExtraFiles = []*os.File{file}
+			stdin, err := c.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := c.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Process.Kill()
+			file.Close()
+			f.Close()
+			sc := bufio.NewScanner(stdout)
+			if !sc.Scan() || sc.Text() != "holding" {
+				t.Fatalf("child: %q, %v", sc.Text(), sc.Err())
+			}
+			if _, err := ioctl.OpenFile(s.Node(0, false)); !errors.Is(err, unix.EBUSY) {
+				t.Fatalf("open while another process holds the export: %v, want EBUSY\n%s", err, s.Log())
+			}
+			stdin.Close() // the child exits, closing its descriptor
+			if err := c.Wait(); err != nil {
+				t.Fatalf("child: %v", err)
+			}
+			g, err := ioctl.OpenFile(s.Node(0, false))
+			if err != nil {
+				t.Fatalf("open once the export is released: %v\n%s", err, s.Log())
+			}
+			g.Close()
+		})
+	}
+}
+
+// holdDMABuf is the child's "hold FD": it checks that FD is a dma-buf
+// export, says "holding" and keeps it until its standard input closes.
+func holdDMABuf(fd int) int {
+	if _, err := sim.ExportKindOf(fd); err != nil {
+		println(err.Error())
+		return 1
+	}
+	os.Stdout.WriteString("holding\n")
+	r := bufio.NewReader(os.Stdin)
+	for {
+		if _, err := r.ReadString('\n'); err != nil {
+			return 0
+		}
+	}
+}
+
