@@ -25,11 +25,7 @@ import (
 // holds no node of a server of several devices finds nothing.
 func TestDevCharLookup(t *testing.T) {
 	s := hlsimtest.Serve(t, "gaudi2:2")
-	bin := filepath.Join(t.TempDir(), "devchar_lookup")
-	if out, err := exec.Command("gcc", "-std=gnu11", "-Wall", "-Werror", "-O1", "-o", bin,
-		filepath.Join("testdata", "devchar_lookup.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc (is it installed?): %v\n%s", err, out)
-	}
+	bin := buildDevCharLookup(t)
 	var st unix.Stat_t
 	if err := unix.Stat(s.Node(1, false), &st); err != nil {
 		t.Fatal(err)
@@ -67,4 +63,28 @@ func TestDevCharLookup(t *testing.T) {
 	if _, err := os.Readlink(filepath.Join(s.Dir, "sys/dev/char", rdev)); !errors.Is(err, unix.ENOENT) {
 		t.Errorf("sys/dev/char/%s from a process that holds no node: %v, want ENOENT", rdev, err)
 	}
+}
+
+// TestDevCharLookupRun runs testdata/devchar_lookup.c inside "hlsim run",
+// where the nodes are /dev/accel and the lookup goes to /sys/dev/char.
+func TestDevCharLookupRun(t *testing.T) {
+	hlsimtest.Skip(t)
+	bin := buildDevCharLookup(t)
+	out, code := hlsimtest.Run(t, "gaudi2:2", nil, bin, "/dev/accel/accel1", "/dev/accel/accel_controlD0")
+	want := "/dev/accel/accel1 0:0 dev=261:1 pci=0000:1a:00.0\n/dev/accel/accel_controlD0 0:0 dev=508:0 pci=-\n"
+	if diff := cmp.Diff(want, out); code != 0 || diff != "" {
+		t.Errorf("lookup from fstat in hlsim run: status %d (-want +got):\n%s", code, diff)
+	}
+}
+
+// buildDevCharLookup compiles testdata/devchar_lookup.c; a missing
+// compiler fails the test.
+func buildDevCharLookup(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "devchar_lookup")
+	if out, err := exec.Command("gcc", "-std=gnu11", "-Wall", "-Werror", "-O1", "-o", bin,
+		filepath.Join("testdata", "devchar_lookup.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc (is it installed?): %v\n%s", err, out)
+	}
+	return bin
 }

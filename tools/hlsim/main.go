@@ -36,9 +36,10 @@
 // node; DIR/sys/dev/char/0:0 leads each process to the node it opened
 // last among those it holds, so that a C program going from fstat of its
 // descriptor to GAUDI_ROOT/sys/dev/char/MAJ:MIN finds its device
-// (devchar.go). On a server of several devices a process that holds no
-// node finds nothing there (ENOENT). sys/dev/char/261:N and 508:N, the
-// numbers the driver's nodes have, lead to device N's directories.
+// (devchar.go); in hlsim run the links are in /sys/dev/char. On a server
+// of several devices a process that holds no node finds nothing there
+// (ENOENT). sys/dev/char/261:N and 508:N, the numbers the driver's nodes
+// have, lead to device N's directories.
 //
 // A second hlsim on the same directory is refused; a mount left by an
 // hlsim that died is reported, and -force unmounts it first.
