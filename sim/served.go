@@ -174,6 +174,9 @@ func (c *context) pinCheck(addr, size uint64) ([]vma, error) {
 	if c.rem == nil {
 		return pinCheck(procMaps, procSmaps, addr, size)
 	}
+	if ok, err := queryPinCheck(c.rem.maps, addr, size); ok {
+		return nil, err // hostpin_query_unsafe.go: no read of every mapping
+	}
 	_, err := pinCheck(c.rem.maps, c.rem.smaps, addr, size)
 	return nil, err
 }

@@ -336,11 +336,15 @@ var noProcmapQuery atomic.Bool
 
 // openVMAQuery opens /proc/self/maps for queries; an error means the
 // caller reads the file instead.
-func openVMAQuery() (vmaQuery, error) {
+func openVMAQuery() (vmaQuery, error) { return openVMAQueryAt("/proc/self/maps") }
+
+// openVMAQueryAt opens the maps file at path (/proc/PID/maps) for
+// queries, as openVMAQuery.
+func openVMAQueryAt(path string) (vmaQuery, error) {
 	if noProcmapQuery.Load() {
 		return vmaQuery{-1}, unix.ENOTTY
 	}
-	fd, err := unix.Open("/proc/self/maps", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return vmaQuery{-1}, err
 	}

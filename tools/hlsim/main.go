@@ -14,6 +14,8 @@
 //	DIR/dev/accel/accelN           compute node of device N
 //	DIR/dev/accel/accel_controlDN  its control node
 //	DIR/sys/...                    the sysfs tree discovery reads
+//	DIR/sys/dev/char/0:0           the directory of the node the reading
+//	                               process opened last (see below)
 //	DIR/hlsim/pid                  the server's process id
 //
 // Programs built on this module find the devices with GAUDI_ROOT=DIR (see
@@ -27,6 +29,17 @@
 // mmap of command buffers coherent with what the engines execute. Serving
 // needs root: the mount, reaching clients' memory, and the kernel's FUSE
 // passthrough for mmap (Linux 6.9 or later).
+//
+// A node is a regular file, not a character device: CUSE, which serves
+// character devices from user space, cannot map them (fs/fuse/cuse.c has
+// no mmap; mmap(2) answers ENODEV). Its st_rdev is therefore 0:0, for every
+// node; DIR/sys/dev/char/0:0 leads each process to the node it opened
+// last among those it holds, so that a C program going from fstat of its
+// descriptor to GAUDI_ROOT/sys/dev/char/MAJ:MIN finds its device
+// (devchar.go); in hlsim run the links are in /sys/dev/char. On a server
+// of several devices a process that holds no node finds nothing there
+// (ENOENT). sys/dev/char/261:N and 508:N, the numbers the driver's nodes
+// have, lead to device N's directories.
 //
 // A second hlsim on the same directory is refused; a mount left by an
 // hlsim that died is reported, and -force unmounts it first.

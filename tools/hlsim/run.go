@@ -30,8 +30,9 @@ import (
 //     the host's /dev is left as it is;
 //   - /sys/class and /sys/devices become tmpfs directories holding the
 //     host's entries and the served class "accel" and "hlsim" (the PCI
-//     functions the class links point into); the rest of /sys is the
-//     host's.
+//     functions the class links point into), and /sys/dev/char one
+//     holding the host's links and the served ones (devchar.go); the rest
+//     of /sys is the host's.
 //
 // Then it runs the command there, forwards SIGINT and SIGTERM to it, and
 // when it exits stops serving and exits with its status. A host /dev/accel
@@ -194,7 +195,41 @@ func placeNodes(work, root string) ([]string, error) {
 		return placed, err
 	}
 	placed = append(placed, "/sys/devices")
-	return placed, rebuildDir(work, "/sys/devices", map[string]string{"hlsim": filepath.Join(root, "sys", "devices", "hlsim")})
+	if err := rebuildDir(work, "/sys/devices", map[string]string{"hlsim": filepath.Join(root, "sys", "devices", "hlsim")}); err != nil {
+		return placed, err
+	}
+	placed = append(placed, "/"+devCharDir)
+	return placed, placeDevChar(work, root)
+}
+
+// placeDevChar puts the served sys/dev/char links (devchar.go) among the
+// host's in /sys/dev/char: those of the devices' numbers as they are (they
+// lead into /sys/devices/hlsim), and that of servedRdev to the served one,
+// which answers each process for itself.
+func placeDevChar(work, root string) error {
+	dir := "/" + devCharDir
+	if err := rebuildDir(work, dir, nil); err != nil {
+		return err
+	}
+	served := filepath.Join(root, devCharDir)
+	ents, err := os.ReadDir(served)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		target := filepath.Join(served, e.Name())
+		if e.Name() != servedRdev {
+			if target, err = os.Readlink(target); err != nil {
+				return err
+			}
+		}
+		dst := filepath.Join(dir, e.Name())
+		os.Remove(dst) // a host device of the same number is hidden, as in /sys/class
+		if err := os.Symlink(target, dst); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rebuildDir covers dir with a tmpfs that holds what dir held (entries

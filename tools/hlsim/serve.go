@@ -175,6 +175,13 @@ func (s *server) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fus
 	if n == nil || n.kind != kindLink {
 		return nil, fuse.EINVAL
 	}
+	if n.resolve != nil {
+		target, err := n.resolve(h.Caller.Pid)
+		if err != nil {
+			return nil, fuse.Status(errnoOf(err))
+		}
+		return []byte(target), fuse.OK
+	}
 	return []byte(n.target), fuse.OK
 }
 

@@ -22,6 +22,9 @@ import (
 //	                                 driver's attributes (status, ...)
 //	sys/bus/pci/devices/PCI          -> ../../../devices/hlsim/PCI
 //	sys/bus/pci/drivers/habanalabs/  the driver, linking its devices
+//	sys/dev/char/261:N, 508:N        -> the nodes' directories above
+//	sys/dev/char/0:0                 -> the directory of the node the
+//	                                 reading process holds (devchar.go)
 //	hlsim/pid                        the server's process id
 //	hlsim/ctl                        commands (ctl.go)
 //	hlsim/dmabuf/N                   the served dma-bufs, opened by the
@@ -53,9 +56,12 @@ type node struct {
 	kids   []*node
 	byName map[string]*node
 
-	target string               // kindLink
-	read   func() string        // kindAttr: the content, without the newline
-	write  func(v string) error // kindAttr, writable
+	target string // kindLink; with resolve, the longest answer (the size stat reports)
+	// resolve, for a kindLink, answers each reader its own target, from
+	// the thread that reads it (devchar.go).
+	resolve func(tid uint32) (string, error)
+	read    func() string        // kindAttr: the content, without the newline
+	write   func(v string) error // kindAttr, writable
 	// exchange, for a kindAttr, answers each write with a reply that a
 	// read of the same open file gives (the control file, ctl.go).
 	exchange func(cmd string) (string, error)
@@ -207,17 +213,18 @@ func buildTree(s *server) *tree {
 		// hard_reset_store: any write resets the device.
 		t.control(fn+"/hard_reset", func(string) error { d.Reset(); return nil })
 
-		acc := fn + "/accel/accel" + num
-		t.value(acc+"/dev", "261:"+num)
-		t.value(acc+"/uevent", "MAJOR=261\nMINOR="+num+"\nDEVNAME=accel/accel"+num)
+		acc := accelDir(pci, num)
+		t.value(acc+"/dev", devNumber(accelMajor, num))
+		t.value(acc+"/uevent", fmt.Sprintf("MAJOR=%d\nMINOR=%s\nDEVNAME=accel/accel%s", accelMajor, num, num))
 		t.link(acc+"/device", "../../../"+pci)
 		t.link(acc+"/subsystem", "../../../../../class/accel")
 
-		vc := sysPCI + "/virtual/accel/accel_controlD" + num
-		t.value(vc+"/dev", "508:"+num)
-		t.value(vc+"/uevent", "MAJOR=508\nMINOR="+num+"\nDEVNAME=accel/accel_controlD"+num)
+		vc := controlDir(num)
+		t.value(vc+"/dev", devNumber(controlMajor, num))
+		t.value(vc+"/uevent", fmt.Sprintf("MAJOR=%d\nMINOR=%s\nDEVNAME=accel/accel_controlD%s", controlMajor, num, num))
 		t.link(vc+"/subsystem", "../../../../../class/accel")
 	}
+	s.addDevChar(t)
 	t.value("hlsim/pid", fmt.Sprint(syscall.Getpid()))
 	t.exchanger("hlsim/ctl", s.command)
 	s.dmabufDir = t.add(t.dir("hlsim"), "dmabuf", kindDir, 0o700)
