@@ -518,7 +518,7 @@ func (c *csCtx) restore(in *hl.CSIn, seq *uint64) error {
 	if err != nil || n == 0 {
 		return err
 	}
-	if _, _, err := c.waitSeq(*seq, uint64(c.dev.prof.defaultTimeout()/time.Microsecond)); err != nil {
+	if _, _, err := c.waitSeq(*seq, uint64(c.dev.prof.defaultTimeout()/time.Microsecond), nil); err != nil {
 		return unix.ENOEXEC
 	}
 	return nil

@@ -199,7 +199,7 @@ func (h *Handle) Ioctl(req uint, arg unsafe.Pointer) error {
 	if closed {
 		return unix.EBADF
 	}
-	return h.f.ioctl(req, arg)
+	return h.f.ioctl(req, arg, nil)
 }
 
 // Mmap maps through the shared file; EBADF once this handle is closed.

@@ -512,7 +512,7 @@ func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, o
 		s.log.Printf("ioctl %#x on %s from thread %d, which did not open it (it is not in the address space process %d opened it from; that address space gone: %v): refused with EPERM", in.Cmd, of.f.Name(), in.Pid, of.pid, of.f.AddressSpaceGone())
 		return fuse.EPERM
 	}
-	out.Result = s.serveIoctl(of, in.Cmd, inbuf, outbuf)
+	out.Result = s.serveIoctl(of, in.Cmd, inbuf, outbuf, cancel)
 	if of.f.Killed() {
 		s.kill(of)
 	}
