@@ -519,7 +519,7 @@ func (c *csCtx) restore(in *hl.CSIn, seq *uint64) error {
 	if err != nil || n == 0 {
 		return err
 	}
-	if _, _, err := c.waitSeq(*seq, uint64(c.dev.prof.defaultTimeout()/time.Microsecond)); err != nil {
+	if _, _, err := c.waitSeq(*seq, uint64(c.dev.prof.defaultTimeout()/time.Microsecond), nil); err != nil {
 		return unix.ENOEXEC
 	}
 	return nil
@@ -812,6 +812,9 @@ func (hw *hwState) schedule(s *cs) error {
 		s.c.drop(dropDeviceInReset)
 		return unix.EPERM
 	}
+	if err := s.scheduleOrphan(); err != nil {
+		return err
+	}
 	// Count the jobs per queue in the queues' schedN (guarded by hw.mu),
 	// then check each queue once, at its first job, clearing the counts.
 	for _, j := range s.jobs {
@@ -996,9 +999,9 @@ func (s *cs) rollback() {
 }
 
 // abortCS rolls back the CSs in flight of file f (every CS when f is nil),
-// marking them aborted, as hl_cs_rollback_all does. The engines must be
-// halted.
-func (hw *hwState) abortCS(f *File) {
+// marking them aborted, as hl_cs_rollback_all does, and returns how many.
+// The engines must be halted.
+func (hw *hwState) abortCS(f *File) int {
 	hw.mu.Lock()
 	var victims []*cs
 	for _, s := range hw.mirror {
@@ -1018,6 +1021,7 @@ func (hw *hwState) abortCS(f *File) {
 		s.rollback()
 		s.put()
 	}
+	return len(victims)
 }
 
 // userMappings lists the context's mappings as the driver captures them

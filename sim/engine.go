@@ -311,7 +311,10 @@ func (q *hwQueue) run() {
 		q.mu.Unlock()
 
 		err := errHalted
-		if q.waitEngine() {
+		switch {
+		case j.cs.c.f.isOrphan():
+			err = errAddressSpaceGone
+		case q.waitEngine():
 			err = q.exec(j)
 		}
 		switch {
@@ -319,6 +322,10 @@ func (q *hwQueue) run() {
 			j.cs.jobDone(j)
 		case err == errHalted:
 			// The loop sees the halt; the reset rolls the CS back.
+		case err == errAddressSpaceGone:
+			// Its process's address space went away: the job is not
+			// done, the file's abort rolls the CS back (orphan.go).
+			j.cs.c.f.addressSpaceLost()
 		default:
 			q.mu.Lock()
 			q.stopped = true
@@ -667,10 +674,18 @@ func (x *execEnv) exec(p packet.Packet, depth int) (stop bool, err error) {
 		}
 		return false, x.write32(base+uint64(p.Offset), val)
 	case packet.Fence:
+		var err error
 		if depth > 0 && x.q.cmdq != nil {
-			return false, x.q.cmdq.wait(x.q, p.ID, p.Target, p.Dec) // inside CP_DMA: the lower CP
+			err = x.q.cmdq.wait(x.q, p.ID, p.Target, p.Dec) // inside CP_DMA: the lower CP
+		} else {
+			err = x.q.fenceWait(p.ID, p.Target, p.Dec)
 		}
-		return false, x.q.fenceWait(p.ID, p.Target, p.Dec)
+		if err == nil && x.c.f.gone() {
+			// Released after the served process's address space went
+			// away: what follows is not run (orphan.go).
+			err = errAddressSpaceGone
+		}
+		return false, err
 	case packet.Wait:
 		x.q.fenceAdd(p.ID, uint32(p.Inc))
 	case packet.Stop:

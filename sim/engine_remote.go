@@ -5,10 +5,11 @@ package sim
 // A host mapping of a file opened with OpenFor reaches another process's
 // memory, which the engines read and write with process_vm_readv and
 // process_vm_writev instead of plain copies. A transfer the kernel cuts
-// short (the process unmapped the memory, or exited) is reported as the
+// short because the process unmapped the memory is reported as the
 // in-process engines report a fault on unmapped host memory (*hostGone),
 // so the same page-by-page fallback drops what cannot be reached and
-// counts it (hostfault.go).
+// counts it (hostfault.go); one cut short because the whole address space
+// went away (exec or exit) ends the work (errAddressSpaceGone, orphan.go).
 
 // bounce returns the queue's staging buffer, n bytes long (n is at most
 // dmaChunk).
@@ -29,7 +30,7 @@ func (x *execEnv) remoteCopy(d, s seg, n, width uint64) error {
 		// memory.
 		return dram.view(d.dram, n, func(b []byte) error {
 			if _, err := s.rem.read(b, s.addr); err != nil {
-				return &hostGone{src: true}
+				return remoteErr(s.rem, true)
 			}
 			dram.full.mark(d.dram, n)
 			return nil
@@ -38,7 +39,7 @@ func (x *execEnv) remoteCopy(d, s seg, n, width uint64) error {
 	if s.rem != nil && !d.isDRAM && d.rem == nil {
 		// Host to SRAM or a command buffer.
 		if _, err := s.rem.read(d.b[:n], s.addr); err != nil {
-			return &hostGone{src: true}
+			return remoteErr(s.rem, true)
 		}
 		if width != 0 {
 			swapBytes(d.b[:n], width)
@@ -55,7 +56,7 @@ func (x *execEnv) remoteCopy(d, s seg, n, width uint64) error {
 	switch {
 	case s.rem != nil:
 		if _, err := s.rem.read(buf, s.addr); err != nil {
-			return &hostGone{src: true}
+			return remoteErr(s.rem, true)
 		}
 	case s.isDRAM:
 		if err := dram.ReadAt(buf, s.dram); err != nil {
@@ -87,7 +88,7 @@ func (x *execEnv) remoteFill(d seg, n uint64, pat [8]byte, phase uint64) error {
 // remoteStore writes b to the served process's memory of d.
 func remoteStore(d seg, b []byte) error {
 	if _, err := d.rem.write(b, d.addr); err != nil {
-		return &hostGone{}
+		return remoteErr(d.rem, false)
 	}
 	return nil
 }
@@ -95,7 +96,7 @@ func remoteStore(d seg, b []byte) error {
 // remoteLoad reads b from the served process's memory of s.
 func remoteLoad(s seg, b []byte) error {
 	if _, err := s.rem.read(b, s.addr); err != nil {
-		return &hostGone{src: true}
+		return remoteErr(s.rem, true)
 	}
 	return nil
 }

@@ -39,6 +39,7 @@ type File struct {
 	final     sync.Once
 
 	killed atomic.Bool // a hard reset killed the holder (watchdog.go)
+	orphan orphanState // a served file's abort once its address space is gone (orphan.go)
 
 	rem *remoteMem // the served process whose memory user pointers reach, or nil (served.go)
 	// Strict mode (strict.go): the compute context's serial number
@@ -198,7 +199,7 @@ func (h *Handle) Ioctl(req uint, arg unsafe.Pointer) error {
 	if closed {
 		return unix.EBADF
 	}
-	return h.f.ioctl(req, arg)
+	return h.f.ioctl(req, arg, nil)
 }
 
 // Mmap maps through the shared file; EBADF once this handle is closed.

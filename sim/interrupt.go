@@ -185,12 +185,16 @@ func usecs64Duration(us uint64) (time.Duration, bool) {
 	return time.Duration(us) * time.Microsecond, false
 }
 
-// sleep waits for a wake, d (for ever when forever), or nothing when d is 0;
-// it reports whether a wake came.
-func (w *irqWait) sleep(d time.Duration, forever bool) bool {
+// sleep waits for a wake, d (for ever when forever), or nothing when d is
+// 0, or until intr is closed; it reports whether a wake came.
+func (w *irqWait) sleep(d time.Duration, forever bool, intr <-chan struct{}) bool {
 	if forever {
-		<-w.ch
-		return true
+		select {
+		case <-w.ch:
+			return true
+		case <-intr:
+			return false
+		}
 	}
 	if d <= 0 {
 		return false
@@ -201,6 +205,8 @@ func (w *irqWait) sleep(d time.Duration, forever bool) bool {
 	case <-w.ch:
 		return true
 	case <-t.C:
+		return false
+	case <-intr:
 		return false
 	}
 }
@@ -242,7 +248,7 @@ func cqReader(cb *cbObj, off uint64) func() uint64 {
 }
 
 // interruptWait is hl_interrupt_wait_ioctl after the interrupt lookup.
-func (c *csCtx) interruptWait(a *hl.WaitCSArgs, id uint32) error {
+func (c *csCtx) interruptWait(a *hl.WaitCSArgs, id uint32, intr <-chan struct{}) error {
 	in := *a.In()
 	c.dev.pqmKick() // a Gaudi3 user waits: its PDMA channels look now
 	var (
@@ -252,11 +258,11 @@ func (c *csCtx) interruptWait(a *hl.WaitCSArgs, id uint32) error {
 	)
 	switch {
 	case in.Flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT_KERNEL_CQ == 0:
-		status, ts, err = c.waitUserAddr(&in, id)
+		status, ts, err = c.waitUserAddr(&in, id, intr)
 	case in.Flags&hl.HL_WAIT_CS_FLAGS_REGISTER_INTERRUPT != 0:
 		status, err = c.registerTS(&in, id)
 	default:
-		status, ts, err = c.waitKernelCQ(&in, id)
+		status, ts, err = c.waitKernelCQ(&in, id, intr)
 	}
 	if err != nil {
 		return err
@@ -272,7 +278,7 @@ func (c *csCtx) interruptWait(a *hl.WaitCSArgs, id uint32) error {
 }
 
 // waitKernelCQ is _hl_interrupt_wait_ioctl.
-func (c *csCtx) waitKernelCQ(in *hl.WaitCSIn, id uint32) (uint32, int64, error) {
+func (c *csCtx) waitKernelCQ(in *hl.WaitCSIn, id uint32, intr <-chan struct{}) (uint32, int64, error) {
 	cb, err := c.holdCQ(in.CQCountersHandle(), in.CQCountersOffset)
 	if err != nil {
 		return 0, 0, err
@@ -291,7 +297,7 @@ func (c *csCtx) waitKernelCQ(in *hl.WaitCSIn, id uint32) (uint32, int64, error) 
 	s.add(id, w)
 	s.mu.Unlock()
 	d, forever := usecs64Duration(in.InterruptTimeoutUs())
-	woke := w.sleep(d, forever)
+	woke := w.sleep(d, forever, intr)
 	s.mu.Lock()
 	delete(s.waits[id], w)
 	ts, werr := w.ts, w.err
@@ -301,12 +307,14 @@ func (c *csCtx) waitKernelCQ(in *hl.WaitCSIn, id uint32) (uint32, int64, error) 
 		return hl.HL_WAIT_CS_STATUS_ABORTED, ts, unix.EIO
 	case woke:
 		return hl.HL_WAIT_CS_STATUS_COMPLETED, ts, nil
+	case interrupted(intr):
+		return 0, 0, unix.EINTR
 	}
 	return hl.HL_WAIT_CS_STATUS_BUSY, 0, nil
 }
 
 // waitUserAddr is _hl_interrupt_wait_ioctl_user_addr.
-func (c *csCtx) waitUserAddr(in *hl.WaitCSIn, id uint32) (uint32, int64, error) {
+func (c *csCtx) waitUserAddr(in *hl.WaitCSIn, id uint32, intr <-chan struct{}) (uint32, int64, error) {
 	s := &c.hw.sm.irq
 	w := &irqWait{target: in.Target(), ch: make(chan struct{}, 1)}
 	s.mu.Lock()
@@ -338,7 +346,10 @@ func (c *csCtx) waitUserAddr(in *hl.WaitCSIn, id uint32) (uint32, int64, error) 
 	d, forever := usecs64Duration(us)
 	deadline := time.Now().Add(d)
 	for {
-		if !w.sleep(time.Until(deadline), forever) {
+		if !w.sleep(time.Until(deadline), forever, intr) {
+			if interrupted(intr) {
+				return 0, 0, unix.EINTR
+			}
 			return hl.HL_WAIT_CS_STATUS_BUSY, 0, nil
 		}
 		v, err := read()

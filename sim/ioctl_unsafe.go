@@ -121,11 +121,27 @@ func (f *File) Ioctl(req uint, arg unsafe.Pointer) error {
 	if closed {
 		return unix.EBADF
 	}
-	return f.ioctl(req, arg)
+	return f.ioctl(req, arg, nil)
 }
 
-// ioctl runs a request on the open file, for any of its handles.
-func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
+// IoctlInterruptible is Ioctl for a server that runs the request on behalf
+// of a thread of another process (OpenFor): closing intr is a signal to
+// that thread, which ends a wait in progress (WAIT_CS in any of its modes)
+// with EINTR, as the driver's interruptible waits end (-ERESTARTSYS).
+// The other requests do not sleep and ignore it.
+func (f *File) IoctlInterruptible(req uint, arg unsafe.Pointer, intr <-chan struct{}) error {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return unix.EBADF
+	}
+	return f.ioctl(req, arg, intr)
+}
+
+// ioctl runs a request on the open file, for any of its handles; closing
+// intr interrupts a wait (IoctlInterruptible), nil never does.
+func (f *File) ioctl(req uint, arg unsafe.Pointer, intr <-chan struct{}) error {
 	if !f.enter() {
 		return unix.EBADF
 	}
@@ -145,9 +161,9 @@ func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
 		if arg == nil {
 			return unix.EFAULT // copy_from_user of NULL
 		}
-		return f.dispatch(plan.idx, arg)
+		return f.dispatch(plan.idx, arg, intr)
 	}
-	return f.bounce(plan, arg)
+	return f.bounce(plan, arg, intr)
 }
 
 // bounce runs a request whose argument does not cover the driver's struct
@@ -155,7 +171,7 @@ func (f *File) ioctl(req uint, arg unsafe.Pointer) error {
 // largest of the three sizes, the caller's in bytes copied into it (EFAULT,
 // without running, when that faults), the handler, then out bytes copied
 // back (EFAULT, after running, when that faults).
-func (f *File) bounce(plan argPlan, arg unsafe.Pointer) error {
+func (f *File) bounce(plan argPlan, arg unsafe.Pointer, intr <-chan struct{}) error {
 	ksize := max(plan.in, plan.out, ioctlTable[plan.idx].size)
 	words := make([]uint64, (ksize+7)/8) // aligned for the argument structs
 	kdata := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), ksize)
@@ -164,7 +180,7 @@ func (f *File) bounce(plan argPlan, arg unsafe.Pointer) error {
 			return unix.EFAULT
 		}
 	}
-	err := f.dispatch(plan.idx, unsafe.Pointer(&words[0]))
+	err := f.dispatch(plan.idx, unsafe.Pointer(&words[0]), intr)
 	if plan.out > 0 {
 		if arg == nil || faultingCopy(unsafe.Slice((*byte)(arg), plan.out), kdata[:plan.out]) != nil {
 			return unix.EFAULT
@@ -176,16 +192,17 @@ func (f *File) bounce(plan argPlan, arg unsafe.Pointer) error {
 // dispatch runs ioctl idx on its argument struct at arg, with strict
 // mode's argument checks when they are on (strict_args_unsafe.go). The
 // checks read this process's memory and stack: a served process's calls
-// (served.go) go without them.
-func (f *File) dispatch(idx int, arg unsafe.Pointer) error {
+// (served.go) go without them. Closing intr interrupts a wait.
+func (f *File) dispatch(idx int, arg unsafe.Pointer, intr <-chan struct{}) error {
 	if f.dev.strict.on && f.rem == nil {
 		return f.strictDispatch(idx, arg)
 	}
-	return f.serve(idx, arg)
+	return f.serve(idx, arg, intr)
 }
 
-// serve runs ioctl idx on its argument struct at arg.
-func (f *File) serve(idx int, arg unsafe.Pointer) error {
+// serve runs ioctl idx on its argument struct at arg; closing intr
+// interrupts a wait.
+func (f *File) serve(idx int, arg unsafe.Pointer, intr <-chan struct{}) error {
 	switch idx {
 	case hl.HL_IOCTL_INFO:
 		args := (*hl.InfoArgs)(arg)
@@ -219,7 +236,7 @@ func (f *File) serve(idx int, arg unsafe.Pointer) error {
 	case hl.HL_IOCTL_CS:
 		return f.csIoctl((*hl.CSArgs)(arg))
 	case hl.HL_IOCTL_WAIT_CS:
-		return f.waitIoctl((*hl.WaitCSArgs)(arg))
+		return f.waitIoctl((*hl.WaitCSArgs)(arg), intr)
 	case hl.HL_IOCTL_DEBUG:
 		return f.debugIoctl((*hl.DebugArgs)(arg))
 	}

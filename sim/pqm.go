@@ -196,9 +196,14 @@ type pqmChan struct {
 	// resume is the file whose goroutine a device reset ended (st.mu):
 	// the channel runs again for it once the reset is over, as a
 	// channel of the hardware runs again once its owner programs it.
-	resume   *File
-	ring     []byte // fetch buffer
-	lastBusy time.Time
+	resume *File
+	// abandoned is the served file whose address space went away while
+	// the channel ran for it (st.mu): the channel stays halted, its
+	// registers as they were, until that file's release clears them
+	// (orphan.go).
+	abandoned *File
+	ring      []byte // fetch buffer
+	lastBusy  time.Time
 
 	// A new mapping of the channel's block waits (sync) until the
 	// goroutine took every register write made before it: syncReq counts
@@ -403,8 +408,8 @@ func (c *pqmChan) acked(req uint64, exited bool) {
 // st.mu must be held.
 func (st *pqmState) startLocked(f *File, ch int) {
 	c := st.chans[ch]
-	if c.running {
-		return
+	if c.running || f.isOrphan() {
+		return // an orphan's channels never start again (orphan.go)
 	}
 	hw := st.hw
 	hw.mu.Lock()
@@ -439,6 +444,13 @@ func (st *pqmState) stopFile(f *File) {
 		}
 		if c.resume == f || f == nil {
 			c.resume = nil // a reset under way does not start it again
+		}
+		if !c.running && c.abandoned != nil && (c.abandoned == f || f == nil) {
+			// Stopped by its file's orphan: no goroutine, the
+			// registers to clear.
+			stop, done = append(stop, c), append(done, c.done)
+			c.stopping.Store(true)
+			c.abandoned = nil
 		}
 	}
 	st.mu.Unlock()
@@ -540,7 +552,11 @@ func (c *pqmChan) run(f *File, done chan struct{}) {
 	defer func() {
 		c.st.mu.Lock()
 		c.running, c.f = false, nil
-		if c.q.halted.Load() && !c.stopping.Load() {
+		switch {
+		case f.isOrphan() && !c.stopping.Load():
+			// Its address space is gone: halted where it is (orphan.go).
+			c.halted, c.abandoned = true, f
+		case c.q.halted.Load() && !c.stopping.Load():
 			c.resume = f
 		}
 		c.acked(0, true) // before a new goroutine may start (st.mu)
@@ -561,7 +577,7 @@ func (c *pqmChan) run(f *File, done chan struct{}) {
 	c.lastBusy = time.Now()
 	idle := 0
 	var sleep time.Duration
-	for !c.stopped() {
+	for !c.stopped() && !f.isOrphan() {
 		req := c.syncReq.Load()
 		busy := c.step()
 		if req != 0 {
@@ -655,6 +671,12 @@ func (c *pqmChan) drain(pi uint32) bool {
 	pending := pi - c.ci
 	if !isPow2(size) || base%g3.PQM_MSQ_ALIGN != 0 || pending%g3.PQM_MSQ_ALIGN != 0 || uint64(pending) > size {
 		c.fail(errPQMRing, 0)
+		return true
+	}
+	if c.f.gone() {
+		// A doorbell after the address space went away: the packets
+		// are not run (orphan.go).
+		c.fail(errAddressSpaceGone, 0)
 		return true
 	}
 	progress := false
@@ -896,12 +918,17 @@ func (c *pqmChan) fenceWait(id uint8, target, dec uint32) error {
 		c.userFenceInc()
 		v := r.Load()
 		if v&g3.PDMA_CH_A_PQM_CH_FENCE_CNT_VAL_MASK >= target {
+			if spins > 0 && c.f.gone() {
+				// Released after a stall that outlived the address
+				// space: what follows is not run (orphan.go).
+				return errAddressSpaceGone
+			}
 			if r.CompareAndSwap(v, (v-dec)&g3.PDMA_CH_A_PQM_CH_FENCE_CNT_VAL_MASK) {
 				return nil
 			}
 			continue
 		}
-		if c.stopped() || c.modeWritten() {
+		if c.stopped() || c.modeWritten() || c.f.isOrphan() {
 			// A mode write resets the ring: the queued packets, this
 			// FENCE with them, are gone (step takes the write next).
 			return errHalted
@@ -1002,6 +1029,9 @@ const pqmCmnBCPMsgBase0 = 0x100
 // (PQMErrors) also sees the records and the strict mode violation.
 func (c *pqmChan) fail(err error, at uint64) {
 	c.halted = true
+	if err == errAddressSpaceGone {
+		return // not the channel's error: its file's work is aborted (orphan.go)
+	}
 	st := c.st
 	defer st.errors.Add(1)
 	d := st.hw.d

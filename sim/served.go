@@ -39,11 +39,14 @@ import (
 // pid. An unmapped address answers EIO (access_remote_vm moved nothing).
 // The first 0-byte answer marks the address space gone for good.
 type remoteMem struct {
-	pid   int      // thread group id, for /proc/PID/maps and messages only
-	mem   *os.File // /proc/PID/mem of the opener, opened at open time
-	gone  atomic.Bool
-	maps  string // /proc/PID/maps
-	smaps string // /proc/PID/smaps
+	pid  int      // thread group id, for /proc/PID/maps and messages only
+	mem  *os.File // /proc/PID/mem of the opener, opened at open time
+	gone atomic.Bool
+	// onGone runs, once, when an access first finds the address space
+	// gone (the file's abort, orphan.go); not on close.
+	onGone func()
+	maps   string // /proc/PID/maps
+	smaps  string // /proc/PID/smaps
 }
 
 func newRemoteMem(pid int) (*remoteMem, error) {
@@ -64,9 +67,17 @@ func (r *remoteMem) Gone() bool {
 	// EIO while the address space lives, 0 bytes once it is gone.
 	var b [1]byte
 	if n, err := r.rw(b[:], 0, false); n == 0 && err == nil {
-		r.gone.Store(true)
+		r.markGone()
 	}
 	return r.gone.Load()
+}
+
+// markGone records that the address space went away, and tells onGone
+// the first time.
+func (r *remoteMem) markGone() {
+	if r.gone.CompareAndSwap(false, true) && r.onGone != nil {
+		r.onGone()
+	}
 }
 
 // close drops the reference to the address space; later accesses fail.
@@ -116,7 +127,7 @@ func (r *remoteMem) access(b []byte, addr uint64, write bool) (int, error) {
 			return done, unix.EFAULT
 		}
 		if n == 0 {
-			r.gone.Store(true)
+			r.markGone()
 			return done, unix.EFAULT
 		}
 		done += n
@@ -210,6 +221,7 @@ func (d *Device) OpenFor(pid int) (*File, error) {
 		return nil, err
 	}
 	f.rem = rem
+	rem.onGone = f.addressSpaceLost
 	f.ctx.rem = f.rem
 	f.mm.setFile(fd)
 	return f, nil
@@ -247,10 +259,16 @@ func (f *File) Pid() int {
 // AddressSpaceGone reports whether the address space a file opened with
 // OpenFor or OpenControlFor serves went away: its process ran another
 // program (exec) or exited. From then on every access to it fails
-// (EFAULT), whatever process now has the pid; false for a file of the
+// (EFAULT), whatever process now has the pid, and the file's device work
+// is aborted, not run (orphan.go): AddressSpaceGone returns once the abort
+// is done (AbortedWork says what it aborted). False for a file of the
 // calling process.
 func (f *File) AddressSpaceGone() bool {
-	return f.rem != nil && f.rem.Gone()
+	if !f.gone() {
+		return false
+	}
+	f.abortOrphan()
+	return true
 }
 
 // MmapFile returns the memory file of a compute file opened with OpenFor,

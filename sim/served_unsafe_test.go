@@ -117,6 +117,14 @@ func startChild(t *testing.T, size uint64) *childMem {
 		in.Close()
 		cmd.Wait()
 	})
+	c.readAddr(t)
+	return c
+}
+
+// readAddr reads the address of the child's mapping, which it prints when
+// it starts.
+func (c *childMem) readAddr(t *testing.T) {
+	t.Helper()
 	line, err := c.out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("child: %v", err)
@@ -125,7 +133,6 @@ func startChild(t *testing.T, size uint64) *childMem {
 	if err != nil {
 		t.Fatalf("child said %q", line)
 	}
-	return c
 }
 
 func (c *childMem) ask(t *testing.T, format string, args ...any) string {
@@ -309,28 +316,9 @@ func TestServedPQM(t *testing.T) {
 		dstOff  = srcOff + n
 	)
 	c := startChild(t, dstOff+n)
-	s := newTestSystem(t, Default(Gaudi3, 1))
-	t.Cleanup(func() { s.Close() })
-	f, err := s.Device(0).OpenFor(c.cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	va, err := memMapHost(f, c.addr, c.size, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, f, va := servedFile(t, c, Gaudi3)
 	const ch = 3
-	h, size, err := mapBlock(f, g3.PDMAChannelBlock(ch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The client's mapping of the node at offset h is the memory file's.
-	win, err := unix.Mmap(f.MmapFile(), int64(MmapFileOffset(h)), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(win) })
+	win := servedBlock(t, f, g3.PDMAChannelBlock(ch))
 	set := func(off uint64, v uint32) { reg32(win, off).Store(v) }
 	set(g3.PDMA_CH_A_PQM_CH_DESC_SUBMIT_FIFO_CFG, g3.PQM_DESC_SUBMIT_MODE_PI_CI_IN_MEM)
 	set(g3.PDMA_CH_A_PQM_CH_MSQ_SIZE, 4096-1)
@@ -352,15 +340,7 @@ func TestServedPQM(t *testing.T) {
 		b.MsgLong(packet.MsgLong{Addr: g3.SyncMngrObjsBlock(1, 0) + g3.SOBOffset(6), Value: 9})
 		b.MsgLong(packet.MsgLong{Addr: g3.SyncMngrObjsBlock(1, 0) + g3.SOBOffset(6), Value: g3.SOB_OBJ_INC_BY_ONE})
 	})
-	sh, ssize, err := mapBlock(f, g3.SyncMngrObjsBlock(1, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := unix.Mmap(f.MmapFile(), int64(MmapFileOffset(sh)), int(ssize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(objs) })
+	objs := servedBlock(t, f, g3.SyncMngrObjsBlock(1, 0))
 	if err := f.copyOut(c.addr+ringOff, ring); err != nil {
 		t.Fatal(err)
 	}
@@ -429,15 +409,7 @@ func TestServedExec(t *testing.T) {
 	if err := f.copyOut(c.addr, evil[:8]); err != nil {
 		t.Fatalf("write before exec: %v", err)
 	}
-	c.in.Write([]byte("exec\n"))
-	line, err := c.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("child after exec: %v", err)
-	}
-	c.addr, err = strconv.ParseUint(strings.TrimSpace(line), 10, 64)
-	if err != nil {
-		t.Fatalf("child after exec said %q", line)
-	}
+	execChild(t, c)
 	want := c.sum(t, 0, n)
 	err = f.copyOut(c.addr, evil)
 	if got := c.sum(t, 0, n); got != want {

@@ -96,7 +96,7 @@ func (f *File) strictDispatch(idx int, arg unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	err = f.serve(idx, arg)
+	err = f.serve(idx, arg, nil)
 	if c != nil {
 		f.strictExit(idx, c)
 	}

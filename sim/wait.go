@@ -161,7 +161,8 @@ func waitDuration(us uint64) (time.Duration, bool) {
 }
 
 // waitSeq is _hl_cs_wait_ioctl and hl_wait_for_fence.
-func (c *csCtx) waitSeq(seq, timeoutUs uint64) (status int, ts int64, err error) {
+// Closing intr ends the wait with EINTR (IoctlInterruptible).
+func (c *csCtx) waitSeq(seq, timeoutUs uint64, intr <-chan struct{}) (status int, ts int64, err error) {
 	fc, err := c.holdFence(seq)
 	if err != nil {
 		return waitBusy, 0, err
@@ -177,10 +178,13 @@ func (c *csCtx) waitSeq(seq, timeoutUs uint64) (status int, ts int64, err error)
 		done := fc.completed()
 		if !done && timeoutUs != 0 {
 			d, forever := waitDuration(timeoutUs)
-			done = c.waitFence(fc, d, forever)
+			done = c.waitFence(fc, d, forever, intr)
 		}
 		if !done {
 			fc.release()
+			if interrupted(intr) {
+				return waitBusy, 0, unix.EINTR
+			}
 			return waitBusy, 0, nil
 		}
 		e, ts = fc.result()
@@ -193,8 +197,9 @@ func (c *csCtx) waitSeq(seq, timeoutUs uint64) (status int, ts int64, err error)
 	return status, ts, nil
 }
 
-// waitFence waits for a held fence for d (for ever when forever).
-func (c *csCtx) waitFence(fc *fence, d time.Duration, forever bool) bool {
+// waitFence waits for a held fence for d (for ever when forever), or
+// until intr is closed.
+func (c *csCtx) waitFence(fc *fence, d time.Duration, forever bool, intr <-chan struct{}) bool {
 	if !forever && d <= 0 {
 		return fc.completed()
 	}
@@ -206,29 +211,27 @@ func (c *csCtx) waitFence(fc *fence, d time.Duration, forever bool) bool {
 	w := c.getWaiter()
 	fc.waiters = append(fc.waiters, w)
 	fc.mu.Unlock()
-	if forever {
+	if forever && intr == nil {
 		<-w.ch
 		c.putWaiter(w) // complete took it off the fence
 		return true
 	}
-	now := nanotime()
-	deadline := now + int64(d)
-	switch {
-	case w.t == nil:
-		w.t = time.NewTimer(d)
-		w.fire = deadline
-	case w.fire == 0 || w.fire > deadline:
-		w.t.Reset(d)
-		w.fire = deadline
+	var timeout <-chan time.Time // nil: for ever
+	deadline := nanotime() + int64(d)
+	if !forever {
+		timeout = armWaiter(w, d, deadline)
 	}
 wait:
 	for {
 		select {
 		case <-w.ch:
 			break wait
-		case <-w.t.C:
+		case <-intr:
+			break wait
+		case <-timeout:
 			w.fire = 0
-			if now = nanotime(); now >= deadline {
+			now := nanotime()
+			if now >= deadline {
 				break wait
 			}
 			w.t.Reset(time.Duration(deadline - now)) // it was set for an earlier wait
@@ -250,8 +253,32 @@ wait:
 	return fc.completed()
 }
 
+// armWaiter sets w's timer to fire in d, at deadline, unless it fires
+// before, and returns its channel.
+func armWaiter(w *waiter, d time.Duration, deadline int64) <-chan time.Time {
+	switch {
+	case w.t == nil:
+		w.t = time.NewTimer(d)
+		w.fire = deadline
+	case w.fire == 0 || w.fire > deadline:
+		w.t.Reset(d)
+		w.fire = deadline
+	}
+	return w.t.C
+}
+
+// interrupted reports whether intr is closed.
+func interrupted(intr <-chan struct{}) bool {
+	select {
+	case <-intr:
+		return true
+	default:
+		return false
+	}
+}
+
 // waitIoctl is hl_wait_ioctl.
-func (f *File) waitIoctl(a *hl.WaitCSArgs) error {
+func (f *File) waitIoctl(a *hl.WaitCSArgs, intr <-chan struct{}) error {
 	// hl_wait_ioctl: no waits on a device that is not operational or
 	// whose release watchdog runs (the user should close the device).
 	if !f.dev.State().operational() || f.dev.WatchdogActive() {
@@ -261,17 +288,20 @@ func (f *File) waitIoctl(a *hl.WaitCSArgs) error {
 	flags := a.In().Flags
 	switch {
 	case flags&hl.HL_WAIT_CS_FLAGS_INTERRUPT != 0:
-		return c.waitInterrupt(a)
+		return c.waitInterrupt(a, intr)
 	case flags&hl.HL_WAIT_CS_FLAGS_MULTI_CS != 0:
-		return c.waitMulti(a)
+		return c.waitMulti(a, intr)
 	}
-	return c.waitCS(a)
+	return c.waitCS(a, intr)
 }
 
 // waitCS is hl_cs_wait_ioctl.
-func (c *csCtx) waitCS(a *hl.WaitCSArgs) error {
+func (c *csCtx) waitCS(a *hl.WaitCSArgs, intr <-chan struct{}) error {
 	in := a.In()
-	status, ts, err := c.waitSeq(in.Seq(), in.TimeoutUs())
+	status, ts, err := c.waitSeq(in.Seq(), in.TimeoutUs(), intr)
+	if err == unix.EINTR {
+		return err // the argument as it came, as the driver leaves it
+	}
 	*a = hl.WaitCSArgs{}
 	out := a.Out()
 	if err != nil {
@@ -300,7 +330,7 @@ func (c *csCtx) waitCS(a *hl.WaitCSArgs) error {
 }
 
 // waitMulti is hl_multi_cs_wait_ioctl.
-func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
+func (c *csCtx) waitMulti(a *hl.WaitCSArgs, intr <-chan struct{}) error {
 	in := a.In()
 	for _, b := range in.Pad() {
 		if b != 0 {
@@ -336,12 +366,19 @@ func (c *csCtx) waitMulti(a *hl.WaitCSArgs) error {
 			break
 		}
 		if forever {
-			<-wake
+			select {
+			case <-wake:
+			case <-intr:
+				return unix.EINTR
+			}
 		} else {
 			t := time.NewTimer(left)
 			select {
 			case <-wake:
 			case <-t.C:
+			case <-intr:
+				t.Stop()
+				return unix.EINTR
 			}
 			t.Stop()
 		}
@@ -441,7 +478,7 @@ func (c *csCtx) waitOne(seq uint64, fc *fence) (int, int64, error) {
 }
 
 // waitInterrupt is hl_interrupt_wait_ioctl up to the interrupt lookup.
-func (c *csCtx) waitInterrupt(a *hl.WaitCSArgs) error {
+func (c *csCtx) waitInterrupt(a *hl.WaitCSArgs, intr <-chan struct{}) error {
 	p := &c.dev.prof
 	if p.userInterrupts == 0 {
 		return unix.EPERM // no user interrupts (Gaudi)
@@ -459,5 +496,5 @@ func (c *csCtx) waitInterrupt(a *hl.WaitCSArgs) error {
 	default:
 		return unix.EINVAL
 	}
-	return c.interruptWait(a, id) // interrupt.go
+	return c.interruptWait(a, id, intr) // interrupt.go
 }

@@ -21,7 +21,7 @@ import (
 //
 // hlsim's own requests (internal/hlsimproto) are answered here, and a
 // dma-buf export's descriptor is kept for the client to take.
-func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte) int32 {
+func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte, cancel <-chan struct{}) int32 {
 	switch cmd {
 	case hlsimproto.HelloRequest:
 		return s.hello(of, out)
@@ -63,7 +63,11 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte) int32 {
 		copy(out, buf)
 		return -int32(errnoOf(err))
 	}
-	err := of.f.Ioctl(uint(cmd), arg)
+	// A wait ends with EINTR when the kernel interrupts the request (the
+	// caller got a signal): a killed client's thread stays in D state
+	// until its request is answered (fs/fuse/dev.c request_wait_answer
+	// waits uninterruptibly once the server read it).
+	err := of.f.IoctlInterruptible(uint(cmd), arg, cancel)
 	if export && err == nil {
 		err = s.exported(of, (*hl.MemArgs)(arg).Out(), exportFlags)
 	}

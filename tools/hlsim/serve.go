@@ -48,16 +48,17 @@ type server struct {
 
 // openFile is a client's open of a device node.
 type openFile struct {
-	f       *sim.File
-	dev     int
-	ctl     bool
-	pid     int          // the process the file serves (the opener's thread group), for messages and kcmp
-	pidfd   int          // pidfd of the opener, taken at open: signals and descriptor fetches
-	backing int32        // passthrough backing id, 0 for none
-	flushed bool         // a FLUSH came: the client closed a descriptor of it
-	hello   bool         // the client said Hello (internal/hlsimproto)
-	killed  bool         // its process was sent SIGKILL
-	exports map[int]bool // the server's descriptors of dma-bufs the client has yet to take
+	f        *sim.File
+	dev      int
+	ctl      bool
+	pid      int          // the process the file serves (the opener's thread group), for messages and kcmp
+	pidfd    int          // pidfd of the opener, taken at open: signals and descriptor fetches
+	backing  int32        // passthrough backing id, 0 for none
+	flushed  bool         // a FLUSH came: the client closed a descriptor of it
+	hello    bool         // the client said Hello (internal/hlsimproto)
+	killed   bool         // its process was sent SIGKILL
+	orphaned bool         // its opener's address space went away and its work was aborted (orphan.go)
+	exports  map[int]bool // the server's descriptors of dma-bufs the client has yet to take
 }
 
 // releaseGrace is how long an open waits for the release of the device's
@@ -555,7 +556,7 @@ func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, o
 		s.log.Printf("ioctl %#x on %s from thread %d, which did not open it (it is not in the address space process %d opened it from; that address space gone: %v): refused with EPERM", in.Cmd, of.f.Name(), in.Pid, of.pid, of.f.AddressSpaceGone())
 		return fuse.EPERM
 	}
-	out.Result = s.serveIoctl(of, in.Cmd, inbuf, outbuf)
+	out.Result = s.serveIoctl(of, in.Cmd, inbuf, outbuf, cancel)
 	if of.f.Killed() {
 		s.kill(of)
 	}
@@ -571,6 +572,12 @@ func (s *server) kill(of *openFile) {
 	of.killed = true
 	s.mu.Unlock()
 	if done {
+		return
+	}
+	if of.f.AddressSpaceGone() {
+		// The pidfd's process, if it lives, runs another program that
+		// never opened the device (orphan.go).
+		s.log.Printf("a hard reset of %s would kill process %d, which opened its compute node, but that process's address space went away (exec or exit): no signal", s.sys.Device(of.dev).Name(), of.pid)
 		return
 	}
 	s.log.Printf("a hard reset of %s kills process %d, which holds its compute node", s.sys.Device(of.dev).Name(), of.pid)
@@ -591,6 +598,7 @@ func (s *server) reap(interval time.Duration, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		s.abortOrphans()
 		s.mu.Lock()
 		var dead []*openFile
 		for _, of := range s.files {
