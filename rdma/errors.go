@@ -66,3 +66,73 @@ func (e *VersionError) Is(target error) bool {
 	}
 	return false
 }
+
+// More sentinels of the transfer protocol.
+var (
+	// ErrProtocol reports a peer that broke the protocol: a chunk out of
+	// sequence or of the wrong length, more messages than it has credit
+	// for, a descriptor where none belongs.
+	ErrProtocol = errors.New("rdma protocol violation")
+	// ErrBroken reports a call on a Conn that an earlier transfer's
+	// failure or cancellation left unusable: the peer's state is unknown
+	// then, so the connection is shut. Close it and connect again.
+	ErrBroken = errors.New("rdma connection broken")
+)
+
+// PeerError reports a transfer the peer gave up, with its reason.
+type PeerError struct {
+	Code uint32 // the abort code (abortCancelled...)
+}
+
+// Error says why the peer gave up.
+func (e *PeerError) Error() string {
+	switch e.Code {
+	case abortCancelled:
+		return "rdma peer cancelled the transfer"
+	case abortAborted:
+		return "rdma peer's device aborted the transfer"
+	case abortLength:
+		return "rdma peer's range has another length"
+	case abortProtocol:
+		return "rdma peer saw a protocol violation"
+	}
+	return fmt.Sprintf("rdma peer gave up (code %d)", e.Code)
+}
+
+// Is matches ErrPeerCancelled, and what the peer's failure matches:
+// ErrAborted (a reset of its device), ErrLength or ErrProtocol.
+func (e *PeerError) Is(target error) bool {
+	switch target {
+	case ErrPeerCancelled:
+		return true
+	case ErrAborted:
+		return e.Code == abortAborted
+	case ErrLength:
+		return e.Code == abortLength
+	case ErrProtocol:
+		return e.Code == abortProtocol
+	}
+	return false
+}
+
+// goneError reports a peer that disconnected or stopped answering; it
+// matches ErrPeerGone and unwraps to the cause (cm.ErrDisconnected, or a
+// completion's ib.ErrRetryExceeded...).
+type goneError struct{ cause error }
+
+func (e *goneError) Error() string        { return "rdma peer gone: " + e.cause.Error() }
+func (e *goneError) Unwrap() error        { return e.cause }
+func (e *goneError) Is(target error) bool { return target == ErrPeerGone }
+
+// abortCode is the code that tells the peer why this side failed.
+func abortCode(err error) uint32 {
+	switch {
+	case errors.Is(err, ErrAborted):
+		return abortAborted
+	case errors.Is(err, ErrLength):
+		return abortLength
+	case errors.Is(err, ErrProtocol):
+		return abortProtocol
+	}
+	return abortCancelled
+}

@@ -54,6 +54,8 @@ PACKAGES='
 ./examples/rdma  ^TestKernel           -
 ./tools/hlperf   ^TestKernel           -
 ./ipc            .                     -
+./rdma           ^TestKernel           -
+./examples/rdma-send ^TestKernel       -
 '
 
 # Kernel modules loaded in the guest (their dependencies come along).
