@@ -51,6 +51,10 @@ type Conn struct {
 	stop context.CancelFunc
 	bg   sync.WaitGroup // dispatcher, CM watcher
 	xfer sync.WaitGroup // transfers, also those finishing in the background
+	// mu orders begin's xfer.Add before Close's xfer.Wait: closing is set
+	// under it, and no transfer begins after.
+	mu      sync.Mutex
+	closing bool
 
 	brokeOnce sync.Once
 	broken    chan struct{} // closed when the connection is shut
@@ -475,6 +479,11 @@ func (c *Conn) begin(s *side, op string) error {
 		return fmt.Errorf("rdma %s: %w", op, ErrClosed)
 	default:
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return fmt.Errorf("rdma %s: %w", op, ErrClosed)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.busy {
@@ -501,6 +510,9 @@ func (c *Conn) end(s *side) {
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		var errs []error
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
 		if c.qp != nil {
 			c.shut(ErrClosed)
 		}

@@ -45,7 +45,8 @@ const DescriptorVersion = 1
 // drivers/infiniband/core/cma.c); ACCEPT carries 196
 // (IB_CM_REP_PRIVATE_DATA_SIZE) and REJECT 148 (IB_CM_REJ_PRIVATE_DATA_SIZE).
 // struct rdma_ucm_conn_param in include/uapi/rdma/rdma_user_cm.h has room
-// for 256, which the CM then refuses past those limits (EINVAL).
+// for RDMA_MAX_PRIVATE_DATA, 256 bytes, which the CM refuses past those
+// limits (EINVAL).
 const DescriptorSize = 32
 
 // descriptorMagic starts every descriptor: "GM" (Gaudi memory).

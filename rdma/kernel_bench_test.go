@@ -80,3 +80,27 @@ func mapHost(b *testing.B, n uint64) []byte {
 	b.Cleanup(func() { unix.Munmap(m) })
 	return m
 }
+
+// BenchmarkKernelRDMAChunk measures the pipelined path at 16 MiB with
+// several chunk sizes (Options.ChunkSize, both ends), each over its own
+// connection: the figures DefaultChunkSize was chosen from.
+func BenchmarkKernelRDMAChunk(b *testing.B) {
+	a, z := newNodes(b, sim.Gaudi2)
+	ctx := timeout(b)
+	const n = 16 << 20
+	src, dst := a.alloc(b, n, 9), z.alloc(b, n, 0)
+	for _, kib := range []uint32{256, 1024, 4096} {
+		b.Run(fmt.Sprintf("chunk=%dKiB", kib), func(b *testing.B) {
+			opts := Options{ChunkSize: kib << 10}
+			client, server := connect(b, a, z, opts, opts)
+			b.SetBytes(n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if sent, recvd := transfer(ctx, client, server, src.All(), dst.All()); sent.err != nil || recvd.err != nil {
+					b.Fatalf("send: %v; recv: %v", sent.err, recvd.err)
+				}
+			}
+		})
+	}
+}

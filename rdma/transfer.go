@@ -97,17 +97,25 @@ func (c *Conn) Recv(ctx context.Context, dst memory.DeviceRange) (Result, error)
 }
 
 // register registers r's device memory with the NIC, as Options.Path
-// allows: nil (and no error) means the pipelined path.
-func (c *Conn) register(r memory.DeviceRange, access ib.Access) (*ib.RegisteredBuffer, error) {
+// allows: nil (and no error) means the pipelined path. The NIC's region
+// covers whole pages (a dma-buf exports no less); where the peer may
+// write it (remote), the range must be whole pages itself, or the peer
+// could write the bytes around it, and the pipeline is taken instead.
+func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*ib.RegisteredBuffer, error) {
 	if c.opts.Path == PathPipelined || r.Len() == 0 {
 		return nil, nil
 	}
 	page := uint64(os.Getpagesize())
 	lo := r.Offset() &^ (page - 1)
 	hi := (r.Offset() + r.Len() + page - 1) &^ (page - 1)
-	rb, err := ib.RegisterBuffer(c.pd, r.Buffer(), lo, hi-lo, access)
-	if err == nil {
-		return rb, nil
+	var err error
+	if remote && (lo != r.Offset() || hi != r.Offset()+r.Len()) {
+		err = fmt.Errorf("device range at offset %d, %d bytes: not whole %d-byte pages a peer may write: %w", r.Offset(), r.Len(), page, memory.ErrRange)
+	} else {
+		var rb *ib.RegisteredBuffer
+		if rb, err = ib.RegisterBuffer(c.pd, r.Buffer(), lo, hi-lo, access); err == nil {
+			return rb, nil
+		}
 	}
 	if c.opts.Path == PathZeroCopy {
 		return nil, fmt.Errorf("%w: %w", ErrPathRefused, err)
@@ -239,7 +247,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	if nchunks > maxChunks {
 		return Result{}, f.finish(fmt.Errorf("%d chunks of %d bytes, at most %d: %w", nchunks, chunk, maxChunks, ErrLength))
 	}
-	rb, err := c.register(src, ib.AccessLocalWrite)
+	rb, err := c.register(src, ib.AccessLocalWrite, false)
 	if err != nil {
 		return Result{}, f.finish(err)
 	}
@@ -412,7 +420,7 @@ func (c *Conn) writeErr(ev event) error {
 func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, error) {
 	f := &failure{c: c, s: &c.rcv}
 	n := dst.Len()
-	rb, err := c.register(dst, ib.AccessLocalWrite|ib.AccessRemoteWrite)
+	rb, err := c.register(dst, ib.AccessLocalWrite|ib.AccessRemoteWrite, true)
 	if err != nil {
 		return Result{}, f.finish(err)
 	}
@@ -486,6 +494,9 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 			case evDone:
 				if arrived != nchunks {
 					return fmt.Errorf("done after %d of %d chunks: %w", arrived, nchunks, ErrProtocol)
+				}
+				if p := Path(ev.value); p != PathZeroCopy && p != PathPipelined {
+					return fmt.Errorf("done with path %d: %w", ev.value, ErrProtocol)
 				}
 				res.PeerPath = Path(ev.value)
 				done = true

@@ -54,7 +54,7 @@ PACKAGES='
 ./examples/rdma  ^TestKernel           -
 ./tools/hlperf   ^TestKernel           -
 ./ipc            .                     -
-./rdma           ^TestKernel           -
+./rdma           ^TestKernel           ^BenchmarkKernelRDMA$
 ./examples/rdma-send ^TestKernel       -
 '
 
