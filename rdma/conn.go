@@ -60,6 +60,13 @@ type Conn struct {
 	broken    chan struct{} // closed when the connection is shut
 	brokenErr error
 
+	// left is why the peer left (its DISCONNECT), set before the QP goes
+	// to the error state: the shut waits for the flushed receives, behind
+	// every completion that came before, so that a transfer the peer
+	// finished before it left is not reported as failed.
+	leftMu sync.Mutex
+	left   error
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -359,10 +366,31 @@ func (c *Conn) watch() {
 		}
 		switch ev.Type {
 		case cm.EventDisconnected, cm.EventDeviceRemoval:
-			c.shut(&goneError{cm.ErrDisconnected})
+			c.peerLeft(&goneError{cm.ErrDisconnected})
 			return
 		}
 	}
+}
+
+// peerLeft records why the peer left and moves the QP to the error
+// state; the dispatcher shuts the connection when the flushed receives
+// come, after every completion before them.
+func (c *Conn) peerLeft(cause error) {
+	c.leftMu.Lock()
+	if c.left == nil {
+		c.left = cause
+	}
+	c.leftMu.Unlock()
+	if err := c.qp.Modify(&ib.QPAttr{Mask: ib.AttrState, State: ib.QPSErr}); err != nil {
+		c.shut(cause)
+	}
+}
+
+// leftCause is peerLeft's cause, or nil.
+func (c *Conn) leftCause() error {
+	c.leftMu.Lock()
+	defer c.leftMu.Unlock()
+	return c.left
 }
 
 // shut shuts the connection once: the QP goes to the error state (the
@@ -418,9 +446,11 @@ func (c *Conn) route(wc *ib.WC) {
 		c.push(s, event{kind: evCtlSent, value: uint32(v &^ roleBit), err: err})
 	case wrRecv:
 		if err := wc.Err(); err != nil {
-			if !errors.Is(err, ib.ErrFlushed) {
-				c.shut(&goneError{err})
+			cause := error(&goneError{err})
+			if l := c.leftCause(); l != nil && errors.Is(err, ib.ErrFlushed) {
+				cause = l
 			}
+			c.shut(cause) // a no-op when this side shut first
 			return
 		}
 		c.receive(wc, int(v))

@@ -1,8 +1,10 @@
 package rdma
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
 	"github.com/gaudi-go/gaudi/sim"
@@ -19,11 +21,12 @@ import (
 func BenchmarkKernelRDMA(b *testing.B) {
 	a, z := newNodes(b, sim.Gaudi2)
 	client, server := connect(b, a, z, Options{}, Options{})
-	ctx := timeout(b)
 	for _, mib := range []uint64{1, 4, 16, 64} {
 		n := mib << 20
 		b.Run(fmt.Sprintf("pipelined/%dMiB", mib), func(b *testing.B) {
 			src, dst := a.alloc(b, n, 9), z.alloc(b, n, 0)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -86,7 +89,8 @@ func mapHost(b *testing.B, n uint64) []byte {
 // connection: the figures DefaultChunkSize was chosen from.
 func BenchmarkKernelRDMAChunk(b *testing.B) {
 	a, z := newNodes(b, sim.Gaudi2)
-	ctx := timeout(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	const n = 16 << 20
 	src, dst := a.alloc(b, n, 9), z.alloc(b, n, 0)
 	for _, kib := range []uint32{256, 1024, 4096} {

@@ -361,3 +361,35 @@ func TestKernelPeerGone(t *testing.T) {
 		t.Errorf("close the receiver: %v", err)
 	}
 }
+
+// TestKernelCloseAfterSend: a sender that closes its connection as soon as
+// Send returns must not fail the receiver's Recv, whose last messages
+// (the done, behind the chunks) were delivered before the disconnect: the
+// disconnect shuts the receiving side only after the completions that
+// came before it. Round after round, each on a new connection.
+func TestKernelCloseAfterSend(t *testing.T) {
+	a, b := newNodes(t, sim.Gaudi2)
+	src, dst := a.alloc(t, 256<<10, 7), b.alloc(t, 256<<10, 0)
+	want := a.read(t, src.All())
+	for round := range 6 {
+		client, server := connect(t, a, b, Options{ChunkSize: 64 << 10}, Options{ChunkSize: 64 << 10})
+		ctx := timeout(t)
+		sent := make(chan error, 1)
+		go func() {
+			_, err := client.Send(ctx, src.All())
+			sent <- errors.Join(err, client.Close())
+		}()
+		if _, err := server.Recv(ctx, dst.All()); err != nil {
+			t.Fatalf("round %d: recv from a sender that closes at once: %v", round, err)
+		}
+		if err := <-sent; err != nil {
+			t.Fatalf("round %d: send and close: %v", round, err)
+		}
+		if !bytes.Equal(b.read(t, dst.All()), want) {
+			t.Fatalf("round %d: received bytes differ", round)
+		}
+		if err := server.Close(); err != nil {
+			t.Fatalf("round %d: close the receiver: %v", round, err)
+		}
+	}
+}

@@ -227,6 +227,9 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 				return Result{}, f.finish(&PeerError{Code: ev.value})
 			}
 		case <-c.broken:
+			if len(c.snd.ev) > 0 {
+				continue // what came before the shut first
+			}
 			return Result{}, f.finish(c.shutErr(&c.snd, f))
 		case <-cancel:
 			return Result{}, f.finish(context.Canceled)
@@ -278,6 +281,9 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 				return Result{}, f.finish(&PeerError{Code: ev.value})
 			}
 		case <-c.broken:
+			if len(c.snd.ev) > 0 {
+				continue // what came before the shut first
+			}
 			return Result{}, f.finish(c.shutErr(&c.snd, f))
 		case <-cancel:
 			return Result{}, f.finish(context.Canceled)
@@ -376,6 +382,9 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 				return fmt.Errorf("a descriptor during a transfer: %w", ErrProtocol)
 			}
 		case <-c.broken:
+			if len(c.snd.ev) > 0 {
+				continue // what came before the shut first
+			}
 			return c.shutErr(&c.snd, f)
 		case <-cancel:
 			return context.Canceled
@@ -409,6 +418,9 @@ func (c *Conn) writeErr(ev event) error {
 			return c.brokenErr
 		}
 	default:
+		if l := c.leftCause(); l != nil && errors.Is(ev.err, ib.ErrFlushed) {
+			return l
+		}
 	}
 	if errors.Is(ev.err, ib.ErrRetryExceeded) {
 		return &goneError{fmt.Errorf("write chunk %d: %w", ev.value, ev.err)}
@@ -504,6 +516,9 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 				return &PeerError{Code: ev.value}
 			}
 		case <-c.broken:
+			if len(c.rcv.ev) > 0 {
+				continue // what came before the shut first
+			}
 			return c.shutErr(&c.rcv, f)
 		case <-cancel:
 			return context.Canceled
