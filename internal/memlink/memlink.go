@@ -1,11 +1,13 @@
-// Package memlink connects packages memory and dma without public API.
+// Package memlink connects packages memory, dma and rdma without public
+// API.
 //
 // A transfer holds the device buffers and host mappings it uses, so that
 // their Close waits for the device; holds are counted, and a count a
 // program could decrement would let it free memory under a running DMA.
 // So memory does not export Hold and Release: it sets the functions here
-// in its init, and dma, the only package that submits transfers over
-// memory.Manager objects, calls them. Likewise dma attaches its Engine to a
+// in its init, and the packages that submit transfers over memory.Manager
+// objects call them: dma for its copies, rdma for the whole of a transfer
+// to or from a remote peer (the NIC's part included). Likewise dma attaches its Engine to a
 // Manager, through Attach, as the mover its buffers' ReadAt and WriteAt use.
 package memlink
 

@@ -61,6 +61,8 @@ PACKAGES='
 ./examples/rdma  ^TestKernel           -
 ./tools/hlperf   ^TestKernel           -
 ./ipc            .                     -
+./rdma           ^TestKernel           ^BenchmarkKernelRDMA$
+./examples/rdma-send ^TestKernel       -
 '
 
 # Kernel modules loaded in the guest (their dependencies come along);

@@ -30,10 +30,16 @@ type rdmaConfig struct {
 	bind    string
 	gbits   bool
 	server  netip.Addr // the client's peer; invalid on the server
+	// gaudi moves device memory on both ends with package rdma (as
+	// perftest's --use_cuda does GPU memory), gaudiPath forces its path.
+	gaudi     bool
+	gaudiPath string
 }
 
 const rdmaSynopsis = `hlperf -rdma [-lat] [-s SIZE] [-n ITERS] [-t DEPTH] [-Q N] [-p PORT]
-       [-bind ADDR] [-report_gbits] [-R] [SERVER]`
+       [-bind ADDR] [-report_gbits] [-R] [SERVER]
+hlperf -rdma -use_gaudi [-device SEL] [-gaudi_path auto|zero-copy|pipelined] [-s SIZE] [-n ITERS]
+       [-p PORT] [-bind ADDR] [-report_gbits] [SERVER]`
 
 const rdmaDoc = `hlperf -rdma measures RDMA WRITE bandwidth (as ib_write_bw does) or, with
 -lat, RDMA WRITE ping-pong latency (as ib_write_lat does) between two hlperf
@@ -44,7 +50,15 @@ address; host memory is registered on both sides. The client prints the
 report in perftest's columns: #bytes, #iterations, BW peak, BW average
 (MB/sec = 2^20 bytes/s, or Gb/sec with -report_gbits), MsgRate (Mpps); or
 t_min, t_max, t_typical, t_avg, t_stdev, 99% and 99.9% percentiles in usec
-(half a round trip, the slowest 2 samples dropped, as perftest does).`
+(half a round trip, the slowest 2 samples dropped, as perftest does).
+
+With -use_gaudi (perftest's --use_cuda for Gaudi memory) both ends hold the
+bytes in device memory and move them with package rdma: each of -n transfers
+of -s bytes is one Send on the client and one Recv on the server (both sides
+need the same -s and -n), timed from the call until the receiver has the
+bytes in device memory; under the report, a line says which path each side
+took: zero-copy (the NIC registered the device memory's dma-buf) or
+pipelined (the DMA engines staged it through pinned host memory).`
 
 // newRDMAConfig returns the -rdma command with its flags bound.
 func newRDMAConfig() (*rdmaConfig, *cli.Command) {
@@ -61,6 +75,8 @@ func newRDMAConfig() (*rdmaConfig, *cli.Command) {
 	fs.StringVar(&cfg.bind, "bind", "0.0.0.0", "the server's address")
 	fs.BoolVar(&cfg.gbits, "report_gbits", false, "report bandwidth in Gb/sec (1e9 bits)")
 	fs.Bool("R", true, "connect with the RDMA CM (always)")
+	fs.BoolVar(&cfg.gaudi, "use_gaudi", false, "device memory on both ends (package rdma), as perftest's --use_cuda")
+	fs.StringVar(&cfg.gaudiPath, "gaudi_path", "auto", "with -use_gaudi, force a path: auto, zero-copy or pipelined")
 	return cfg, cmd
 }
 
@@ -90,6 +106,10 @@ func (cfg *rdmaConfig) check(cmd *cli.Command) error {
 		return cmd.UsageError("-t %d: between 1 and 15000", cfg.txDepth)
 	case cfg.cqMod < 1 || cfg.cqMod > 1024: // MIN_CQ_MOD, MAX_CQ_MOD
 		return cmd.UsageError("-Q %d: between 1 and 1024", cfg.cqMod)
+	case cfg.gaudi && cfg.lat:
+		return cmd.UsageError("-use_gaudi measures bandwidth only, not -lat")
+	case cfg.gaudiPath != "auto" && cfg.gaudiPath != "zero-copy" && cfg.gaudiPath != "pipelined":
+		return cmd.UsageError("-gaudi_path %q: want auto, zero-copy or pipelined", cfg.gaudiPath)
 	case cfg.port < 1 || cfg.port > 65535:
 		return cmd.UsageError("-p %d: not a port", cfg.port)
 	case cmd.Flags.NArg() > 1:
@@ -134,9 +154,14 @@ func hlperfRDMA(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if cfg.server.IsValid() {
+	switch {
+	case cfg.gaudi && cfg.server.IsValid():
+		err = rdmaGaudiClient(ctx, cmd, cfg, stdout)
+	case cfg.gaudi:
+		err = rdmaGaudiServer(ctx, cmd, cfg, stdout)
+	case cfg.server.IsValid():
 		err = rdmaClient(ctx, cfg, stdout)
-	} else {
+	default:
 		err = rdmaServer(ctx, cfg, stdout)
 	}
 	if err != nil && ctx.Err() != nil {

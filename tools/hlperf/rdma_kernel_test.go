@@ -198,3 +198,26 @@ func TestKernelRDMAWriteVsPerftest(t *testing.T) {
 	t.Logf("RDMA WRITE on rxe, loopback, host memory (same run):\n%s", table.String())
 	io.WriteString(os.Stdout, "RDMA_RATIO_TABLE\n"+table.String())
 }
+
+// TestKernelRDMAGaudi runs hlperf -rdma -use_gaudi's server and client on
+// two simulated Gaudi2s of this process over rxe loopback: device memory
+// on both ends, moved by package rdma, which takes the pipelined path on
+// rxe (it refuses dma-buf registrations) and says so under a perftest
+// report of the five transfers.
+func TestKernelRDMAGaudi(t *testing.T) {
+	addr := rxetest.Addr(t, cm.DevicePath)
+	t.Setenv("GAUDI_DEVICE", "sim")
+	t.Setenv("GAUDI_SIM_LOCKDIR", t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	const size = 1 << 20
+	out := timed(ctx, t, "hlperf -rdma -use_gaudi", func(ctx context.Context) string {
+		return runOurs(ctx, t, addr, 18700, "-use_gaudi", "-s", strconv.Itoa(size), "-n", "5")
+	})
+	if r := reportFields(t, "hlperf -rdma -use_gaudi", out, size, 5); r[1] != 5 || r[3] <= 0 {
+		t.Errorf("report %v, want 5 iterations and a bandwidth", r)
+	}
+	if want := "Device memory path: pipelined here, pipelined at the receiver"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q", want)
+	}
+}

@@ -1,0 +1,64 @@
+package rdma
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestOptions(t *testing.T) {
+	for _, tc := range []struct {
+		in, want Options
+		err      bool
+	}{
+		{in: Options{}, want: Options{ChunkSize: DefaultChunkSize, Depth: 3}},
+		{in: Options{Path: PathPipelined, ChunkSize: 4096, Depth: 2}, want: Options{Path: PathPipelined, ChunkSize: 4096, Depth: 2}},
+		{in: Options{ChunkSize: 4095}, err: true},
+		{in: Options{ChunkSize: maxChunk + 1}, err: true},
+		{in: Options{Depth: 1}, err: true},
+		{in: Options{Depth: 65}, err: true},
+		{in: Options{Path: PathPipelined + 1}, err: true},
+	} {
+		o := tc.in
+		err := o.normalize()
+		if tc.err {
+			if !errors.Is(err, ErrBadOptions) {
+				t.Errorf("%+v: %v, want ErrBadOptions", tc.in, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%+v: %v", tc.in, err)
+		} else if diff := cmp.Diff(tc.want, o); diff != "" {
+			t.Errorf("%+v normalized (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+// TestPeerError: a peer's abort matches ErrPeerCancelled and, by its
+// code, the error the peer failed with; abortCode picks that code.
+func TestPeerError(t *testing.T) {
+	for _, tc := range []struct {
+		cause error
+		also  error
+	}{
+		{ErrAborted, ErrAborted},
+		{ErrLength, ErrLength},
+		{ErrProtocol, ErrProtocol},
+		{errors.New("context canceled"), nil},
+	} {
+		e := &PeerError{Code: abortCode(tc.cause)}
+		if !errors.Is(e, ErrPeerCancelled) {
+			t.Errorf("%v: %v does not match ErrPeerCancelled", tc.cause, e)
+		}
+		for _, s := range []error{ErrAborted, ErrLength, ErrProtocol} {
+			if got := errors.Is(e, s); got != (s == tc.also) {
+				t.Errorf("%v: errors.Is(%v, %v) = %v", tc.cause, e, s, got)
+			}
+		}
+	}
+	if g := (&goneError{errors.New("x")}); !errors.Is(g, ErrPeerGone) || errors.Is(g, ErrPeerCancelled) {
+		t.Errorf("goneError matches wrongly: %v", g)
+	}
+}

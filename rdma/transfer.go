@@ -1,0 +1,528 @@
+package rdma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gaudi-go/gaudi/dma"
+	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/memlink"
+	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/memory"
+)
+
+// Result tells how a transfer ran.
+type Result struct {
+	// Path is how this side moved its device memory: PathZeroCopy when
+	// the NIC used it directly, PathPipelined when the DMA engines staged
+	// it through host memory.
+	Path Path
+	// PeerPath is how the peer moved its side.
+	PeerPath Path
+	// Bytes is the length of the range, Chunks how many work requests
+	// carried it.
+	Bytes  uint64
+	Chunks int
+}
+
+// abortWait bounds how long a failing transfer waits for the NIC to
+// deliver its abort message before it shuts the connection anyway.
+const abortWait = 10 * time.Second
+
+// run runs a transfer on side s in the background and waits for it or
+// for ctx. When ctx ends first, run returns ctx's error at once and the
+// transfer stops in the background (see the package's Lifetimes).
+func (c *Conn) run(ctx context.Context, s *side, op string, r memory.DeviceRange, body func(cancel <-chan struct{}) (Result, error)) (Result, error) {
+	if err := c.begin(s, op); err != nil {
+		return Result{}, err
+	}
+	if err := r.Check(); err != nil {
+		c.end(s)
+		return Result{}, fmt.Errorf("rdma %s: %w", op, err)
+	}
+	// Hold the range's buffer: its Close waits until the NIC's completions
+	// and the DMA engines' are all in.
+	buf := r.Buffer()
+	if err := memlink.Hold(buf); err != nil {
+		c.end(s)
+		return Result{}, fmt.Errorf("rdma %s: %w", op, err)
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	stopAfter := context.AfterFunc(ctx, cancel)
+	type outcome struct {
+		res Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := body(bg.Done())
+		if rerr := memlink.Release(buf); rerr != nil && err == nil {
+			err = rerr
+		}
+		if err != nil {
+			err = fmt.Errorf("rdma %s: %w", op, err)
+		}
+		stopAfter()
+		cancel()
+		c.end(s)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// Send sends the device range src to the peer's Recv, which supplies
+// where it goes. It returns when the peer has the bytes (in its device
+// memory, or in the registered device memory the NIC wrote): every chunk
+// was written and, on a pipelined receiver, copied out of its ring.
+func (c *Conn) Send(ctx context.Context, src memory.DeviceRange) (Result, error) {
+	return c.run(ctx, &c.snd, "send", src, func(cancel <-chan struct{}) (Result, error) {
+		return c.send(src, cancel)
+	})
+}
+
+// Recv receives the peer's Send into the device range dst, whose length
+// must be the sender's. It returns when the bytes are in dst.
+func (c *Conn) Recv(ctx context.Context, dst memory.DeviceRange) (Result, error) {
+	return c.run(ctx, &c.rcv, "recv", dst, func(cancel <-chan struct{}) (Result, error) {
+		return c.recv(dst, cancel)
+	})
+}
+
+// register registers r's device memory with the NIC, as Options.Path
+// allows: nil (and no error) means the pipelined path. The NIC's region
+// covers whole pages (a dma-buf exports no less); where the peer may
+// write it (remote), the range must be whole pages itself, or the peer
+// could write the bytes around it, and the pipeline is taken instead.
+func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*ib.RegisteredBuffer, error) {
+	if c.opts.Path == PathPipelined || r.Len() == 0 {
+		return nil, nil
+	}
+	page := uint64(os.Getpagesize())
+	lo := r.Offset() &^ (page - 1)
+	hi := (r.Offset() + r.Len() + page - 1) &^ (page - 1)
+	var err error
+	if remote && (lo != r.Offset() || hi != r.Offset()+r.Len()) {
+		err = fmt.Errorf("device range at offset %d, %d bytes: not whole %d-byte pages a peer may write: %w", r.Offset(), r.Len(), page, memory.ErrRange)
+	} else {
+		var rb *ib.RegisteredBuffer
+		if rb, err = ib.RegisterBuffer(c.pd, r.Buffer(), lo, hi-lo, access); err == nil {
+			return rb, nil
+		}
+	}
+	if c.opts.Path == PathZeroCopy {
+		return nil, fmt.Errorf("%w: %w", ErrPathRefused, err)
+	}
+	return nil, nil
+}
+
+// failure is how a transfer that went wrong ends: tell the peer why
+// (unless it is the peer that gave up or went away), wait for that
+// message to leave, shut the connection (the QP goes to the error state,
+// so everything still posted completes as flushed), then wait for
+// the DMA engines and the NIC. Only then may the caller release memory.
+type failure struct {
+	c    *Conn
+	s    *side
+	role uint32 // roleBit for the sending side
+	// posted counts the data WRITEs not yet completed; dmas the DMA
+	// transfers not yet waited for.
+	posted int
+	dmas   []*dma.Transfer
+}
+
+func (f *failure) finish(err error) error {
+	c := f.c
+	var peer *PeerError
+	select {
+	case <-c.broken:
+	default:
+		if !errors.As(err, &peer) {
+			v := imm(kindAbort, abortCode(err)) | f.role
+			if _, perr := c.qp.PostSend(ib.SendWR{ID: wrCtl | uint64(f.role) | ctlAbort, Op: ib.OpSendImm, Imm: v}); perr == nil {
+				f.await(func(ev event) bool { return ev.kind == evCtlSent && ev.value == ctlAbort }, abortWait)
+			}
+		}
+	}
+	c.shut(fmt.Errorf("%w by a failed transfer: %w", ErrBroken, err))
+	// The engines first: a DMA transfer's Wait returns once the device is
+	// done with it (or its timeout passed), whatever the QP does.
+	for _, t := range f.dmas {
+		if t != nil {
+			_ = t.Wait(context.Background())
+		}
+	}
+	// Then the NIC: in the error state every posted WRITE completes,
+	// flushed if it had not run.
+	for f.posted > 0 {
+		ev := <-f.s.ev
+		if ev.kind == evSent {
+			f.posted--
+		}
+	}
+	return err
+}
+
+// await waits up to d for an event ok accepts, dropping others.
+func (f *failure) await(ok func(event) bool, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-f.s.ev:
+			if ev.kind == evSent {
+				f.posted--
+			}
+			if ok(ev) {
+				return
+			}
+		case <-f.c.broken:
+			return
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// brokenErr is what a transfer reports for a shut connection: an abort
+// the peer sent just before, when one is queued, else the cause.
+func (c *Conn) shutErr(s *side, f *failure) error {
+	for {
+		select {
+		case ev := <-s.ev:
+			if ev.kind == evSent {
+				f.posted--
+			}
+			if ev.kind == evAbort {
+				return &PeerError{Code: ev.value}
+			}
+		default:
+			return c.brokenErr
+		}
+	}
+}
+
+// send is Send's body, on its own goroutine.
+func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, error) {
+	f := &failure{c: c, s: &c.snd, role: roleBit}
+	// The receiver's descriptor of this transfer.
+	var d Descriptor
+	for d.Path == PathAuto {
+		select {
+		case ev := <-c.snd.ev:
+			switch ev.kind {
+			case evDesc:
+				if ev.err != nil {
+					return Result{}, f.finish(fmt.Errorf("%w: %w", ErrProtocol, ev.err))
+				}
+				d = ev.desc
+			case evAbort:
+				return Result{}, f.finish(&PeerError{Code: ev.value})
+			}
+		case <-c.broken:
+			if len(c.snd.ev) > 0 {
+				continue // what came before the shut first
+			}
+			return Result{}, f.finish(c.shutErr(&c.snd, f))
+		case <-cancel:
+			return Result{}, f.finish(context.Canceled)
+		}
+	}
+	n := src.Len()
+	if d.Len != n {
+		return Result{}, f.finish(fmt.Errorf("sending %d bytes to a receiver of %d: %w", n, d.Len, ErrLength))
+	}
+	chunk := uint64(c.chunk)
+	if d.Path == PathPipelined {
+		if d.ChunkSize > c.opts.ChunkSize || d.ChunkSize < 4096 {
+			return Result{}, f.finish(fmt.Errorf("receiver's chunk %d, ours %d: %w", d.ChunkSize, c.opts.ChunkSize, ErrProtocol))
+		}
+		chunk = uint64(d.ChunkSize)
+	}
+	nchunks := (n + chunk - 1) / chunk
+	if nchunks > maxChunks {
+		return Result{}, f.finish(fmt.Errorf("%d chunks of %d bytes, at most %d: %w", nchunks, chunk, maxChunks, ErrLength))
+	}
+	rb, err := c.register(src, ib.AccessLocalWrite, false)
+	if err != nil {
+		return Result{}, f.finish(err)
+	}
+	res := Result{Path: PathPipelined, PeerPath: d.Path, Bytes: n, Chunks: int(nchunks)}
+	if rb != nil {
+		res.Path = PathZeroCopy
+		defer rb.Close() // after every WRITE that names it completed
+	}
+	err = c.sendChunks(f, src, d, rb, chunk, int(nchunks), cancel)
+	if err != nil {
+		return Result{}, f.finish(err)
+	}
+	// Done: RC delivers it after every WRITE above. Its completion is
+	// awaited: a Close right after Send returns would flush it otherwise.
+	if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(res.Path))}); err != nil {
+		return Result{}, f.finish(err)
+	}
+	for {
+		select {
+		case ev := <-c.snd.ev:
+			switch {
+			case ev.kind == evCtlSent && ev.value == ctlDone:
+				if ev.err != nil {
+					return Result{}, f.finish(&goneError{ev.err})
+				}
+				return res, nil
+			case ev.kind == evAbort:
+				return Result{}, f.finish(&PeerError{Code: ev.value})
+			}
+		case <-c.broken:
+			if len(c.snd.ev) > 0 {
+				continue // what came before the shut first
+			}
+			return Result{}, f.finish(c.shutErr(&c.snd, f))
+		case <-cancel:
+			return Result{}, f.finish(context.Canceled)
+		}
+	}
+}
+
+// sendChunks moves the chunks: DMA into a staging slot (unless rb names
+// the source itself), WRITE to the receiver (its ring slot, once it has
+// credit for one, or its registered device memory), and on a ring, the
+// credits back for every chunk.
+func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *ib.RegisteredBuffer, chunk uint64, nchunks int, cancel <-chan struct{}) error {
+	depth := c.opts.Depth
+	stride := uint64(c.opts.ChunkSize)
+	f.dmas = make([]*dma.Transfer, depth)
+	ring := d.Path == PathPipelined
+	credits := 0
+	if ring {
+		credits = int(d.Slots)
+	}
+	credited := 0
+	started, ready, posted, completed := 0, 0, 0, 0
+	length := func(k int) uint64 { return min(chunk, src.Len()-uint64(k)*chunk) }
+	for completed < nchunks || (ring && credited < nchunks) {
+		// Fill free staging slots.
+		for started < nchunks && started-completed < depth {
+			if rb == nil {
+				k := started
+				b := c.eng.NewBatch(dma.BatchOptions{})
+				_ = b.CopyToHost(c.sbuf.Range(uint64(k%depth)*stride, length(k)), src.Slice(uint64(k)*chunk, length(k)))
+				t, err := b.Start(context.Background())
+				if err != nil {
+					return fmt.Errorf("stage chunk %d: %w", k, dmaErr(err))
+				}
+				f.dmas[k%depth] = t
+				if testHookStaged != nil {
+					testHookStaged(k)
+				}
+			} else {
+				ready++
+			}
+			started++
+		}
+		// Post what is staged, as credit allows.
+		for posted < ready && (!ring || credits > 0) {
+			k := posted
+			var sg [1]ib.SGE
+			if rb != nil {
+				sg[0] = ib.SGE{Addr: src.VA() + uint64(k)*chunk, Length: uint32(length(k)), LKey: rb.MR().LKey()}
+			} else {
+				sg[0] = ib.SGE{Addr: c.smr.IOVA() + uint64(k%depth)*stride, Length: uint32(length(k)), LKey: c.smr.LKey()}
+			}
+			wr := ib.SendWR{ID: wrData | uint64(k), Op: ib.OpRDMAWrite, RKey: d.RKey, SG: sg[:]}
+			if ring {
+				wr.Op, wr.Imm = ib.OpRDMAWriteImm, imm(kindData, uint32(k))
+				wr.RemoteAddr = d.Addr + uint64(k%int(d.Slots))*uint64(d.ChunkSize)
+				credits--
+			} else {
+				wr.RemoteAddr = d.Addr + uint64(k)*chunk
+			}
+			if _, err := c.qp.PostSend(wr); err != nil {
+				return fmt.Errorf("post chunk %d: %w", k, err)
+			}
+			posted++
+			f.posted++
+		}
+		var staged <-chan struct{}
+		if ready < started {
+			staged = f.dmas[ready%depth].Done()
+		}
+		select {
+		case <-staged:
+			t := f.dmas[ready%depth]
+			f.dmas[ready%depth] = nil
+			if err := t.Err(); err != nil {
+				return fmt.Errorf("stage chunk %d: %w", ready, dmaErr(err))
+			}
+			ready++
+		case ev := <-c.snd.ev:
+			switch ev.kind {
+			case evSent:
+				f.posted--
+				if ev.err != nil {
+					return c.writeErr(ev)
+				}
+				completed++
+			case evCredit:
+				credits += int(ev.value)
+				credited += int(ev.value)
+				if credited > nchunks || credits > int(d.Slots) {
+					return fmt.Errorf("%d credits for %d chunks: %w", credited, nchunks, ErrProtocol)
+				}
+			case evAbort:
+				return &PeerError{Code: ev.value}
+			case evDesc:
+				return fmt.Errorf("a descriptor during a transfer: %w", ErrProtocol)
+			}
+		case <-c.broken:
+			if len(c.snd.ev) > 0 {
+				continue // what came before the shut first
+			}
+			return c.shutErr(&c.snd, f)
+		case <-cancel:
+			return context.Canceled
+		}
+	}
+	return nil
+}
+
+// testHookStaged, when set, runs after the DMA of chunk k was started on
+// the sending side (tests reset the device there).
+var testHookStaged func(k int)
+
+// dmaErr is a DMA engine's error as a transfer reports it: a device in
+// reset refusing the copy (ioctl.ErrNotOperational) is an aborted
+// transfer as much as a copy the reset aborted (dma.ErrAborted).
+func dmaErr(err error) error {
+	if errors.Is(err, ioctl.ErrNotOperational) && !errors.Is(err, ErrAborted) {
+		return fmt.Errorf("%w: %w", ErrAborted, err)
+	}
+	return err
+}
+
+// writeErr is a failed data WRITE as a transfer reports it: flushed by a
+// shut connection, the shut's cause; given up after the retries, a peer
+// gone; refused by the peer (ib.ErrRemoteAccess: a key it revoked), as
+// the NIC said.
+func (c *Conn) writeErr(ev event) error {
+	select {
+	case <-c.broken:
+		if errors.Is(ev.err, ib.ErrFlushed) {
+			return c.brokenErr
+		}
+	default:
+		if l := c.leftCause(); l != nil && errors.Is(ev.err, ib.ErrFlushed) {
+			return l
+		}
+	}
+	if errors.Is(ev.err, ib.ErrRetryExceeded) {
+		return &goneError{fmt.Errorf("write chunk %d: %w", ev.value, ev.err)}
+	}
+	return fmt.Errorf("write chunk %d: %w", ev.value, ev.err)
+}
+
+// recv is Recv's body, on its own goroutine.
+func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, error) {
+	f := &failure{c: c, s: &c.rcv}
+	n := dst.Len()
+	rb, err := c.register(dst, ib.AccessLocalWrite|ib.AccessRemoteWrite, true)
+	if err != nil {
+		return Result{}, f.finish(err)
+	}
+	d := Descriptor{Path: PathPipelined, RKey: c.rmr.RKey(), Addr: c.rmr.IOVA(), Len: n, ChunkSize: c.chunk, Slots: uint16(c.opts.Depth)}
+	if rb != nil {
+		// The NIC writes dst itself; the registration goes once the
+		// sender's done (or the QP's error state) says it stopped.
+		defer rb.Close()
+		d = Descriptor{Path: PathZeroCopy, RKey: rb.MR().RKey(), Addr: dst.VA(), Len: n}
+	}
+	var msg [DescriptorSize]byte
+	if err := d.put(msg[:]); err != nil {
+		return Result{}, f.finish(err)
+	}
+	if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | ctlDesc, Op: ib.OpSend, Flags: ib.SendInline, Inline: msg[:]}); err != nil {
+		return Result{}, f.finish(err)
+	}
+	chunk := uint64(c.chunk)
+	nchunks := int((n + chunk - 1) / chunk)
+	if rb != nil {
+		nchunks = 0 // the sender's chunks land without a word to us
+	}
+	res := Result{Path: d.Path, Bytes: n, Chunks: nchunks}
+	if err := c.recvChunks(f, dst, chunk, nchunks, &res, cancel); err != nil {
+		return Result{}, f.finish(err)
+	}
+	return res, nil
+}
+
+// recvChunks takes the chunks as they land in the ring, copies each into
+// dst with the DMA engines and gives its slot back with a credit once the
+// copy is done; it returns when the sender's done came and every copy
+// finished.
+func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchunks int, res *Result, cancel <-chan struct{}) error {
+	depth := c.opts.Depth
+	f.dmas = make([]*dma.Transfer, depth)
+	arrived, copied := 0, 0
+	done := false
+	for !done || copied < nchunks {
+		var landed <-chan struct{}
+		if copied < arrived {
+			landed = f.dmas[copied%depth].Done()
+		}
+		select {
+		case <-landed:
+			t := f.dmas[copied%depth]
+			f.dmas[copied%depth] = nil
+			if err := t.Err(); err != nil {
+				return fmt.Errorf("copy chunk %d to device: %w", copied, dmaErr(err))
+			}
+			copied++
+			if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | ctlCredit, Op: ib.OpSendImm, Imm: imm(kindCredit, 1)}); err != nil {
+				return fmt.Errorf("credit chunk %d: %w", copied-1, err)
+			}
+		case ev := <-c.rcv.ev:
+			switch ev.kind {
+			case evChunk:
+				k := arrived
+				want := min(chunk, dst.Len()-uint64(k)*chunk)
+				if k >= nchunks || int(ev.value) != k&valueMask || uint64(ev.n) != want || arrived-copied >= depth {
+					return fmt.Errorf("chunk %d of %d bytes, expected chunk %d of %d (of %d): %w", ev.value, ev.n, k, want, nchunks, ErrProtocol)
+				}
+				b := c.eng.NewBatch(dma.BatchOptions{})
+				_ = b.CopyToDevice(dst.Slice(uint64(k)*chunk, want), c.rbuf.Range(uint64(k%depth)*chunk, want))
+				t, err := b.Start(context.Background())
+				if err != nil {
+					return fmt.Errorf("copy chunk %d to device: %w", k, dmaErr(err))
+				}
+				f.dmas[k%depth] = t
+				arrived++
+			case evDone:
+				if arrived != nchunks {
+					return fmt.Errorf("done after %d of %d chunks: %w", arrived, nchunks, ErrProtocol)
+				}
+				if p := Path(ev.value); p != PathZeroCopy && p != PathPipelined {
+					return fmt.Errorf("done with path %d: %w", ev.value, ErrProtocol)
+				}
+				res.PeerPath = Path(ev.value)
+				done = true
+			case evAbort:
+				return &PeerError{Code: ev.value}
+			}
+		case <-c.broken:
+			if len(c.rcv.ev) > 0 {
+				continue // what came before the shut first
+			}
+			return c.shutErr(&c.rcv, f)
+		case <-cancel:
+			return context.Canceled
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package rdma
+
+// The protocol on a connection's RC queue pair. Data goes as RDMA WRITEs;
+// everything else consumes one of the receives each side keeps posted
+// (ctlSlots of them, each with ctlSize bytes):
+//
+//   - receiver to sender, before each transfer: a SEND of the transfer's
+//     Descriptor (DescriptorSize bytes, inline);
+//   - sender to a pipelined receiver: each chunk as an RDMA WRITE WITH
+//     IMMEDIATE into ring slot seq mod Slots, immediate kindData|seq;
+//   - pipelined receiver to sender: a zero-length SEND WITH IMMEDIATE
+//     kindCredit|1 once a slot's chunk is in device memory;
+//   - sender to receiver, after the last chunk's completion: a
+//     zero-length SEND WITH IMMEDIATE kindDone|path (RC delivers it after
+//     every WRITE before it);
+//   - either way, when a side gives up: kindAbort|role|code.
+//
+// The immediate: kind in bits 31-29, for an abort the sender's role in
+// bit 28, the value in bits 23-0.
+const (
+	kindData   = 0
+	kindCredit = 1
+	kindDone   = 2
+	kindAbort  = 3
+
+	kindShift = 29
+	roleBit   = 1 << 28
+	valueMask = 1<<24 - 1
+
+	// maxChunks is how many chunks one transfer may have (its sequence
+	// numbers fit the immediate's value).
+	maxChunks = valueMask + 1
+)
+
+// Abort codes.
+const (
+	abortCancelled = 1 // the side's context ended, or it failed on its own
+	abortAborted   = 2 // its device aborted a DMA (reset)
+	abortLength    = 3 // the two sides' lengths differ
+	abortProtocol  = 4 // the peer broke the protocol
+)
+
+func imm(kind, value uint32) uint32 { return kind<<kindShift | value&valueMask }
+
+func immKind(v uint32) uint32  { return v >> kindShift }
+func immValue(v uint32) uint32 { return v & valueMask }
+
+// Work request IDs: the kind in the top byte.
+const (
+	wrData  = 1 << 56 // a data WRITE (seq in the low bits)
+	wrCtl   = 2 << 56 // a control SEND
+	wrRecv  = 3 << 56 // a receive (its control slot)
+	wrKind  = 0xff << 56
+	wrValue = 1<<56 - 1
+)
+
+// The values of control SENDs' work request IDs (with wrCtl, and roleBit
+// on the sending side's).
+const (
+	ctlDesc   = 1
+	ctlCredit = 2
+	ctlDone   = 3
+	ctlAbort  = 4
+)
+
+// ctlSize is the size of one control receive buffer, ctlExtra how many
+// receives beyond the ring's slots each side keeps posted (descriptor,
+// done, abort and slack).
+const (
+	ctlSize  = 64
+	ctlExtra = 8
+)
