@@ -276,6 +276,38 @@ func TestKernelBadInput(t *testing.T) {
 	}
 }
 
+// TestKernelBusy: a second Recv while one runs is refused with ErrBusy;
+// the first, cancelled, returns its context's error.
+func TestKernelBusy(t *testing.T) {
+	a, b := newNodes(t, sim.Gaudi2)
+	_, server := connect(t, a, b, Options{}, Options{})
+	dst := b.alloc(t, 1<<20, 0)
+	ctx, cancel := context.WithCancel(timeout(t))
+	first := make(chan error, 1)
+	go func() {
+		_, err := server.Recv(ctx, dst.All())
+		first <- err
+	}()
+	// The first Recv holds the receiving side until it ends: wait for it
+	// to take it (its descriptor goes out), then ask again.
+	for {
+		server.rcv.mu.Lock()
+		busy := server.rcv.busy
+		server.rcv.mu.Unlock()
+		if busy {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := server.Recv(timeout(t), dst.All()); !errors.Is(err, ErrBusy) {
+		t.Errorf("a second Recv: %v, want ErrBusy", err)
+	}
+	cancel()
+	if err := <-first; err != context.Canceled {
+		t.Errorf("the first Recv, cancelled: %v, want context.Canceled", err)
+	}
+}
+
 // TestKernelCancel: a Send whose context ends mid-transfer returns the
 // context's error at once; the transfer stops in the background, the peer
 // hears it, the source buffer's Close waits for the engines and the NIC,
