@@ -265,10 +265,16 @@
 // (ExportServed), whose RELEASE ends the export wherever its last
 // descriptor was, and whose read and write answer EINVAL as the driver's
 // dma-buf does; a shared mmap of it answers ENODEV where the driver
-// answers EINVAL (FUSE sends no mmap request the server could refuse). Two exports that overlap without being the same range cannot share
-// pages: while the first is open, the second fails with EOPNOTSUPP. The driver
-// accepts an export whose offset + size wraps around; the simulator
-// answers EINVAL. HW blocks mapped through MAP_BLOCK handles are plain
+// answers EINVAL (FUSE sends no mmap request the server could refuse).
+// Two exports that overlap without being the same range are both
+// accepted, as export_dmabuf_from_addr does (memhash_node_export_get
+// counts them; TestOverlappingExports): one memfd cannot share pages with
+// another, so while the first is open the second is a view, a file of a
+// write-sealed witness that stands for the device memory of its range
+// (export_view.go); only the exporting process (or the hlsim server) can
+// import it or read it through the hook. The driver accepts an export
+// whose offset + size wraps around; the simulator answers EINVAL (a chosen
+// divergence, see exportDMABuf). HW blocks mapped through MAP_BLOCK handles are plain
 // zeroed memory.
 //
 // Where the driver asks the device's firmware (cpucp version, card name,
