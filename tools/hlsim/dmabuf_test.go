@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gaudi-go/gaudi/device"
@@ -25,6 +26,17 @@ import (
 // the server).
 func servedExport(t *testing.T, f ioctl.File, size uint64, flags uint32) int {
 	t.Helper()
+	fd, err := exportRange(f, servedMap(t, f), size, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// servedMap allocates and maps 2 MiB of device memory on f and returns
+// its address.
+func servedMap(t *testing.T, f ioctl.File) uint64 {
+	t.Helper()
 	var a hl.MemArgs
 	a.In().Op = hl.HL_MEM_OP_ALLOC
 	a.In().Alloc().MemSize = 2 << 20
@@ -38,16 +50,18 @@ func servedExport(t *testing.T, f ioctl.File, size uint64, flags uint32) int {
 	if err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
 		t.Fatal(err)
 	}
-	va := a.Out().DeviceVirtAddr()
-	a = hl.MemArgs{}
+	return a.Out().DeviceVirtAddr()
+}
+
+// exportRange exports the first size bytes of the mapping at va.
+func exportRange(f ioctl.File, va, size uint64, flags uint32) (int, error) {
+	var a hl.MemArgs
 	a.In().Op = hl.HL_MEM_OP_EXPORT_DMABUF_FD
 	a.In().Flags = flags
 	e := a.In().ExportDmabufFD()
 	e.Addr, e.MemSize = va, size
-	if err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
-		t.Fatal(err)
-	}
-	return int(a.Out().FD())
+	err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a))
+	return int(a.Out().FD()), err
 }
 
 // TestServedDMABufNoCPUAccess: the driver's dma-buf has no read, write
@@ -249,5 +263,51 @@ func TestServedOverlappingExports(t *testing.T) {
 		if !bytes.Equal(got, want[tc.off:tc.off+8192]) {
 			t.Errorf("%s export reads other bytes than the device memory", tc.name)
 		}
+	}
+}
+
+// TestServedDMABufsBounded: each served dma-buf holds a descriptor of the
+// server until its last reference goes, so one process's exports may hold
+// at most maxServedDMABufs; the next answers EMFILE, as the driver's
+// dma_buf_fd does for a full descriptor table, and one is accepted again
+// once a dma-buf is closed.
+func TestServedDMABufsBounded(t *testing.T) {
+	s := hlsimtest.Serve(t, "gaudi2:1")
+	f, err := ioctl.OpenFile(s.Node(0, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	va := servedMap(t, f)
+	for range maxServedDMABufs {
+		fd, err := exportRange(f, va, 4096, unix.O_RDWR|unix.O_CLOEXEC)
+		if err != nil {
+			t.Fatalf("export %d: %v", len(fds), err)
+		}
+		fds = append(fds, fd)
+	}
+	if _, err := exportRange(f, va, 4096, unix.O_RDWR|unix.O_CLOEXEC); !errors.Is(err, unix.EMFILE) {
+		t.Fatalf("export beyond %d held: %v, want EMFILE", maxServedDMABufs, err)
+	}
+	unix.Close(fds[0])
+	fds = fds[1:]
+	// The release of the closed one reaches the server after close(2):
+	// wait for it.
+	for deadline := time.Now().Add(time.Minute); ; {
+		fd, err := exportRange(f, va, 4096, unix.O_RDWR|unix.O_CLOEXEC)
+		if err == nil {
+			fds = append(fds, fd)
+			break
+		}
+		if !errors.Is(err, unix.EMFILE) || time.Now().After(deadline) {
+			t.Fatalf("export once one was closed: %v", err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
