@@ -245,7 +245,11 @@
 // the CPU (the driver's dma-buf ops have no mmap: the kernel answers
 // EINVAL); a memfd export is opened write-only, so mmap fails with EACCES
 // and read with EBADF, while writes still reach device memory (a dma-buf
-// answers EINVAL); a read-only one is a write-only file of an empty,
+// answers EINVAL). That gap stays in the process: a writable export must
+// be a writable file of its memfd, since the write lease sees only
+// writers and another process's simulator imports it by reopening the
+// memfd, and no file a process can make answers EINVAL to read, write
+// and mmap alike (served nodes close it, see below). A read-only one is a write-only file of an empty,
 // write-sealed memfd that stands for the export (writes answer EPERM),
 // which only the exporting process can import or read through the hook
 // (export_witness.go). An udmabuf export
