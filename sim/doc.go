@@ -245,7 +245,11 @@
 // the CPU (the driver's dma-buf ops have no mmap: the kernel answers
 // EINVAL); a memfd export is opened write-only, so mmap fails with EACCES
 // and read with EBADF, while writes still reach device memory (a dma-buf
-// answers EINVAL); a read-only one is a write-only file of an empty,
+// answers EINVAL). That gap stays in the process: a writable export must
+// be a writable file of its memfd, since the write lease sees only
+// writers and another process's simulator imports it by reopening the
+// memfd, and no file a process can make answers EINVAL to read, write
+// and mmap alike (served nodes close it, see below). A read-only one is a write-only file of an empty,
 // write-sealed memfd that stands for the export (writes answer EPERM),
 // which only the exporting process can import or read through the hook
 // (export_witness.go). An udmabuf export
@@ -265,10 +269,16 @@
 // (ExportServed), whose RELEASE ends the export wherever its last
 // descriptor was, and whose read and write answer EINVAL as the driver's
 // dma-buf does; a shared mmap of it answers ENODEV where the driver
-// answers EINVAL (FUSE sends no mmap request the server could refuse). Two exports that overlap without being the same range cannot share
-// pages: while the first is open, the second fails with EOPNOTSUPP. The driver
-// accepts an export whose offset + size wraps around; the simulator
-// answers EINVAL. HW blocks mapped through MAP_BLOCK handles are plain
+// answers EINVAL (FUSE sends no mmap request the server could refuse).
+// Two exports that overlap without being the same range are both
+// accepted, as export_dmabuf_from_addr does (memhash_node_export_get
+// counts them; TestOverlappingExports): one memfd cannot share pages with
+// another, so while the first is open the second is a view, a file of a
+// write-sealed witness that stands for the device memory of its range
+// (export_view.go); only the exporting process (or the hlsim server) can
+// import it or read it through the hook. The driver accepts an export
+// whose offset + size wraps around; the simulator answers EINVAL (a chosen
+// divergence, see exportDMABuf). HW blocks mapped through MAP_BLOCK handles are plain
 // zeroed memory.
 //
 // Where the driver asks the device's firmware (cpucp version, card name,

@@ -46,6 +46,7 @@ type sparseMem struct {
 	base   unsafe.Pointer // the mapping of all size bytes
 	closed bool
 	pieces []piece // ranges served by an export's memfd, sorted by dram
+	views  []*view // exports that share memory with another (export_view.go)
 	full   fullChunks
 }
 
@@ -452,6 +453,10 @@ func (m *sparseMem) close() {
 	for _, s := range m.segments() {
 		s.closeFiles()
 	}
+	for _, v := range m.views {
+		v.close()
+	}
+	m.views = nil
 	unix.Close(m.fd)
 	m.base, m.fd, m.pieces = nil, -1, nil
 }

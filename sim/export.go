@@ -47,41 +47,40 @@ import (
 // UNMAP of an exported mapping, when the compute file is closed, and when
 // a new export overlaps the range.
 
-// errExportOverlap is the error of an export that overlaps, without being
-// the same range, a range exported by a file that is still open: one
-// memfd cannot share pages with another, so the two could not stay
-// coherent.
-var errExportOverlap = errors.New("the range overlaps a dma-buf export that is still open")
-
 // export returns a new descriptor of the DRAM runs, in order: a dma-buf
 // made by udmabuf when the host has it, else a file of the memfd that
 // holds them. The descriptor is opened with O_CLOEXEC and O_NONBLOCK from
 // flags, and with flags' access mode (a udmabuf dma-buf is read-write).
-func (m *sparseMem) export(runs []dramRun, flags int) (int, *segment, error) {
+// Runs that overlap a live export without being its range are exported
+// as a view (export_view.go), returned instead of a segment.
+func (m *sparseMem) export(runs []dramRun, flags int) (int, *segment, *view, error) {
 	if err := m.ensure(); err != nil {
-		return -1, nil, err
+		return -1, nil, nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return -1, nil, errDRAMClosed
+		return -1, nil, nil, errDRAMClosed
 	}
 	seg := m.sameRuns(runs)
 	if seg == nil {
+		shared := m.liveViewOver(runs)
 		over := m.overlapping(runs)
 		for _, s := range over {
-			if m.live(s) {
-				return -1, nil, errExportOverlap
-			}
+			shared = shared || m.live(s)
+		}
+		if shared {
+			fd, v, err := m.newView(runs, flags)
+			return fd, nil, v, err
 		}
 		for _, s := range over {
 			if err := m.unsplice(s); err != nil {
-				return -1, nil, err
+				return -1, nil, nil, err
 			}
 		}
 		var err error
 		if seg, err = m.splice(runs); err != nil {
-			return -1, nil, err
+			return -1, nil, nil, err
 		}
 	}
 	fd, err := udmabufExport(seg, flags)
@@ -89,7 +88,7 @@ func (m *sparseMem) export(runs []dramRun, flags int) (int, *segment, error) {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)
-			return -1, nil, err
+			return -1, nil, nil, err
 		}
 		seg.pinned = true
 		if len(seg.bufs) >= maxBufs {
@@ -97,10 +96,10 @@ func (m *sparseMem) export(runs []dramRun, flags int) (int, *segment, error) {
 		}
 		seg.bufs = append(seg.bufs, fileID{st.Dev, st.Ino})
 	} else if fd, err = reopen(seg, flags); err != nil {
-		return -1, nil, err
+		return -1, nil, nil, err
 	}
 	seg.userFD.Store(int64(fd))
-	return fd, seg, nil
+	return fd, seg, nil, nil
 }
 
 // sameRuns returns the segment of exactly these runs, if any. m.mu must be

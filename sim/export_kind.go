@@ -120,12 +120,7 @@ func TestHookReadDMABuf(fd int, off int64, b []byte) (int, error) {
 		defer unix.Munmap(mem)
 		return copy(b, mem[off-start:]), nil
 	}
-	r, err := openExportData(fd)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(r)
-	return unix.Pread(r, b, off)
+	return readExportData(fd, off, b)
 }
 
 // isMemfd reports whether a /proc/self/fd link names a memfd called name.

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -68,6 +67,10 @@ type importMap struct {
 	fd       int
 	mem      []byte
 	readOnly bool // the importer's descriptor was not open for writing
+	// view, of the device memory dram, is the export imported when it is
+	// a view (export_view.go): mem maps its runs, fd is its witness.
+	view *view
+	dram *sparseMem
 }
 
 // MaxServedImports bounds the dma-bufs one file opened for another
@@ -109,7 +112,11 @@ func (c *context) dropImports() {
 
 // release unmaps and closes the buffer.
 func (im *importMap) release() {
-	unix.Munmap(im.mem)
+	if im.view != nil {
+		unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(im.mem)), uintptr(len(im.mem)))
+	} else {
+		unix.Munmap(im.mem)
+	}
 	unix.Close(im.fd)
 }
 
@@ -157,7 +164,12 @@ func (c *context) importDMABuf(fd int, length uint64) (uint64, error) {
 		// the exporter's memory.
 		share = unix.MAP_PRIVATE
 	}
-	mem, err := unix.Mmap(im.fd, 0, int(total), unix.PROT_READ|unix.PROT_WRITE, share)
+	var mem []byte
+	if im.view != nil {
+		mem, err = im.dram.mapView(im.view, share)
+	} else {
+		mem, err = unix.Mmap(im.fd, 0, int(total), unix.PROT_READ|unix.PROT_WRITE, share)
+	}
 	if err != nil {
 		r.add(start, start+total-1)
 		unix.Close(im.fd)
@@ -203,13 +215,23 @@ func openImport(fd int) (*importMap, uint64, error) {
 	var own int
 	switch {
 	case isMemfd(link, witnessName):
-		// A read-only export: the segment it stands for, read-only
-		// (export_witness.go).
-		readOnly = true
-		own, err = openExportData(fd)
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, 0, err
+		// A read-only export, the segment it stands for read-only
+		// (export_witness.go), or a view (export_view.go), which the
+		// import maps from the device memory and holds through a
+		// duplicate of the witness.
+		w, ok := witnessOf(fd)
+		if !ok {
+			return nil, 0, unix.EOPNOTSUPP
 		}
+		if w.v != nil {
+			own, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				return nil, 0, unix.ENOMEM
+			}
+			return &importMap{fd: own, readOnly: readOnly || w.v.readOnly, view: w.v, dram: w.m}, w.v.size, nil
+		}
+		readOnly = true
+		own, err = openSegmentData(fileID{st.Dev, st.Ino}, w.seg)
 	case isMemfd(link, exportName):
 		// An export: reopen the memfd for reading (and writing, when the
 		// importer's descriptor may write), as the device reaches it.

@@ -390,6 +390,7 @@ func (c *context) unmap(va uint64) error {
 // the compute file) and, on Gaudi2, the mapping it was exported from.
 type export struct {
 	seg *segment
+	v   *view // instead of seg: an export that shares memory with another (export_view.go)
 	m   *mapping
 }
 
@@ -439,14 +440,14 @@ func (c *context) exportDMABuf(addr, size, offset uint64, flags int) (int, error
 		}
 		runs = []dramRun{{addr - p.dramBase, size}}
 	}
-	fd, seg, err := d.dram.export(runs, flags)
+	fd, seg, v, err := d.dram.export(runs, flags)
 	if err != nil {
 		return -int(unix.EBADF), exportErrno(err)
 	}
 	if m != nil {
 		m.exportCnt++
 	}
-	c.exports = append(c.exports, &export{seg: seg, m: m})
+	c.exports = append(c.exports, &export{seg: seg, v: v, m: m})
 	return fd, nil
 }
 
@@ -459,15 +460,10 @@ func exportAligned(addr, size, offset uint64) error {
 }
 
 // exportErrno maps the simulator's export failures to errno values: no
-// descriptor left is EMFILE as from get_unused_fd_flags, an overlap with a
-// live export (a limit of the simulator, which the driver does not have)
-// EOPNOTSUPP, the rest ENOMEM. An overlap is not EBUSY: every EBUSY of an
-// ioctl means a device that is not operational (ioctl.ErrNotOperational).
+// descriptor left is EMFILE as from get_unused_fd_flags, the rest ENOMEM.
 func exportErrno(err error) error {
 	var errno unix.Errno
 	switch {
-	case errors.Is(err, errExportOverlap):
-		return unix.EOPNOTSUPP
 	case errors.Is(err, errDRAMClosed):
 		return unix.ENODEV
 	case errors.As(err, &errno) && (errno == unix.EMFILE || errno == unix.ENFILE):
@@ -486,8 +482,12 @@ func (c *context) reapExports() {
 	live := map[*segment]bool{}
 	kept := c.exports[:0]
 	for _, e := range c.exports {
-		alive, ok := live[e.seg]
-		if !ok {
+		var alive bool
+		if e.v != nil {
+			alive = c.dev.dram.viewAlive(e.v)
+		} else if a, ok := live[e.seg]; ok {
+			alive = a
+		} else {
 			alive = c.dev.dram.segmentLive(e.seg)
 			live[e.seg] = alive
 		}

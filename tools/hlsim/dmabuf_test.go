@@ -2,14 +2,19 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 	"unsafe"
 
+	"github.com/gaudi-go/gaudi/device"
+	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/internal/hlsimtest"
 	"github.com/gaudi-go/gaudi/ioctl"
+	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -20,6 +25,17 @@ import (
 // the client's descriptor of the dma-buf (ioctl.OpenFile takes it from
 // the server).
 func servedExport(t *testing.T, f ioctl.File, size uint64, flags uint32) int {
+	t.Helper()
+	fd, err := exportRange(f, servedMap(t, f), size, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// servedMap allocates and maps 2 MiB of device memory on f and returns
+// its address.
+func servedMap(t *testing.T, f ioctl.File) uint64 {
 	t.Helper()
 	var a hl.MemArgs
 	a.In().Op = hl.HL_MEM_OP_ALLOC
@@ -34,16 +50,18 @@ func servedExport(t *testing.T, f ioctl.File, size uint64, flags uint32) int {
 	if err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
 		t.Fatal(err)
 	}
-	va := a.Out().DeviceVirtAddr()
-	a = hl.MemArgs{}
+	return a.Out().DeviceVirtAddr()
+}
+
+// exportRange exports the first size bytes of the mapping at va.
+func exportRange(f ioctl.File, va, size uint64, flags uint32) (int, error) {
+	var a hl.MemArgs
 	a.In().Op = hl.HL_MEM_OP_EXPORT_DMABUF_FD
 	a.In().Flags = flags
 	e := a.In().ExportDmabufFD()
 	e.Addr, e.MemSize = va, size
-	if err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil {
-		t.Fatal(err)
-	}
-	return int(a.Out().FD())
+	err := f.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a))
+	return int(a.Out().FD()), err
 }
 
 // TestServedDMABufNoCPUAccess: the driver's dma-buf has no read, write
@@ -188,3 +206,108 @@ func holdDMABuf(fd int) int {
 	}
 }
 
+// TestServedOverlappingExports: export_dmabuf_from_addr accepts exports
+// of a mapping that overlap (memhash_node_export_get counts them), and
+// each sees the device memory. On a served node the second answered
+// EOPNOTSUPP; it is now a view (sim/export_view.go) that the server
+// reads and imports.
+func TestServedOverlappingExports(t *testing.T) {
+	s := hlsimtest.Serve(t, "gaudi2:1")
+	t.Setenv(device.RootEnv, s.Dir)
+	d, err := device.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	m, err := memory.New(d, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	e, err := dma.New(m, dma.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	b, err := m.Alloc(1<<20, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	want := make([]byte, 16384)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	if _, err := b.WriteAt(want, 0); err != nil {
+		t.Fatal(err)
+	}
+	x1, err := b.Export(0, 8192, memory.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x1.Close()
+	x2, err := b.Export(4096, 12288, memory.ExportOptions{})
+	if err != nil {
+		t.Fatalf("export overlapping a live one: %v, want success", err)
+	}
+	defer x2.Close()
+	for _, tc := range []struct {
+		name string
+		x    *memory.DMABuf
+		off  int
+	}{{"first", x1, 0}, {"overlapping", x2, 4096}} {
+		got := make([]byte, 8192)
+		if _, err := sim.TestHookReadDMABuf(tc.x.Fd(), 0, got); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !bytes.Equal(got, want[tc.off:tc.off+8192]) {
+			t.Errorf("%s export reads other bytes than the device memory", tc.name)
+		}
+	}
+}
+
+// TestServedDMABufsBounded: each served dma-buf holds a descriptor of the
+// server until its last reference goes, so one process's exports may hold
+// at most maxServedDMABufs; the next answers EMFILE, as the driver's
+// dma_buf_fd does for a full descriptor table, and one is accepted again
+// once a dma-buf is closed.
+func TestServedDMABufsBounded(t *testing.T) {
+	s := hlsimtest.Serve(t, "gaudi2:1")
+	f, err := ioctl.OpenFile(s.Node(0, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	va := servedMap(t, f)
+	for range maxServedDMABufs {
+		fd, err := exportRange(f, va, 4096, unix.O_RDWR|unix.O_CLOEXEC)
+		if err != nil {
+			t.Fatalf("export %d: %v", len(fds), err)
+		}
+		fds = append(fds, fd)
+	}
+	if _, err := exportRange(f, va, 4096, unix.O_RDWR|unix.O_CLOEXEC); !errors.Is(err, unix.EMFILE) {
+		t.Fatalf("export beyond %d held: %v, want EMFILE", maxServedDMABufs, err)
+	}
+	unix.Close(fds[0])
+	fds = fds[1:]
+	// The release of the closed one reaches the server after close(2):
+	// wait for it.
+	for deadline := time.Now().Add(time.Minute); ; {
+		fd, err := exportRange(f, va, 4096, unix.O_RDWR|unix.O_CLOEXEC)
+		if err == nil {
+			fds = append(fds, fd)
+			break
+		}
+		if !errors.Is(err, unix.EMFILE) || time.Now().After(deadline) {
+			t.Fatalf("export once one was closed: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

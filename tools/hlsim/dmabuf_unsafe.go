@@ -43,21 +43,29 @@ const dmabufDir = "hlsim/dmabuf"
 // the tree's.
 const dmabufIno = 1 << 40
 
+// maxServedDMABufs bounds the served dma-bufs one process's exports may
+// have open at once: each holds a descriptor of the server's, until its
+// last reference goes, wherever that is. Beyond it an export answers
+// EMFILE, as the driver's dma_buf_fd does for a process whose descriptor
+// table is full (get_unused_fd_flags).
+var maxServedDMABufs = 4096
+
 // servedDMABuf is a served dma-buf: the export it stands for.
 type servedDMABuf struct {
 	ino     uint64
 	size    uint64
 	fd      int  // the server's descriptor of the simulator's export
+	pid     int  // the exporting process
 	dev     int  // the exporting device
 	opened  bool // the server opened its node (wrapExport)
 	flushed bool // a descriptor of it was closed (its RELEASE may follow)
 }
 
 // wrapExport makes the node of export fd (the server's descriptor the
-// simulator returned, which the node takes over), opens it with the
-// export's access mode and O_NONBLOCK from flags, and returns the
-// server's descriptor of that open.
-func (s *server) wrapExport(fd, dev, flags int) (int, error) {
+// simulator returned, which the node takes over) for of's process, opens
+// it with the export's access mode and O_NONBLOCK from flags, and returns
+// the server's descriptor of that open.
+func (s *server) wrapExport(of *openFile, fd, flags int) (int, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
@@ -71,8 +79,20 @@ func (s *server) wrapExport(fd, dev, flags int) (int, error) {
 		}
 	}
 	s.mu.Lock()
+	held := 0
+	for _, d := range s.dmabufs {
+		if d.pid == of.pid {
+			held++
+		}
+	}
+	if held >= maxServedDMABufs {
+		s.mu.Unlock()
+		unix.Close(fd)
+		s.log.Printf("process %d holds %d dma-bufs of this server: its export is refused with EMFILE", of.pid, held)
+		return -1, unix.EMFILE
+	}
 	s.nextDMABuf++
-	d := &servedDMABuf{ino: dmabufIno + s.nextDMABuf, size: size, fd: fd, dev: dev}
+	d := &servedDMABuf{ino: dmabufIno + s.nextDMABuf, size: size, fd: fd, pid: of.pid, dev: of.dev}
 	s.dmabufs[d.ino] = d
 	s.mu.Unlock()
 	name := filepath.Join(s.dir, dmabufDir, strconv.FormatUint(d.ino-dmabufIno, 10))

@@ -125,7 +125,7 @@ func (s *server) exported(of *openFile, out *hl.MemOut, flags int) error {
 	s.mu.Unlock()
 	if hello {
 		var err error
-		if fd, err = s.wrapExport(fd, of.dev, flags); err != nil {
+		if fd, err = s.wrapExport(of, fd, flags); err != nil {
 			out.SetFD(-1)
 			return err
 		}
