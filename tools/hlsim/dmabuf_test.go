@@ -282,3 +282,44 @@ func TestServedDMABufsBounded(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestServedViewImport: REG_DMABUF_FD (map_device_va_from_dmabuf_fd,
+// out-of-tree driver) of an export that overlaps a live one imports it
+// like any other; on a served node the server takes the client's file of
+// hlsim/dmabuf/N and imports the view it stands for.
+func TestServedViewImport(t *testing.T) {
+	s := hlsimtest.Serve(t, "gaudi2:2:oot")
+	exp, err := ioctl.OpenFile(s.Node(0, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Close()
+	imp, err := ioctl.OpenFile(s.Node(1, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Close()
+	va := servedMap(t, exp)
+	x1, err := exportRange(exp, va, 8192, unix.O_RDWR|unix.O_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(x1)
+	x2, err := exportRange(exp, va, 16384, unix.O_RDWR|unix.O_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(x2)
+	for _, tc := range []struct {
+		name string
+		fd   int
+		size uint64
+	}{{"segment", x1, 8192}, {"view", x2, 16384}} {
+		var a hl.MemArgs
+		v := (*hl.MemRegDmabufFDArgs)(unsafe.Pointer(&a))
+		v.Op, v.FD, v.Length = hl.HL_MEM_OP_REG_DMABUF_FD, uint64(tc.fd), tc.size
+		if err := imp.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil || a.Out().DeviceVirtAddr() == 0 {
+			t.Errorf("import of the %s export: %#x, %v", tc.name, a.Out().DeviceVirtAddr(), err)
+		}
+	}
+}
