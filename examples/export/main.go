@@ -54,8 +54,9 @@ func main() {
 		fmt.Printf("    %s\n", line)
 	}
 	if d.Simulated() {
-		fmt.Println("note: on the simulator the fd is a memfd (or a udmabuf where /dev/udmabuf exists) that the CPU may mmap;")
-		fmt.Println("      a real Gaudi dma-buf is not CPU-mappable and is meant for a NIC (ib.RegDMABufMR) or another device.")
+		fmt.Println("note: on the simulator the fd is a write-only file of a memfd (a udmabuf where /dev/udmabuf exists, which the CPU may mmap),")
+		fmt.Println("      or on a node hlsim serves a file of the server's; a real Gaudi dma-buf is not CPU-mappable and is meant")
+		fmt.Println("      for a NIC (ib.RegDMABufMR) or another device.")
 	}
 	if err := buf.Close(); err != nil {
 		fmt.Printf("closing the buffer while the export is open: %v\n", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,11 +9,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gaudi-go/gaudi/device"
-	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/internal/hlsimtest"
 	"github.com/gaudi-go/gaudi/ioctl"
-	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -207,61 +203,36 @@ func holdDMABuf(fd int) int {
 }
 
 // TestServedOverlappingExports: export_dmabuf_from_addr accepts exports
-// of a mapping that overlap (memhash_node_export_get counts them), and
-// each sees the device memory. On a served node the second answered
-// EOPNOTSUPP; it is now a view (sim/export_view.go) that the server
-// reads and imports.
+// of a mapping that overlap (memhash_node_export_get counts them). On a
+// served node the second answered EOPNOTSUPP; it is now a view
+// (sim/export_view.go) that the server reads (the simulator's
+// TestOverlappingExports checks that views follow the device memory).
 func TestServedOverlappingExports(t *testing.T) {
 	s := hlsimtest.Serve(t, "gaudi2:1")
-	t.Setenv(device.RootEnv, s.Dir)
-	d, err := device.Open("")
+	f, err := ioctl.OpenFile(s.Node(0, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	m, err := memory.New(d, memory.Options{})
+	defer f.Close()
+	va := servedMap(t, f)
+	x1, err := exportRange(f, va, 8192, unix.O_RDWR|unix.O_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	e, err := dma.New(m, dma.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	b, err := m.Alloc(1<<20, memory.AllocOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	want := make([]byte, 16384)
-	for i := range want {
-		want[i] = byte(i * 7)
-	}
-	if _, err := b.WriteAt(want, 0); err != nil {
-		t.Fatal(err)
-	}
-	x1, err := b.Export(0, 8192, memory.ExportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x1.Close()
-	x2, err := b.Export(4096, 12288, memory.ExportOptions{})
+	defer unix.Close(x1)
+	x2, err := exportRange(f, va, 16384, unix.O_RDWR|unix.O_CLOEXEC)
 	if err != nil {
 		t.Fatalf("export overlapping a live one: %v, want success", err)
 	}
-	defer x2.Close()
+	defer unix.Close(x2)
 	for _, tc := range []struct {
 		name string
-		x    *memory.DMABuf
-		off  int
-	}{{"first", x1, 0}, {"overlapping", x2, 4096}} {
-		got := make([]byte, 8192)
-		if _, err := sim.TestHookReadDMABuf(tc.x.Fd(), 0, got); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if !bytes.Equal(got, want[tc.off:tc.off+8192]) {
-			t.Errorf("%s export reads other bytes than the device memory", tc.name)
+		fd   int
+		size int
+	}{{"first", x1, 8192}, {"overlapping", x2, 16384}} {
+		got := make([]byte, tc.size+1)
+		if n, err := sim.TestHookReadDMABuf(tc.fd, 0, got); err != nil || n != tc.size {
+			t.Errorf("%s export: read %d bytes, %v; want %d", tc.name, n, err, tc.size)
 		}
 	}
 }
@@ -309,5 +280,46 @@ func TestServedDMABufsBounded(t *testing.T) {
 			t.Fatalf("export once one was closed: %v", err)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestServedViewImport: REG_DMABUF_FD (map_device_va_from_dmabuf_fd,
+// out-of-tree driver) of an export that overlaps a live one imports it
+// like any other; on a served node the server takes the client's file of
+// hlsim/dmabuf/N and imports the view it stands for.
+func TestServedViewImport(t *testing.T) {
+	s := hlsimtest.Serve(t, "gaudi2:2:oot")
+	exp, err := ioctl.OpenFile(s.Node(0, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Close()
+	imp, err := ioctl.OpenFile(s.Node(1, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Close()
+	va := servedMap(t, exp)
+	x1, err := exportRange(exp, va, 8192, unix.O_RDWR|unix.O_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(x1)
+	x2, err := exportRange(exp, va, 16384, unix.O_RDWR|unix.O_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(x2)
+	for _, tc := range []struct {
+		name string
+		fd   int
+		size uint64
+	}{{"segment", x1, 8192}, {"view", x2, 16384}} {
+		var a hl.MemArgs
+		v := (*hl.MemRegDmabufFDArgs)(unsafe.Pointer(&a))
+		v.Op, v.FD, v.Length = hl.HL_MEM_OP_REG_DMABUF_FD, uint64(tc.fd), tc.size
+		if err := imp.Ioctl(hl.DRM_IOCTL_HL_MEMORY, unsafe.Pointer(&a)); err != nil || a.Out().DeviceVirtAddr() == 0 {
+			t.Errorf("import of the %s export: %#x, %v", tc.name, a.Out().DeviceVirtAddr(), err)
+		}
 	}
 }
