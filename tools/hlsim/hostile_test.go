@@ -72,6 +72,9 @@ func hostileChild(f []string) int {
 		}
 	case "waitraw":
 		return waitRaw(f[1])
+	case "registershort":
+		n, _ := strconv.Atoi(f[2])
+		return registerShort(f[1], n)
 	case "hostile-pass":
 		seed, _ := strconv.ParseUint(f[1], 10, 64)
 		h := newHostile(seed, 99, "")
