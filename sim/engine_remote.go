@@ -3,8 +3,8 @@ package sim
 // DMA to and from the host memory of a served process (served.go).
 //
 // A host mapping of a file opened with OpenFor reaches another process's
-// memory, which the engines read and write with process_vm_readv and
-// process_vm_writev instead of plain copies. A transfer the kernel cuts
+// memory, which the engines read and write through its /proc/PID/mem
+// (remoteMem) instead of plain copies. A transfer the kernel cuts
 // short because the process unmapped the memory is reported as the
 // in-process engines report a fault on unmapped host memory (*hostGone),
 // so the same page-by-page fallback drops what cannot be reached and

@@ -19,9 +19,10 @@ import (
 // memory MEMORY MAP pins (HL_MEM_USERPTR) stay in the client. A File
 // opened with OpenFor therefore works on another process's address space:
 // what the in-process simulator reads and writes directly (copyIn, copyOut,
-// the engines' host extents) it reads and writes with process_vm_readv and
-// process_vm_writev on that process, and host mappings are checked against
-// its /proc/PID/maps.
+// the engines' host extents) it reads and writes through that process's
+// /proc/PID/mem, opened at the open (remoteMem), and host mappings are
+// checked against its /proc/PID/maps. Once that address space goes away
+// (exec or exit), the file's work is aborted (orphan.go).
 //
 // Its mmap buffers (command buffers, timestamp buffers) live in one sparse
 // memory file at their mmap offsets (MmapFile), which the server gives the

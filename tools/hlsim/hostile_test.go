@@ -46,11 +46,9 @@ var hostileFor = flag.Duration("hostile", 4*time.Second, "how long TestHostileCl
 // Bounds of what the hostile clients may leave the server holding once
 // they are gone.
 const (
-	// Descriptors more than before. Open finding: now and then the
-	// server is left holding a client's /dev/null and both ends of a
-	// pipe (3 descriptors; what a client's os/exec holds for a moment
-	// while it starts a process), cause not found yet; two such
-	// occurrences fit.
+	// Descriptors more than before. Open finding: after a Gaudi2 run
+	// the server often holds 3 more (a /dev/null and two of one pipe),
+	// which do not grow with the run's length; cause not found yet.
 	hostileFDSlack = 6
 	// Resident bytes more than before (the Go heap's high water mark).
 	hostileRSSSlack = 256 << 20
@@ -72,6 +70,9 @@ func hostileChild(f []string) int {
 		}
 	case "waitraw":
 		return waitRaw(f[1])
+	case "registershort":
+		n, _ := strconv.Atoi(f[2])
+		return registerShort(f[1], n)
 	case "hostile-pass":
 		seed, _ := strconv.ParseUint(f[1], 10, 64)
 		h := newHostile(seed, 99, "")
@@ -514,19 +515,8 @@ func hostileRun(t *testing.T, bin, spec string, d time.Duration) {
 	for len(clients) > 0 {
 		killOne(0)
 	}
-	// Once the kernel has released their files, the server holds what it
-	// held before, and serves the compute node again.
-	var after serverUse
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		after = useOf(t, s.Pid)
-		if after.fds <= before.fds+hostileFDSlack {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a minute after the hostile clients were killed the server holds %d descriptors, %d before:\n%s\nbefore:\n%s\nprocesses of uid %d:\n%s\n%s",
-				after.fds, before.fds, strings.Join(fdsOf(s.Pid), "\n"), strings.Join(beforeFDs, "\n"), nobody, strings.Join(processesOf(nobody), "\n"), tail(s.Log()))
-		}
-	}
+	// The compute node is served again once the kernel has released the
+	// hostile clients' files.
 	var r string
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if r = wellBehaved(s.Node(0, false)); r == "ok" || time.Now().After(deadline) {
@@ -539,12 +529,21 @@ func hostileRun(t *testing.T, bin, spec string, d time.Duration) {
 	if got := runChild(t, "open "+s.Node(0, false)); got != "ok" {
 		t.Fatalf("a well-behaved client's open after the hostile clients: %s", got)
 	}
-	after = useOf(t, s.Pid)
+	// Once the last files are released (the kernel sends RELEASE after
+	// the close), the server holds what it held before.
+	var after serverUse
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		after = useOf(t, s.Pid)
+		if after.fds <= before.fds+hostileFDSlack {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the hostile clients were killed the server holds %d descriptors, %d before:\n%s\nbefore:\n%s\nprocesses of uid %d:\n%s\n%s",
+				after.fds, before.fds, strings.Join(fdsOf(s.Pid), "\n"), strings.Join(beforeFDs, "\n"), nobody, strings.Join(processesOf(nobody), "\n"), tail(s.Log()))
+		}
+	}
 	t.Logf("%s for %v: %d hostile clients of uid %d started (and killed), %d calls they reported, %d well-behaved checks; server before: %s; after: %s",
 		spec, d, started.Load(), nobody, ops, checks, before, after)
-	if after.fds > before.fds+hostileFDSlack {
-		t.Errorf("the server holds %d descriptors, %d before", after.fds, before.fds)
-	}
 	if after.rss > before.rss+hostileRSSSlack {
 		t.Errorf("the server's RSS grew from %s to %s (bound %d MiB)", before, after, hostileRSSSlack>>20)
 	}

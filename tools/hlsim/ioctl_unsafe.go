@@ -31,18 +31,19 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte, cancel <-c
 	size := max(len(in), len(out), int(cmd>>16&0x3fff), 8)
 	// A buffer the garbage collector does not scan, aligned for the
 	// argument structs: the pointer fields hold the client's addresses.
-	words := make([]uint64, (size+7)/8)
+	// It covers the largest struct the checks below read, zero past what
+	// the client sent, as the simulator (drm_ioctl) zero-extends a short
+	// argument.
+	words := make([]uint64, (max(size, int(argMax))+7)/8)
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), size)
 	copy(buf, in)
 	arg := unsafe.Pointer(&words[0])
-	export := cmd == hl.DRM_IOCTL_HL_MEMORY && size >= int(unsafe.Sizeof(hl.MemArgs{})) &&
-		(*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_EXPORT_DMABUF_FD
+	export := sameRequest(cmd, hl.DRM_IOCTL_HL_MEMORY) && (*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_EXPORT_DMABUF_FD
 	var exportFlags int
 	if export {
 		exportFlags = int((*hl.MemArgs)(arg).In().Flags)
 	}
-	if cmd == hl.DRM_IOCTL_HL_INFO && size >= int(unsafe.Sizeof(hl.InfoArgs{})) &&
-		(*hl.InfoArgs)(arg).Op == hl.HL_INFO_REGISTER_EVENTFD && !of.ctl {
+	if sameRequest(cmd, hl.DRM_IOCTL_HL_INFO) && (*hl.InfoArgs)(arg).Op == hl.HL_INFO_REGISTER_EVENTFD && !of.ctl {
 		// The eventfd is a descriptor of the client: the device signals
 		// the server's duplicate of it.
 		a := (*hl.InfoArgs)(arg)
@@ -50,15 +51,14 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte, cancel <-c
 		mine, err := s.clientFD(of, int(int32(theirs)))
 		if err == nil {
 			a.SetEventfd(uint32(mine))
-			err = of.f.Ioctl(uint(cmd), arg)
+			err = of.f.Ioctl(uint(whole(cmd, unsafe.Sizeof(*a))), arg)
 			unix.Close(mine)
 			a.SetEventfd(theirs)
 		}
 		copy(out, buf)
 		return -int32(errnoOf(err))
 	}
-	if cmd == hl.DRM_IOCTL_HL_MEMORY && size >= int(unsafe.Sizeof(hl.MemRegDmabufFDArgs{})) &&
-		(*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_REG_DMABUF_FD && !of.ctl {
+	if sameRequest(cmd, hl.DRM_IOCTL_HL_MEMORY) && (*hl.MemArgs)(arg).In().Op == hl.HL_MEM_OP_REG_DMABUF_FD && !of.ctl {
 		err := s.regDMABuf(of, cmd, (*hl.MemRegDmabufFDArgs)(arg))
 		copy(out, buf)
 		return -int32(errnoOf(err))
@@ -67,12 +67,40 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte, cancel <-c
 	// caller got a signal): a killed client's thread stays in D state
 	// until its request is answered (fs/fuse/dev.c request_wait_answer
 	// waits uninterruptibly once the server read it).
-	err := of.f.IoctlInterruptible(uint(cmd), arg, cancel)
+	req := cmd
+	if export {
+		// The export's descriptor must come back into the server's
+		// argument whatever size the client encoded (exported keeps it).
+		req = whole(cmd, unsafe.Sizeof(hl.MemArgs{}))
+	}
+	err := of.f.IoctlInterruptible(uint(req), arg, cancel)
 	if export && err == nil {
 		err = s.exported(of, (*hl.MemArgs)(arg).Out(), exportFlags)
 	}
 	copy(out, buf)
 	return -int32(errnoOf(err))
+}
+
+// argMax is the size of the largest argument struct serveIoctl reads.
+const argMax = max(unsafe.Sizeof(hl.MemArgs{}), unsafe.Sizeof(hl.InfoArgs{}), unsafe.Sizeof(hl.MemRegDmabufFDArgs{}))
+
+// sameRequest reports whether cmd is request req with any encoded size or
+// direction: the simulator, as drm_ioctl, runs a request by its type and
+// number whatever size the caller encodes, so the server recognises the
+// requests whose descriptors it must translate the same way (by the whole
+// word, another size went through untranslated and the simulator took the
+// client's number in the server's own table).
+func sameRequest(cmd, req uint32) bool { return cmd&0xffff == req&0xffff }
+
+// whole returns request cmd encoded with the driver's argument size and
+// both directions, for a request whose argument the server translated:
+// the simulator reads the translated descriptor, which a shorter or
+// write-less encoding would hide from it (it would zero-extend the
+// argument, and take 0 for the server's descriptor 0), while the reply
+// carries no more than the client's encoding lets through (the kernel
+// copies back what it asked for).
+func whole(cmd uint32, size uintptr) uint32 {
+	return cmd&0xffff | 3<<30 | uint32(size)<<16
 }
 
 // regDMABuf runs MEMORY REG_DMABUF_FD with the client's descriptor: the
@@ -96,7 +124,7 @@ func (s *server) regDMABuf(of *openFile, cmd uint32, a *hl.MemRegDmabufFDArgs) e
 		mine = own
 	}
 	a.FD = uint64(mine)
-	err = of.f.Ioctl(uint(cmd), unsafe.Pointer(a))
+	err = of.f.Ioctl(uint(whole(cmd, unsafe.Sizeof(*a))), unsafe.Pointer(a))
 	unix.Close(mine)
 	return err
 }
