@@ -443,6 +443,12 @@ func TestRing(t *testing.T) {
 				}
 			}
 		}
+		// The fake writes the counter, which ends the Wait, before it
+		// counts the interrupt message that follows, as the channel
+		// does: wait for that message before counting.
+		for end := time.Now().Add(10 * time.Second); d.irqs.Load() < 200 && time.Now().Before(end); {
+			time.Sleep(100 * time.Microsecond)
+		}
 		if jobs != 200 || d.irqs.Load() != 200 || c.Completed() != (200-1)%tlimit+1 {
 			t.Errorf("limit %d: %d completing packets, %d interrupts, counter %d; want 200", limit, jobs, d.irqs.Load(), c.Completed())
 		}
