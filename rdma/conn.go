@@ -42,6 +42,8 @@ type Conn struct {
 	// writes into. smr and rmr are their registrations.
 	sbuf, rbuf *memory.HostBuffer
 	smr, rmr   *ib.MR
+	// regs caches the zero-copy registrations of device ranges.
+	regs regCache
 	ctlOff     uint64 // where the control buffers start in sbuf
 	nctl       int
 
@@ -283,6 +285,13 @@ func newConn(id *cm.ID, sc *sharedChannel, m *memory.Manager, e *dma.Engine, opt
 	}
 	if c.pd, err = c.ictx.AllocPD(); err != nil {
 		return nil, err
+	}
+	c.regs.register = func(b *memory.Buffer, off, n uint64, access ib.Access) (region, error) {
+		rb, err := ib.RegisterBuffer(c.pd, b, off, n, access)
+		if err != nil {
+			return nil, err
+		}
+		return ibRegion{rb}, nil
 	}
 	if c.cc, err = c.ictx.CreateCompChannel(); err != nil {
 		return nil, err
@@ -561,6 +570,8 @@ func (c *Conn) Close() error {
 		if c.cc != nil {
 			errs = append(errs, c.cc.Close())
 		}
+		// The cached device registrations: no transfer uses them now.
+		errs = append(errs, c.regs.close())
 		for _, mr := range []*ib.MR{c.smr, c.rmr} {
 			if mr != nil {
 				errs = append(errs, mr.Close())

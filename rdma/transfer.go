@@ -101,7 +101,9 @@ func (c *Conn) Recv(ctx context.Context, dst memory.DeviceRange) (Result, error)
 // covers whole pages (a dma-buf exports no less); where the peer may
 // write it (remote), the range must be whole pages itself, or the peer
 // could write the bytes around it, and the pipeline is taken instead.
-func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*ib.RegisteredBuffer, error) {
+// The registration comes from the Conn's cache (regCache); the caller
+// gives it back with c.regs.put once the NIC is done with it.
+func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*regEntry, error) {
 	if c.opts.Path == PathPipelined || r.Len() == 0 {
 		return nil, nil
 	}
@@ -112,9 +114,9 @@ func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*i
 	if remote && (lo != r.Offset() || hi != r.Offset()+r.Len()) {
 		err = fmt.Errorf("device range at offset %d, %d bytes: not whole %d-byte pages a peer may write: %w", r.Offset(), r.Len(), page, memory.ErrRange)
 	} else {
-		var rb *ib.RegisteredBuffer
-		if rb, err = ib.RegisterBuffer(c.pd, r.Buffer(), lo, hi-lo, access); err == nil {
-			return rb, nil
+		var e *regEntry
+		if e, err = c.regs.get(regKey{buf: r.Buffer(), off: lo, n: hi - lo, access: access}); err == nil {
+			return e, nil
 		}
 	}
 	if c.opts.Path == PathZeroCopy {
@@ -257,7 +259,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	res := Result{Path: PathPipelined, PeerPath: d.Path, Bytes: n, Chunks: int(nchunks)}
 	if rb != nil {
 		res.Path = PathZeroCopy
-		defer rb.Close() // after every WRITE that names it completed
+		defer c.regs.put(rb) // after every WRITE that names it completed
 	}
 	err = c.sendChunks(f, src, d, rb, chunk, int(nchunks), cancel)
 	if err != nil {
@@ -295,7 +297,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 // the source itself), WRITE to the receiver (its ring slot, once it has
 // credit for one, or its registered device memory), and on a ring, the
 // credits back for every chunk.
-func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *ib.RegisteredBuffer, chunk uint64, nchunks int, cancel <-chan struct{}) error {
+func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *regEntry, chunk uint64, nchunks int, cancel <-chan struct{}) error {
 	depth := c.opts.Depth
 	stride := uint64(c.opts.ChunkSize)
 	f.dmas = make([]*dma.Transfer, depth)
@@ -332,7 +334,7 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 			k := posted
 			var sg [1]ib.SGE
 			if rb != nil {
-				sg[0] = ib.SGE{Addr: src.VA() + uint64(k)*chunk, Length: uint32(length(k)), LKey: rb.MR().LKey()}
+				sg[0] = ib.SGE{Addr: src.VA() + uint64(k)*chunk, Length: uint32(length(k)), LKey: rb.LKey()}
 			} else {
 				sg[0] = ib.SGE{Addr: c.smr.IOVA() + uint64(k%depth)*stride, Length: uint32(length(k)), LKey: c.smr.LKey()}
 			}
@@ -440,8 +442,8 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	if rb != nil {
 		// The NIC writes dst itself; the registration goes once the
 		// sender's done (or the QP's error state) says it stopped.
-		defer rb.Close()
-		d = Descriptor{Path: PathZeroCopy, RKey: rb.MR().RKey(), Addr: dst.VA(), Len: n}
+		defer c.regs.put(rb)
+		d = Descriptor{Path: PathZeroCopy, RKey: rb.RKey(), Addr: dst.VA(), Len: n}
 	}
 	var msg [DescriptorSize]byte
 	if err := d.put(msg[:]); err != nil {
