@@ -148,7 +148,7 @@ func (f *failure) finish(err error) error {
 	default:
 		if !errors.As(err, &peer) {
 			v := imm(kindAbort, abortCode(err)) | f.role
-			if _, perr := c.qp.PostSend(ib.SendWR{ID: wrCtl | uint64(f.role) | ctlAbort, Op: ib.OpSendImm, Imm: v}); perr == nil {
+			if perr := c.nic.postSend(ib.SendWR{ID: wrCtl | uint64(f.role) | ctlAbort, Op: ib.OpSendImm, Imm: v}); perr == nil {
 				f.await(func(ev event) bool { return ev.kind == evCtlSent && ev.value == ctlAbort }, abortWait)
 			}
 		}
@@ -267,7 +267,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	}
 	// Done: RC delivers it after every WRITE above. Its completion is
 	// awaited: a Close right after Send returns would flush it otherwise.
-	if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(res.Path))}); err != nil {
+	if err := c.nic.postSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(res.Path))}); err != nil {
 		return Result{}, f.finish(err)
 	}
 	for {
@@ -336,7 +336,7 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 			if rb != nil {
 				sg[0] = ib.SGE{Addr: src.VA() + uint64(k)*chunk, Length: uint32(length(k)), LKey: rb.LKey()}
 			} else {
-				sg[0] = ib.SGE{Addr: c.smr.IOVA() + uint64(k%depth)*stride, Length: uint32(length(k)), LKey: c.smr.LKey()}
+				sg[0] = ib.SGE{Addr: c.skey.iova + uint64(k%depth)*stride, Length: uint32(length(k)), LKey: c.skey.lkey}
 			}
 			wr := ib.SendWR{ID: wrData | uint64(k), Op: ib.OpRDMAWrite, RKey: d.RKey, SG: sg[:]}
 			if ring {
@@ -346,7 +346,7 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 			} else {
 				wr.RemoteAddr = d.Addr + uint64(k)*chunk
 			}
-			if _, err := c.qp.PostSend(wr); err != nil {
+			if err := c.nic.postSend(wr); err != nil {
 				return fmt.Errorf("post chunk %d: %w", k, err)
 			}
 			posted++
@@ -438,7 +438,7 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	if err != nil {
 		return Result{}, f.finish(err)
 	}
-	d := Descriptor{Path: PathPipelined, RKey: c.rmr.RKey(), Addr: c.rmr.IOVA(), Len: n, ChunkSize: c.chunk, Slots: uint16(c.opts.Depth)}
+	d := Descriptor{Path: PathPipelined, RKey: c.rkey.rkey, Addr: c.rkey.iova, Len: n, ChunkSize: c.chunk, Slots: uint16(c.opts.Depth)}
 	if rb != nil {
 		// The NIC writes dst itself; the registration goes once the
 		// sender's done (or the QP's error state) says it stopped.
@@ -449,7 +449,7 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	if err := d.put(msg[:]); err != nil {
 		return Result{}, f.finish(err)
 	}
-	if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | ctlDesc, Op: ib.OpSend, Flags: ib.SendInline, Inline: msg[:]}); err != nil {
+	if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlDesc, Op: ib.OpSend, Flags: ib.SendInline, Inline: msg[:]}); err != nil {
 		return Result{}, f.finish(err)
 	}
 	chunk := uint64(c.chunk)
@@ -486,7 +486,7 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 				return fmt.Errorf("copy chunk %d to device: %w", copied, dmaErr(err))
 			}
 			copied++
-			if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | ctlCredit, Op: ib.OpSendImm, Imm: imm(kindCredit, 1)}); err != nil {
+			if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlCredit, Op: ib.OpSendImm, Imm: imm(kindCredit, 1)}); err != nil {
 				return fmt.Errorf("credit chunk %d: %w", copied-1, err)
 			}
 		case ev := <-c.rcv.ev:
