@@ -47,9 +47,9 @@ type Conn struct {
 	nic        nic
 	skey, rkey ringKey
 	// regs caches the zero-copy registrations of device ranges.
-	regs regCache
-	ctlOff     uint64 // where the control buffers start in sbuf
-	nctl       int
+	regs   regCache
+	ctlOff uint64 // where the control buffers start in sbuf
+	nctl   int
 
 	snd, rcv side
 

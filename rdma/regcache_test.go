@@ -39,9 +39,9 @@ func (r *fakeRegion) Close() error {
 
 // fakeNIC counts registrations.
 type fakeNIC struct {
-	mu                       sync.Mutex
+	mu                        sync.Mutex
 	registered, live, nextKey int
-	doubleClose              int
+	doubleClose               int
 }
 
 func (f *fakeNIC) register(b *memory.Buffer, off, n uint64, _ ib.Access) (region, error) {
