@@ -124,14 +124,15 @@ func TestRegCache(t *testing.T) {
 	}
 }
 
-// TestRegCacheBufferClose: a cached registration never keeps its buffer
-// from closing, and once the buffer's Close was called the registration
-// is gone: the cache never hands out a stale one.
-func TestRegCacheBufferClose(t *testing.T) {
+// cachedBuffer returns a cache on a fake NIC and a MiB of device memory
+// whose registration the cache holds for a transfer (e, to be put back).
+// Cleanup closes the cache.
+func cachedBuffer(t *testing.T) (*fakeNIC, *regCache, *memory.Buffer, regKey, *regEntry) {
+	t.Helper()
 	m := newManager(t)
 	nic := &fakeNIC{}
 	c := &regCache{register: nic.register}
-	defer c.close()
+	t.Cleanup(func() { c.close() })
 	b, err := m.Alloc(1<<20, memory.AllocOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +142,14 @@ func TestRegCacheBufferClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nic, c, b, key, e
+}
+
+// TestRegCacheBufferClose: a cached registration never keeps its buffer
+// from closing, and once the buffer's Close was called the registration
+// is gone: the cache never hands out a stale one.
+func TestRegCacheBufferClose(t *testing.T) {
+	nic, c, b, key, e := cachedBuffer(t)
 	if err := c.put(e); err != nil {
 		t.Fatal(err)
 	}
@@ -162,19 +171,7 @@ func TestRegCacheBufferClose(t *testing.T) {
 // cache); the registration goes when the transfer puts it back, and the
 // buffer then closes.
 func TestRegCacheCloseWhileUsed(t *testing.T) {
-	m := newManager(t)
-	nic := &fakeNIC{}
-	c := &regCache{register: nic.register}
-	defer c.close()
-	b, err := m.Alloc(1<<20, memory.AllocOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := regKey{buf: b, n: 1 << 20, access: ib.AccessLocalWrite}
-	e, err := c.get(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nic, c, b, key, e := cachedBuffer(t)
 	if err := b.Close(); !errors.Is(err, memory.ErrInUse) {
 		t.Fatalf("closing a buffer a transfer's registration names: %v, want ErrInUse", err)
 	}
