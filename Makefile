@@ -68,7 +68,7 @@ vmtest: ## real-kernel tests in a QEMU guest (Debian 6.12, rxe, udmabuf)
 	GO="$(GO)" ./scripts/vmtest/run.sh
 
 .PHONY: vmtest-pair
-vmtest-pair: ## opt-in: two QEMU guests on one virtual network, rxe on each NIC, ib/cm's Go-to-Go TestTwoGuests across them
+vmtest-pair: ## opt-in: two QEMU guests on one virtual network, rxe on each NIC, ib/cm's Go-to-Go TestTwoGuests and examples/rdma-send's device memory to device memory across them
 	GAUDI_VMTEST_PAIR=1 GO="$(GO)" ./scripts/vmtest/run.sh
 
 .PHONY: test

@@ -55,6 +55,9 @@ type Buffer struct {
 	// which a copy calls for each range: a load instead of a critical
 	// section (about 20 ns on the test machine; issue 29).
 	down atomic.Bool
+	// closers run at Close, before its export check (memlink.OnClose).
+	closers  map[uint64]func()
+	closerID uint64
 
 	leak runtime.Cleanup // reports a Buffer dropped without Close
 }
@@ -206,9 +209,37 @@ func (b *Buffer) dropHold() error {
 // isClosed reports whether Close was called.
 func (b *Buffer) isClosed() bool { return b.down.Load() }
 
+// onClose registers f to run when Close is called (memlink.OnClose).
+func (b *Buffer) onClose(f func()) (func(), error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.closing {
+		return nil, errclosed.New("device buffer")
+	}
+	if b.closers == nil {
+		b.closers = map[uint64]func(){}
+	}
+	b.closerID++
+	id := b.closerID
+	b.closers[id] = f
+	return func() {
+		b.mu.Lock()
+		delete(b.closers, id)
+		b.mu.Unlock()
+	}, nil
+}
+
 // Close unmaps and frees the buffer. See Buffer for when it refuses
 // (ErrInUse) or defers.
 func (b *Buffer) Close() error {
+	b.mu.Lock()
+	closers := b.closers
+	b.closers = nil
+	b.mu.Unlock()
+	// Outside mu: a closer closes dma-buf exports, which take it.
+	for _, f := range closers {
+		f()
+	}
 	b.mu.Lock()
 	switch {
 	case b.closed || b.closing:

@@ -30,6 +30,12 @@ func init() {
 		}
 		return fmt.Errorf("memory: cannot release %T", x)
 	}
+	memlink.OnClose = func(x any, f func()) (func(), error) {
+		if b, ok := x.(*Buffer); ok {
+			return b.onClose(f)
+		}
+		return nil, fmt.Errorf("memory: cannot watch %T", x)
+	}
 	memlink.Attach = func(manager, mover any) {
 		m, mv := manager.(*Manager), mover.(Mover)
 		if m == nil {

@@ -42,8 +42,14 @@ type Conn struct {
 	// writes into. smr and rmr are their registrations.
 	sbuf, rbuf *memory.HostBuffer
 	smr, rmr   *ib.MR
-	ctlOff     uint64 // where the control buffers start in sbuf
-	nctl       int
+	// nic is the queue pair, CQ and CM ID as the data path uses them
+	// (ibNIC; a fake NIC in tests); skey and rkey name sbuf and rbuf to it.
+	nic        nic
+	skey, rkey ringKey
+	// regs caches the zero-copy registrations of device ranges.
+	regs   regCache
+	ctlOff uint64 // where the control buffers start in sbuf
+	nctl   int
 
 	snd, rcv side
 
@@ -273,16 +279,20 @@ func newConn(id *cm.ID, sc *sharedChannel, m *memory.Manager, e *dma.Engine, opt
 		return nil, err
 	}
 	depth := opts.Depth
-	c.nctl = depth + ctlExtra
 	nsend := 2*depth + ctlExtra
-	evCap := 4*depth + 2*ctlExtra
-	c.snd.ev = make(chan event, evCap)
-	c.rcv.ev = make(chan event, evCap)
+	c.initSides()
 	if c.ictx, err = ib.Open(dev); err != nil {
 		return nil, err
 	}
 	if c.pd, err = c.ictx.AllocPD(); err != nil {
 		return nil, err
+	}
+	c.regs.register = func(b *memory.Buffer, off, n uint64, access ib.Access) (region, error) {
+		rb, err := ib.RegisterBuffer(c.pd, b, off, n, access)
+		if err != nil {
+			return nil, err
+		}
+		return ibRegion{rb}, nil
 	}
 	if c.cc, err = c.ictx.CreateCompChannel(); err != nil {
 		return nil, err
@@ -294,12 +304,7 @@ func newConn(id *cm.ID, sc *sharedChannel, m *memory.Manager, e *dma.Engine, opt
 		Caps: ib.QPCaps{MaxSendWR: uint32(nsend), MaxRecvWR: uint32(c.nctl), MaxInline: DescriptorSize}}); err != nil {
 		return nil, err
 	}
-	ring := uint64(depth) * uint64(opts.ChunkSize)
-	c.ctlOff = ring
-	if c.sbuf, err = m.AllocHost(ring+uint64(c.nctl*ctlSize), memory.HostOptions{}); err != nil {
-		return nil, err
-	}
-	if c.rbuf, err = m.AllocHost(ring, memory.HostOptions{}); err != nil {
+	if err := c.allocRings(); err != nil {
 		return nil, err
 	}
 	if c.smr, err = c.pd.RegBytes(c.sbuf.Bytes(), ib.AccessLocalWrite); err != nil {
@@ -308,6 +313,9 @@ func newConn(id *cm.ID, sc *sharedChannel, m *memory.Manager, e *dma.Engine, opt
 	if c.rmr, err = c.pd.RegBytes(c.rbuf.Bytes(), ib.AccessLocalWrite|ib.AccessRemoteWrite); err != nil {
 		return nil, err
 	}
+	c.skey = ringKey{lkey: c.smr.LKey(), iova: c.smr.IOVA()}
+	c.rkey = ringKey{rkey: c.rmr.RKey(), iova: c.rmr.IOVA()}
+	c.nic = ibNIC{qp: c.qp, cq: c.cq, id: id}
 	if err := id.ModifyQP(c.qp, ib.QPSInit); err != nil {
 		return nil, err
 	}
@@ -319,9 +327,31 @@ func newConn(id *cm.ID, sc *sharedChannel, m *memory.Manager, e *dma.Engine, opt
 	return c, nil
 }
 
+// initSides sizes the control slots and the sides' event queues.
+func (c *Conn) initSides() {
+	depth := c.opts.Depth
+	c.nctl = depth + ctlExtra
+	evCap := 4*depth + 2*ctlExtra
+	c.snd.ev = make(chan event, evCap)
+	c.rcv.ev = make(chan event, evCap)
+}
+
+// allocRings allocates the staging rings: sbuf, Depth send slots and
+// then the control receive buffers; rbuf, the receive ring.
+func (c *Conn) allocRings() error {
+	ring := uint64(c.opts.Depth) * uint64(c.opts.ChunkSize)
+	c.ctlOff = ring
+	var err error
+	if c.sbuf, err = c.mem.AllocHost(ring+uint64(c.nctl*ctlSize), memory.HostOptions{}); err != nil {
+		return err
+	}
+	c.rbuf, err = c.mem.AllocHost(ring, memory.HostOptions{})
+	return err
+}
+
 // ringDescriptor describes this side's receive ring.
 func (c *Conn) ringDescriptor() Descriptor {
-	return Descriptor{Path: PathPipelined, RKey: c.rmr.RKey(), Addr: c.rmr.IOVA(),
+	return Descriptor{Path: PathPipelined, RKey: c.rkey.rkey, Addr: c.rkey.iova,
 		ChunkSize: c.opts.ChunkSize, Slots: uint16(c.opts.Depth)}
 }
 
@@ -340,16 +370,18 @@ func (c *Conn) setPeer(pdata []byte) error {
 
 // postRecv posts the control receive of slot i.
 func (c *Conn) postRecv(i int) error {
-	sg := [1]ib.SGE{{Addr: c.smr.IOVA() + c.ctlOff + uint64(i*ctlSize), Length: ctlSize, LKey: c.smr.LKey()}}
-	_, err := c.qp.PostRecv(ib.RecvWR{ID: wrRecv | uint64(i), SG: sg[:]})
-	return err
+	sg := [1]ib.SGE{{Addr: c.skey.iova + c.ctlOff + uint64(i*ctlSize), Length: ctlSize, LKey: c.skey.lkey}}
+	return c.nic.postRecv(ib.RecvWR{ID: wrRecv | uint64(i), SG: sg[:]})
 }
 
 // start runs the dispatcher and the CM watcher.
 func (c *Conn) start() {
-	c.bg.Add(2)
+	c.bg.Add(1)
 	go c.dispatch()
-	go c.watch()
+	if c.id != nil { // a fake NIC has no CM
+		c.bg.Add(1)
+		go c.watch()
+	}
 }
 
 // watch waits for the CM's DISCONNECTED (the peer disconnected, closed
@@ -381,7 +413,7 @@ func (c *Conn) peerLeft(cause error) {
 		c.left = cause
 	}
 	c.leftMu.Unlock()
-	if err := c.qp.Modify(&ib.QPAttr{Mask: ib.AttrState, State: ib.QPSErr}); err != nil {
+	if err := c.nic.fail(); err != nil {
 		c.shut(cause)
 	}
 }
@@ -403,7 +435,7 @@ func (c *Conn) shut(cause error) {
 		close(c.broken)
 		// The errors are moot: the QP may be in the error state already,
 		// or the ID disconnected by the peer.
-		_ = c.id.Disconnect(c.qp)
+		_ = c.nic.disconnect()
 	})
 }
 
@@ -414,7 +446,7 @@ func (c *Conn) dispatch() {
 	defer c.bg.Done()
 	wcs := make([]ib.WC, 16)
 	for {
-		n, err := c.cq.Wait(c.life, wcs)
+		n, err := c.nic.poll(c.life, wcs)
 		if err != nil {
 			if c.life.Err() == nil {
 				c.shut(&goneError{err})
@@ -543,7 +575,7 @@ func (c *Conn) Close() error {
 		c.mu.Lock()
 		c.closing = true
 		c.mu.Unlock()
-		if c.qp != nil {
+		if c.nic != nil {
 			c.shut(ErrClosed)
 		}
 		c.xfer.Wait()
@@ -561,6 +593,8 @@ func (c *Conn) Close() error {
 		if c.cc != nil {
 			errs = append(errs, c.cc.Close())
 		}
+		// The cached device registrations: no transfer uses them now.
+		errs = append(errs, c.regs.close())
 		for _, mr := range []*ib.MR{c.smr, c.rmr} {
 			if mr != nil {
 				errs = append(errs, mr.Close())
@@ -578,7 +612,9 @@ func (c *Conn) Close() error {
 				errs = append(errs, h.Close())
 			}
 		}
-		errs = append(errs, c.id.Close(), c.ch.unref())
+		if c.id != nil {
+			errs = append(errs, c.id.Close(), c.ch.unref())
+		}
 		c.closeErr = errors.Join(errs...)
 	})
 	return c.closeErr

@@ -24,6 +24,15 @@
 // side chooses for itself, so the four combinations occur; Result.Path
 // and Result.PeerPath say which ran, and Options.Path forces one.
 //
+// A Conn keeps the zero-copy registrations it made (the dma-buf export
+// and its memory region, per buffer, page span and access) for the next
+// transfer of the same range: a buffer sent or received again costs no
+// export and no registration. A cached registration goes when its
+// buffer's Close is called (memory runs the cache's hook before it checks
+// for open exports, so the cache never keeps a buffer from closing, and
+// never hands out a registration of a closed buffer) or when the Conn
+// closes; one that a transfer is using goes when that transfer ends.
+//
 // The receiver describes where the sender writes with a Descriptor:
 // small, versioned and binary, which users may exchange however they
 // like. A Conn exchanges them itself: the connection's receive rings in
@@ -75,6 +84,18 @@
 // 4.25 MB/s in one loaded boot); DefaultChunkSize stays at 1 MiB, which
 // needs a quarter of 4 MiB's pinned memory and a quarter of 256 KiB's
 // work requests and DMA submissions.
+//
+// No NIC here registers dma-bufs, so the zero-copy path's cost is
+// measured on a fake NIC that does (fakenic_test.go: its RDMA WRITE
+// copies between registered regions, device memory through the simulated
+// device), BenchmarkFakeZeroCopy, with references in the same run: in one
+// run (2026-11-29, loaded 2-core host, -benchtime=200x) a 1 MiB transfer
+// took 2.37 ms with the cache (39 allocs), 3.41 ms without it (an export,
+// a registration and their closes per side per transfer; 76 allocs) and
+// 3.61 ms pipelined on the same fake; at 64 KiB 157, 248 and 227 µs.
+// BenchmarkZeroCopyRegistration isolates the registration: 82 ns and no
+// allocation per transfer cached, 23 µs and 16 allocations uncached (the
+// simulator's export and its close; a real NIC adds its page-table work).
 //
 // Conn and Listener are safe for concurrent use; one Send and one Recv
 // may run at a time on a Conn (another answers ErrBusy).

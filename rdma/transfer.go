@@ -101,7 +101,9 @@ func (c *Conn) Recv(ctx context.Context, dst memory.DeviceRange) (Result, error)
 // covers whole pages (a dma-buf exports no less); where the peer may
 // write it (remote), the range must be whole pages itself, or the peer
 // could write the bytes around it, and the pipeline is taken instead.
-func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*ib.RegisteredBuffer, error) {
+// The registration comes from the Conn's cache (regCache); the caller
+// gives it back with c.regs.put once the NIC is done with it.
+func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*regEntry, error) {
 	if c.opts.Path == PathPipelined || r.Len() == 0 {
 		return nil, nil
 	}
@@ -112,9 +114,9 @@ func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*i
 	if remote && (lo != r.Offset() || hi != r.Offset()+r.Len()) {
 		err = fmt.Errorf("device range at offset %d, %d bytes: not whole %d-byte pages a peer may write: %w", r.Offset(), r.Len(), page, memory.ErrRange)
 	} else {
-		var rb *ib.RegisteredBuffer
-		if rb, err = ib.RegisterBuffer(c.pd, r.Buffer(), lo, hi-lo, access); err == nil {
-			return rb, nil
+		var e *regEntry
+		if e, err = c.regs.get(regKey{buf: r.Buffer(), off: lo, n: hi - lo, access: access}); err == nil {
+			return e, nil
 		}
 	}
 	if c.opts.Path == PathZeroCopy {
@@ -146,7 +148,7 @@ func (f *failure) finish(err error) error {
 	default:
 		if !errors.As(err, &peer) {
 			v := imm(kindAbort, abortCode(err)) | f.role
-			if _, perr := c.qp.PostSend(ib.SendWR{ID: wrCtl | uint64(f.role) | ctlAbort, Op: ib.OpSendImm, Imm: v}); perr == nil {
+			if perr := c.nic.postSend(ib.SendWR{ID: wrCtl | uint64(f.role) | ctlAbort, Op: ib.OpSendImm, Imm: v}); perr == nil {
 				f.await(func(ev event) bool { return ev.kind == evCtlSent && ev.value == ctlAbort }, abortWait)
 			}
 		}
@@ -257,7 +259,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	res := Result{Path: PathPipelined, PeerPath: d.Path, Bytes: n, Chunks: int(nchunks)}
 	if rb != nil {
 		res.Path = PathZeroCopy
-		defer rb.Close() // after every WRITE that names it completed
+		defer c.regs.put(rb) // after every WRITE that names it completed
 	}
 	err = c.sendChunks(f, src, d, rb, chunk, int(nchunks), cancel)
 	if err != nil {
@@ -265,7 +267,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	}
 	// Done: RC delivers it after every WRITE above. Its completion is
 	// awaited: a Close right after Send returns would flush it otherwise.
-	if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(res.Path))}); err != nil {
+	if err := c.nic.postSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(res.Path))}); err != nil {
 		return Result{}, f.finish(err)
 	}
 	for {
@@ -295,7 +297,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 // the source itself), WRITE to the receiver (its ring slot, once it has
 // credit for one, or its registered device memory), and on a ring, the
 // credits back for every chunk.
-func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *ib.RegisteredBuffer, chunk uint64, nchunks int, cancel <-chan struct{}) error {
+func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *regEntry, chunk uint64, nchunks int, cancel <-chan struct{}) error {
 	depth := c.opts.Depth
 	stride := uint64(c.opts.ChunkSize)
 	f.dmas = make([]*dma.Transfer, depth)
@@ -332,9 +334,9 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 			k := posted
 			var sg [1]ib.SGE
 			if rb != nil {
-				sg[0] = ib.SGE{Addr: src.VA() + uint64(k)*chunk, Length: uint32(length(k)), LKey: rb.MR().LKey()}
+				sg[0] = ib.SGE{Addr: src.VA() + uint64(k)*chunk, Length: uint32(length(k)), LKey: rb.LKey()}
 			} else {
-				sg[0] = ib.SGE{Addr: c.smr.IOVA() + uint64(k%depth)*stride, Length: uint32(length(k)), LKey: c.smr.LKey()}
+				sg[0] = ib.SGE{Addr: c.skey.iova + uint64(k%depth)*stride, Length: uint32(length(k)), LKey: c.skey.lkey}
 			}
 			wr := ib.SendWR{ID: wrData | uint64(k), Op: ib.OpRDMAWrite, RKey: d.RKey, SG: sg[:]}
 			if ring {
@@ -344,7 +346,7 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 			} else {
 				wr.RemoteAddr = d.Addr + uint64(k)*chunk
 			}
-			if _, err := c.qp.PostSend(wr); err != nil {
+			if err := c.nic.postSend(wr); err != nil {
 				return fmt.Errorf("post chunk %d: %w", k, err)
 			}
 			posted++
@@ -436,18 +438,18 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	if err != nil {
 		return Result{}, f.finish(err)
 	}
-	d := Descriptor{Path: PathPipelined, RKey: c.rmr.RKey(), Addr: c.rmr.IOVA(), Len: n, ChunkSize: c.chunk, Slots: uint16(c.opts.Depth)}
+	d := Descriptor{Path: PathPipelined, RKey: c.rkey.rkey, Addr: c.rkey.iova, Len: n, ChunkSize: c.chunk, Slots: uint16(c.opts.Depth)}
 	if rb != nil {
 		// The NIC writes dst itself; the registration goes once the
 		// sender's done (or the QP's error state) says it stopped.
-		defer rb.Close()
-		d = Descriptor{Path: PathZeroCopy, RKey: rb.MR().RKey(), Addr: dst.VA(), Len: n}
+		defer c.regs.put(rb)
+		d = Descriptor{Path: PathZeroCopy, RKey: rb.RKey(), Addr: dst.VA(), Len: n}
 	}
 	var msg [DescriptorSize]byte
 	if err := d.put(msg[:]); err != nil {
 		return Result{}, f.finish(err)
 	}
-	if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | ctlDesc, Op: ib.OpSend, Flags: ib.SendInline, Inline: msg[:]}); err != nil {
+	if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlDesc, Op: ib.OpSend, Flags: ib.SendInline, Inline: msg[:]}); err != nil {
 		return Result{}, f.finish(err)
 	}
 	chunk := uint64(c.chunk)
@@ -484,7 +486,7 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 				return fmt.Errorf("copy chunk %d to device: %w", copied, dmaErr(err))
 			}
 			copied++
-			if _, err := c.qp.PostSend(ib.SendWR{ID: wrCtl | ctlCredit, Op: ib.OpSendImm, Imm: imm(kindCredit, 1)}); err != nil {
+			if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlCredit, Op: ib.OpSendImm, Imm: imm(kindCredit, 1)}); err != nil {
 				return fmt.Errorf("credit chunk %d: %w", copied-1, err)
 			}
 		case ev := <-c.rcv.ev:

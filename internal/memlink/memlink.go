@@ -24,4 +24,10 @@ var (
 	// unless it has one; Detach undoes it if mover is the one attached.
 	Attach func(manager, mover any)
 	Detach func(manager, mover any)
+	// OnClose asks that f run when Close is called on a *memory.Buffer,
+	// before Close checks for open dma-buf exports: a cache of
+	// registrations (rdma's) closes its exports there, so that it never
+	// keeps a buffer from closing and never outlives it. cancel withdraws
+	// f. It fails once Close was called.
+	OnClose func(x any, f func()) (cancel func(), err error)
 )

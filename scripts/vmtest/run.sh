@@ -20,8 +20,10 @@
 #   make vmtest-pair                      two guests on one virtual network (QEMU dgram
 #                                         netdevs over host UDP), rxe0 on each one's NIC
 #                                         (10.78.0.1 server, 10.78.0.2 client), running
-#                                         ./ib/cm's TestTwoGuests in both: our client in
-#                                         one against our server in the other. Opt-in:
+#                                         ./ib/cm's and ./examples/rdma-send's
+#                                         TestTwoGuests in both: our client (the sender)
+#                                         in one against our server (the receiver) in
+#                                         the other. Opt-in:
 #                                         not part of make vmtest (see PAIR below).
 #
 # Adding a package: one line in PACKAGES below (directory, -test.run filter,
@@ -136,8 +138,16 @@ while read -r dir run bench; do
 	SEL_PKG+=("$dir") SEL_RUN+=("$run") SEL_BENCH+=("$bench")
 done <<<"$PACKAGES"
 if [ -n "$PAIR" ]; then
-	[ ${#ARGS[@]} = 0 ] || [ "${ARGS[*]}" = ./ib/cm ] || die "GAUDI_VMTEST_PAIR runs ./ib/cm alone"
-	SEL_PKG=(./ib/cm) SEL_RUN=("${GAUDI_VMTEST_RUN:-^TestTwoGuests\$}") SEL_BENCH=(-)
+	# ib/cm's and examples/rdma-send's TestTwoGuests, both by default.
+	[ ${#ARGS[@]} = 0 ] && ARGS=(./ib/cm ./examples/rdma-send)
+	SEL_PKG=() SEL_RUN=() SEL_BENCH=()
+	for a in "${ARGS[@]}"; do
+		case $a in
+		./ib/cm | ./examples/rdma-send) ;;
+		*) die "GAUDI_VMTEST_PAIR runs ./ib/cm and ./examples/rdma-send only" ;;
+		esac
+		SEL_PKG+=("$a") SEL_RUN+=("${GAUDI_VMTEST_RUN:-^TestTwoGuests\$}") SEL_BENCH+=(-)
+	done
 fi
 say "packages: ${SEL_PKG[*]:-(none: boot and rxe check only)}"
 
