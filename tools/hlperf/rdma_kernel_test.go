@@ -151,26 +151,23 @@ func timed(ctx context.Context, t *testing.T, name string, logOut bool, run func
 // def when it is unset.
 func envInt(t *testing.T, name string, def int) int {
 	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v <= 0 {
-		t.Fatalf("%s=%q: not a positive integer", name, s)
-	}
-	return v
+	return envPositive(t, name, def, strconv.Atoi)
 }
 
 // envRatio returns the environment variable name as a positive number,
 // or def when it is unset.
 func envRatio(t *testing.T, name string, def float64) float64 {
 	t.Helper()
+	return envPositive(t, name, def, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+func envPositive[T int | float64](t *testing.T, name string, def T, parse func(string) (T, error)) T {
+	t.Helper()
 	s := os.Getenv(name)
 	if s == "" {
 		return def
 	}
-	v, err := strconv.ParseFloat(s, 64)
+	v, err := parse(s)
 	if err != nil || v <= 0 {
 		t.Fatalf("%s=%q: not a positive number", name, s)
 	}
