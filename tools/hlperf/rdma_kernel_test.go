@@ -300,7 +300,7 @@ func (c *comparison) check(t *testing.T, who, out string) float64 {
 // measurement (opt-in) raises them, with a longer -test.timeout:
 //
 //	GAUDI_VMTEST_ENV='GAUDI_RDMA_ROUNDS=5 GAUDI_RDMA_BW_ITERS=100 GAUDI_RDMA_LAT_ITERS=1000' \
-//	GAUDI_VMTEST_ARGS='-test.timeout 900s' GAUDI_VMTEST_RUN='^TestKernelRDMAWriteVsPerftest$' \
+//	GAUDI_VMTEST_ARGS=-test.timeout=900s GAUDI_VMTEST_RUN='^TestKernelRDMAWriteVsPerftest$' \
 //	GAUDI_VMTEST_TIMEOUT=1500 scripts/vmtest/run.sh ./tools/hlperf
 func TestKernelRDMAWriteVsPerftest(t *testing.T) {
 	addr := rxetest.Addr(t, cm.DevicePath)
