@@ -85,8 +85,9 @@ func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr
 	srv := rxetest.StartPeer(ctx, t, tool, args...)
 	t.Cleanup(cancel)
 	// perftest's -R client retries while nobody listens yet; retry the
-	// whole client too while the server is still starting.
-	for try := 0; ; try++ {
+	// whole client too while the server is still starting, until the
+	// server exits or ctx ends.
+	for {
 		c := rxetest.StartPeer(ctx, t, tool, append(args, addr.String())...)
 		<-c.Exited()
 		switch {
@@ -101,7 +102,7 @@ func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr
 			srv.Fail(t, fmt.Sprintf("server exited (%v) before its client ran", srv.Err()))
 		default:
 		}
-		if try == 20 || ctx.Err() != nil {
+		if ctx.Err() != nil { // the attempt's time is up (timed)
 			c.Fail(t, fmt.Sprintf("client failed: %v", c.Err()))
 		}
 		time.Sleep(200 * time.Millisecond) // the server has not listened yet: try again
