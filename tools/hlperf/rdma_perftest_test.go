@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -74,5 +75,17 @@ func TestRunPerftestRetriesClock(t *testing.T) {
 	})
 	if attempts != 2 || !strings.Contains(out, "65536      5") {
 		t.Errorf("%d attempts, output %q; want 2 attempts (one the clock ended) and the second's report", attempts, out)
+	}
+}
+
+// TestReportFieldsNaN: ib_write_lat prints -nan for t_stdev when its
+// samples overflow its variance (seen in the VM under load); the line is
+// still the report, and the other columns are read.
+func TestReportFieldsNaN(t *testing.T) {
+	out := " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n" +
+		" 8       1000          590.56         451218.28      4012.35  	       10715.84     	-nan   		186195.64 		451218.28\n"
+	r := reportFields(t, "ib_write_lat", out, 8, 9)
+	if r[1] != 1000 || r[4] != 4012.35 || !math.IsNaN(r[6]) || r[8] != 451218.28 {
+		t.Errorf("report %v, want 1000 iterations, t_typical 4012.35, t_stdev NaN, 99.9%% 451218.28", r)
 	}
 }
