@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +36,7 @@ import (
 type ctrl struct {
 	*end
 	t    *testing.T
-	peer *peer
+	peer *rxetest.Peer
 	// busy makes answer spin on the CQ for the peer's message, as
 	// perftest's own side of the channel does (ctx_xchg_data_rdma polls):
 	// while the peer measures, it then competes for the CPUs just as a
@@ -60,10 +58,10 @@ func (c *ctrl) next(cq *ib.CQ) ib.WC {
 			}
 			if k == 0 {
 				select {
-				case <-c.peer.exited:
+				case <-c.peer.Exited():
 					// What it sent before it exited is in the CQ already.
 					if k, err = cq.Poll(wcs); err != nil || k == 0 {
-						c.failed(fmt.Errorf("the peer exited while we waited for its message: %v", c.peer.err))
+						c.failed(fmt.Errorf("the peer exited while we waited for its message: %v", c.peer.Err()))
 					}
 				default:
 				}
@@ -74,7 +72,7 @@ func (c *ctrl) next(cq *ib.CQ) ib.WC {
 		defer cancel()
 		go func() {
 			select {
-			case <-c.peer.exited:
+			case <-c.peer.Exited():
 				cancel()
 			case <-ctx.Done():
 			}
@@ -93,13 +91,13 @@ func (c *ctrl) next(cq *ib.CQ) ib.WC {
 }
 
 // failed ends the test on err, once the peer had the time to exit: a
-// peer that gave up on its clock makes the attempt a retry (peer.fail),
+// peer that gave up on its clock makes the attempt a retry (Peer.Fail),
 // anything else is a failure.
 func (c *ctrl) failed(err error) {
 	c.t.Helper()
 	select {
-	case <-c.peer.exited:
-		c.peer.fail(c.t, fmt.Sprintf("exited during the exchange (we saw: %v)", err))
+	case <-c.peer.Exited():
+		c.peer.Fail(c.t, fmt.Sprintf("exited during the exchange (we saw: %v)", err))
 	case <-time.After(10 * time.Second):
 	}
 	c.t.Fatal(err)
@@ -154,7 +152,7 @@ func doubleBE(f float64) []byte { return binary.BigEndian.AppendUint64(nil, math
 // connectRetry connects a new ID to dst with an end made by mk, retrying
 // while nobody listens yet (REJECTED with reason 8, as perftest's own
 // client retries), until ctx ends or the peer exits.
-func connectRetry(ctx context.Context, t *testing.T, ch *Channel, dst netip.AddrPort, n int, p *peer) *end {
+func connectRetry(ctx context.Context, t *testing.T, ch *Channel, dst netip.AddrPort, n int, p *rxetest.Peer) *end {
 	t.Helper()
 	for {
 		id := resolved(ctx, t, ch, dst)
@@ -172,119 +170,13 @@ func connectRetry(ctx context.Context, t *testing.T, ch *Channel, dst netip.Addr
 			t.Fatalf("connect to %v: %v", dst, err)
 		}
 		select {
-		case <-p.exited:
-			p.fail(t, "exited before we connected")
+		case <-p.Exited():
+			p.Fail(t, "exited before we connected")
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// peer is a perftest process.
-type peer struct {
-	name   string
-	exited chan struct{} // closed once it exited and its output is logged
-	err    error         // its exit status, once exited is closed
-	out    bytes.Buffer  // its output, to read once exited is closed
-}
-
-// runPeer starts a perftest binary.
-func runPeer(ctx context.Context, t *testing.T, name string, args ...string) *peer {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		rxetest.SkipOrFail(t, "no "+name+" (apt-get install perftest)")
-	}
-	p := &peer{name: name, exited: make(chan struct{})}
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Stdout, cmd.Stderr = &p.out, &p.out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		t.Logf("%s %v:\n%s", name, args, p.out.String())
-		close(p.exited)
-	}()
-	// The caller's context ends first (it kills the peer if it still
-	// runs); the test waits for the log of its output.
-	t.Cleanup(func() { <-p.exited })
-	return p
-}
-
-// wait waits for the peer's exit and fails the test (through fail) unless
-// it succeeded.
-func (p *peer) wait(t *testing.T) {
-	t.Helper()
-	<-p.exited
-	if p.err != nil {
-		p.fail(t, fmt.Sprintf("failed: %v", p.err))
-	}
-}
-
-// clockFailed reports whether the peer gave up because it could not
-// measure its cycle counter's rate: perftest's get_cpu_mhz (get_clock.c)
-// fits 200 samples of cycles against gettimeofday and returns 0 when the
-// fit's r^2 is below 0.9 ("Correlation coefficient r^2: ... < 0.9"), and a
-// bandwidth test then prints "Can't produce a report" and exits, before
-// the exchange that ends its run. perftest has no option that skips the
-// measurement (-F only silences the cpufreq warning); under QEMU's TCG on
-// a loaded host the samples scatter. Call it once exited is closed.
-func (p *peer) clockFailed() bool {
-	s := p.out.String()
-	return strings.Contains(s, "Correlation coefficient r^2") || strings.Contains(s, "Can't produce a report")
-}
-
-// errPeerClock marks an attempt that ended because the peer gave up on its
-// clock (see retryPeer).
-const errPeerClock = "the perftest peer could not measure its clock"
-
-// fail ends the test once the peer exited before the exchange ended (what
-// says how): a peer that gave up on its clock skips this attempt, with
-// errPeerClock, for retryPeer to run another; anything else fails it.
-func (p *peer) fail(t *testing.T, what string) {
-	t.Helper()
-	if p.clockFailed() {
-		clockSkips.Store(t, struct{}{})
-		t.Skipf("%s (%s %s): its failure, not ours; another attempt follows", errPeerClock, p.name, what)
-	}
-	t.Fatalf("%s %s", p.name, what)
-}
-
-// peerAttempts bounds the runs of a test whose perftest peer gives up on
-// its clock.
-const peerAttempts = 3
-
-// clockSkips holds the attempts (their *testing.T) that peer.fail skipped
-// because the peer gave up on its clock: retryPeer runs those again, and
-// no other skip (no rxe device outside the VM, say).
-var clockSkips sync.Map
-
-// retryPeer runs run as subtests attempt_1, attempt_2, ... until one
-// passes or fails; an attempt the peer ended by giving up on its clock
-// (peer.fail skips it) is run again, at most peerAttempts times, and if
-// every attempt ended so, the test fails saying that no verdict was
-// reached. A failure of ours is never retried.
-func retryPeer(t *testing.T, run func(t *testing.T)) {
-	t.Helper()
-	for i := 1; i <= peerAttempts; i++ {
-		var clock, skipped bool
-		name := fmt.Sprintf("attempt_%d", i)
-		ok := t.Run(name, func(t *testing.T) {
-			defer func() { _, clock = clockSkips.LoadAndDelete(t); skipped = t.Skipped() }()
-			run(t)
-		})
-		switch {
-		case !ok:
-			return
-		case skipped && !clock:
-			t.Skipf("%s was skipped", name) // no device, say: so is the test
-		case !clock:
-			return
-		}
-	}
-	t.Fatalf("no verdict: in each of %d runs, %s (perftest's get_cpu_mhz: r^2 < 0.9) and exited before the exchange ended", peerAttempts, errPeerClock)
 }
 
 // bwTools are the perftest bandwidth tools whose -R protocol the tests
@@ -323,7 +215,7 @@ func TestKernelBWServer(t *testing.T) {
 	}{"ib_send_bw", ib.OpSend, 18624})
 	for _, tool := range tools {
 		t.Run(tool.name, func(t *testing.T) {
-			retryPeer(t, func(t *testing.T) { bwServer(t, tool.name, tool.op, tool.port) })
+			rxetest.RetryPeer(t, func(t *testing.T) { bwServer(t, tool.name, tool.op, tool.port) })
 		})
 	}
 }
@@ -333,7 +225,7 @@ func bwServer(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	const size, iters = 65536, 200
-	p := runPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters))
+	p := rxetest.StartPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters))
 	ch := openChannel(t)
 	dst := netip.AddrPortFrom(addr, port)
 	c := &ctrl{end: connectRetry(ctx, t, ch, dst, 4096, p), t: t, peer: p}
@@ -407,9 +299,9 @@ func bwServer(t *testing.T, tool string, op ib.SendOp, port uint16) {
 			t.Error(err)
 		}
 	}
-	p.wait(t)
+	p.Wait(t)
 	want := fmt.Sprintf(" %d       %d ", size, iters)
-	if !strings.Contains(strings.Join(strings.Fields(p.out.String()), " "), strings.Join(strings.Fields(want), " ")+" ") {
+	if !strings.Contains(strings.Join(strings.Fields(p.Output()), " "), strings.Join(strings.Fields(want), " ")+" ") {
 		t.Errorf("the server's report has no line for %d bytes, %d iterations", size, iters)
 	}
 	d.close(t)
@@ -467,7 +359,7 @@ func TestKernelBWClient(t *testing.T) {
 	}{"ib_send_bw", ib.OpSend, 18624})
 	for _, tool := range tools {
 		t.Run(tool.name, func(t *testing.T) {
-			retryPeer(t, func(t *testing.T) { bwClient(t, tool.name, tool.op, tool.port+1) })
+			rxetest.RetryPeer(t, func(t *testing.T) { bwClient(t, tool.name, tool.op, tool.port+1) })
 		})
 	}
 }
@@ -479,7 +371,7 @@ func bwClient(t *testing.T, tool string, op ib.SendOp, port uint16) {
 	const size, iters = 65536, 200
 	l := listenAt(t, openChannel(t), addr, port)
 	defer l.Close()
-	p := runPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters), addr.String())
+	p := rxetest.StartPeer(ctx, t, tool, "-R", "-d", "rxe0", "-p", strconv.Itoa(int(port)), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters), addr.String())
 	c := &ctrl{end: acceptEnd(ctx, t, l, 4096, true), t: t, peer: p}
 	gid := netip.AddrFrom16(addr.As16())
 	if v := c.answer(16, append([]byte("6.06"), make([]byte, 12)...)); !bytes.HasPrefix(v, []byte("6.")) && !bytes.HasPrefix(v, []byte("5.")) {
@@ -535,13 +427,13 @@ func bwClient(t *testing.T, tool string, op ib.SendOp, port uint16) {
 			t.Errorf("after the client's disconnect: %v", err)
 		}
 	}
-	p.wait(t)
+	p.Wait(t)
 	// perftest writes whatever its buffer holds; at least the last write
 	// reached ours, which was zeroed: look for its bytes.
 	if op == ib.OpRDMAWrite && bytes.Count(d.buf, []byte{0}) == len(d.buf) {
 		t.Error("no byte of the client's writes reached our buffer")
 	}
-	if !strings.Contains(p.out.String(), "BW average") {
+	if !strings.Contains(p.Output(), "BW average") {
 		t.Error("the client printed no report")
 	}
 	d.close(t)

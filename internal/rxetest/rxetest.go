@@ -1,8 +1,9 @@
 // Package rxetest holds what the tests that run against the kernel's
 // Soft-RoCE (rdma_rxe, in the VM harness scripts/vmtest) share: the
 // skip-or-fail rule for a missing prerequisite and the rxe device's IPv4
-// address. It is for tests only. Package ib's own tests cannot import it
-// (it imports ib) and keep their copy of SkipOrFail.
+// address, and the perftest processes (Peer, RetryPeer) the interop and
+// benchmark tests run. It is for tests only. Package ib's own tests
+// cannot import it (it imports ib) and keep their copy of SkipOrFail.
 package rxetest
 
 import (

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,7 +60,14 @@ func reportFields(t *testing.T, who, out string, size int, n int) []float64 {
 		ok := true
 		for i := range n {
 			var err error
-			if v[i], err = strconv.ParseFloat(f[i], 64); err != nil {
+			s := f[i]
+			if s == "-nan" {
+				// C's printf writes a negative NaN so (ib_write_lat's
+				// t_stdev when its variance overflows); ParseFloat
+				// takes no sign on NaN.
+				s = "NaN"
+			}
+			if v[i], err = strconv.ParseFloat(s, 64); err != nil {
 				ok = false
 			}
 		}
@@ -73,35 +80,37 @@ func reportFields(t *testing.T, who, out string, size int, n int) []float64 {
 }
 
 // runPerftest runs a perftest server and client pair on addr:port and
-// returns the client's output.
+// returns the client's output. A peer that gave up on its clock (perftest's
+// get_cpu_mhz: r^2 < 0.9) skips the attempt through rxetest.Peer.Fail:
+// call it inside rxetest.RetryPeer, which runs the attempt again.
 func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr, port int, args ...string) string {
 	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err != nil {
-		rxetest.SkipOrFail(t, "no "+tool+" (apt-get install perftest)")
-	}
+	// The server is killed when the attempt ends (cleanups run last
+	// first: this one before StartPeer's wait for its exit).
+	ctx, cancel := context.WithCancel(ctx)
 	args = append([]string{"-R", "-p", strconv.Itoa(port)}, args...)
-	srv := exec.CommandContext(ctx, p, args...)
-	var sout bytes.Buffer
-	srv.Stdout, srv.Stderr = &sout, &sout
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := srv.Wait(); err != nil {
-			t.Errorf("%s server: %v\n%s", tool, err, sout.String())
-		}
-	}()
+	srv := rxetest.StartPeer(ctx, t, tool, args...)
+	t.Cleanup(cancel)
 	// perftest's -R client retries while nobody listens yet; retry the
-	// whole client too while the server is still starting.
-	for try := 0; ; try++ {
-		out, err := exec.CommandContext(ctx, p, append(args, addr.String())...).CombinedOutput()
-		if err == nil {
-			return string(out)
+	// whole client too while the server is still starting, until the
+	// server exits or ctx ends.
+	for {
+		c := rxetest.StartPeer(ctx, t, tool, append(args, addr.String())...)
+		<-c.Exited()
+		switch {
+		case c.Err() == nil:
+			srv.Wait(t)
+			return c.Output()
+		case c.ClockFailed():
+			c.Fail(t, fmt.Sprintf("client failed: %v", c.Err()))
 		}
-		if try == 20 || ctx.Err() != nil {
-			srv.Process.Kill()
-			t.Fatalf("%s client: %v\n%s", tool, err, out)
+		select {
+		case <-srv.Exited():
+			srv.Fail(t, fmt.Sprintf("server exited (%v) before its client ran", srv.Err()))
+		default:
+		}
+		if ctx.Err() != nil { // the attempt's time is up (timed)
+			c.Fail(t, fmt.Sprintf("client failed: %v", c.Err()))
 		}
 		time.Sleep(200 * time.Millisecond) // the server has not listened yet: try again
 	}
@@ -129,74 +138,250 @@ func runOurs(ctx context.Context, t *testing.T, addr netip.Addr, port int, args 
 	return cout.String()
 }
 
-// timed runs one tool's point with a minute of its own and logs its
-// output and how long it took.
-func timed(ctx context.Context, t *testing.T, name string, run func(context.Context) string) string {
+// timed runs one tool's point with 90 seconds of its own and logs how long
+// it took, and its output unless the runner logged it (perftest's peers
+// log theirs).
+func timed(ctx context.Context, t *testing.T, name string, logOut bool, run func(context.Context) string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	start := time.Now()
 	out := run(ctx)
-	t.Logf("%s took %v:\n%s", name, time.Since(start).Round(time.Millisecond), out)
+	if logOut {
+		t.Logf("%s took %v:\n%s", name, time.Since(start).Round(time.Millisecond), out)
+	} else {
+		t.Logf("%s took %v", name, time.Since(start).Round(time.Millisecond))
+	}
 	return out
+}
+
+// envInt returns the environment variable name as a positive integer, or
+// def when it is unset.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	return envPositive(t, name, def, strconv.Atoi)
+}
+
+// envRatio returns the environment variable name as a positive number,
+// or def when it is unset.
+func envRatio(t *testing.T, name string, def float64) float64 {
+	t.Helper()
+	return envPositive(t, name, def, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+func envPositive[T int | float64](t *testing.T, name string, def T, parse func(string) (T, error)) T {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := parse(s)
+	if err != nil || v <= 0 {
+		t.Fatalf("%s=%q: not a positive number", name, s)
+	}
+	return v
+}
+
+// pairs holds one point's figures from several rounds: perftest's and
+// ours, measured next to each other in each round.
+type pairs struct{ theirs, ours []float64 }
+
+// ratios returns ours over theirs, round by round.
+func (p *pairs) ratios() []float64 {
+	r := make([]float64, len(p.ours))
+	for i := range r {
+		r[i] = p.ours[i] / p.theirs[i]
+	}
+	return r
+}
+
+// median returns the median of v (the mean of the middle two for an even
+// count).
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// spread formats v's smallest and largest values.
+func spread(v []float64) string {
+	return fmt.Sprintf("%.2f..%.2f", slices.Min(v), slices.Max(v))
+}
+
+// comparison measures one point with both tools, in rounds: each round
+// runs perftest and ours right after each other (alternating which goes
+// first, so a drift of the machine's load favours neither), and the
+// verdict is on the median of the rounds' ratios.
+type comparison struct {
+	t      *testing.T
+	ctx    context.Context
+	addr   netip.Addr
+	port   int
+	tool   string // perftest's binary
+	size   int
+	col    int      // the report column compared (index into reportFields)
+	ncol   int      // the report's numeric columns
+	args   []string // both tools' arguments (ours gets -lat first for a latency point)
+	lat    bool
+	figure pairs
+	// longest is the longest round so far.
+	longest time.Duration
+}
+
+// round measures the point once with each tool, in the order round's
+// parity picks.
+func (c *comparison) round(round int) {
+	t := c.t
+	var theirs, ours float64
+	runTheirs := func() {
+		t.Run(fmt.Sprintf("%s/%d/round_%d", c.tool, c.size, round), func(t *testing.T) {
+			rxetest.RetryPeer(t, func(t *testing.T) {
+				out := timed(c.ctx, t, c.tool, false, func(ctx context.Context) string { return runPerftest(ctx, t, c.tool, c.addr, c.port, c.args...) })
+				theirs = c.check(t, c.tool, out)
+			})
+		})
+	}
+	runOursOnce := func() {
+		t.Run(fmt.Sprintf("hlperf/%d/round_%d", c.size, round), func(t *testing.T) {
+			args := c.args
+			if c.lat {
+				args = append([]string{"-lat"}, args...)
+			}
+			out := timed(c.ctx, t, "hlperf -rdma", true, func(ctx context.Context) string { return runOurs(ctx, t, c.addr, c.port+1, args...) })
+			ours = c.check(t, "hlperf -rdma", out)
+		})
+	}
+	c.port += 2
+	start := time.Now()
+	defer func() { c.longest = max(c.longest, time.Since(start)) }()
+	if round%2 == 0 {
+		runTheirs()
+		runOursOnce()
+	} else {
+		runOursOnce()
+		runTheirs()
+	}
+	if t.Failed() || theirs <= 0 || ours <= 0 {
+		t.Fatalf("%d bytes, round %d: no figures to compare (%s %v, hlperf %v)", c.size, round, c.tool, theirs, ours)
+	}
+	c.figure.theirs = append(c.figure.theirs, theirs)
+	c.figure.ours = append(c.figure.ours, ours)
+}
+
+// check returns the compared figure of a tool's report, after checking
+// that the report is for the iterations asked.
+func (c *comparison) check(t *testing.T, who, out string) float64 {
+	t.Helper()
+	r := reportFields(t, who, out, c.size, c.ncol)
+	iters, _ := strconv.Atoi(c.args[len(c.args)-1])
+	if r[1] != float64(iters) || r[c.col] <= 0 {
+		t.Fatalf("%s: report %v, want %d iterations and a figure in column %d", who, r, iters, c.col)
+	}
+	return r[c.col]
 }
 
 // TestKernelRDMAWriteVsPerftest runs Debian's ib_write_bw -R and hlperf
 // -rdma at 64 KiB to 4 MiB, and ib_write_lat -R and hlperf -rdma -lat at 8
-// bytes, on the same rxe device over loopback with host memory, one after
-// the other in the same run, and prints the ratios (ours over theirs). It
-// checks that both tools measured and reported every point; the ratios
-// are figures to read, not assertions (a loaded or emulated machine moves
-// them).
+// bytes, on the same rxe device over loopback with host memory, in
+// interleaved rounds in the same run, prints the table of medians and
+// spreads, and checks the goals of issue 25 on the medians of the rounds'
+// ratios: bandwidth (BW average) at least GAUDI_RDMA_MIN_BW_RATIO (0.9)
+// of ib_write_bw's, latency (t_typical) at most GAUDI_RDMA_MAX_LAT_RATIO
+// (1.2) of ib_write_lat's.
+//
+// A median of pairs taken side by side is what a loaded machine moves
+// least: a load spike hits one round of one tool, and the median drops
+// that round. A point whose median misses its goal is measured in more
+// rounds, up to GAUDI_RDMA_MAX_ROUNDS (5), before the test fails: the
+// median of more rounds says whether the miss was noise.
+//
+// The defaults fit make vmtest (CI; Soft-RoCE under QEMU's TCG moves
+// about 10 MB/s): GAUDI_RDMA_ROUNDS (3) rounds, each bandwidth point
+// moving GAUDI_RDMA_BW_BYTES (32 MiB) and at least GAUDI_RDMA_BW_ITERS
+// (16) writes, latency GAUDI_RDMA_LAT_ITERS (300; t_typical is a median
+// and its rounds agree within a few percent) round trips: about 3.5
+// minutes of the package's 5 under light load. Extra rounds for a miss
+// are run only while the test's deadline leaves room for them. A longer
+// measurement (opt-in) raises them, with a longer -test.timeout:
+//
+//	GAUDI_VMTEST_ENV='GAUDI_RDMA_ROUNDS=5 GAUDI_RDMA_BW_ITERS=100 GAUDI_RDMA_LAT_ITERS=1000' \
+//	GAUDI_VMTEST_ARGS=-test.timeout=900s GAUDI_VMTEST_RUN='^TestKernelRDMAWriteVsPerftest$' \
+//	GAUDI_VMTEST_TIMEOUT=1500 scripts/vmtest/run.sh ./tools/hlperf
 func TestKernelRDMAWriteVsPerftest(t *testing.T) {
 	addr := rxetest.Addr(t, cm.DevicePath)
-	ctx, cancel := context.WithTimeout(context.Background(), 280*time.Second)
-	defer cancel()
-	// Each bandwidth point moves perPoint bytes (at least 5 writes,
-	// perftest's minimum): Soft-RoCE under QEMU's TCG moves a few MB/s,
-	// and the guest has minutes for everything. GAUDI_RDMA_BW_BYTES
-	// changes it (on a real machine, a few GiB).
-	perPoint := 32 << 20
-	if s := os.Getenv("GAUDI_RDMA_BW_BYTES"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			t.Fatalf("GAUDI_RDMA_BW_BYTES=%q: not a byte count", s)
-		}
-		perPoint = v
+	perPoint := envInt(t, "GAUDI_RDMA_BW_BYTES", 32<<20)
+	minIters := max(5, envInt(t, "GAUDI_RDMA_BW_ITERS", 16)) // perftest's MIN_ITER is 5
+	latIters := max(5, envInt(t, "GAUDI_RDMA_LAT_ITERS", 300))
+	rounds := envInt(t, "GAUDI_RDMA_ROUNDS", 3)
+	maxRounds := max(rounds, envInt(t, "GAUDI_RDMA_MAX_ROUNDS", 5))
+	minBW := envRatio(t, "GAUDI_RDMA_MIN_BW_RATIO", 0.9)
+	maxLat := envRatio(t, "GAUDI_RDMA_MAX_LAT_RATIO", 1.2)
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+		defer cancel()
 	}
-	var table strings.Builder
-	fmt.Fprintf(&table, "%-10s %-22s %-22s %s\n", "#bytes", "ib_write_bw avg MB/s", "hlperf -rdma avg MB/s", "ratio (ours/theirs)")
+
+	var points []*comparison
 	port := 18600
 	for _, size := range []int{64 << 10, 256 << 10, 1 << 20, 4 << 20} {
-		iters := max(5, perPoint/size)
-		a := []string{"-s", strconv.Itoa(size), "-n", strconv.Itoa(iters)}
-		theirs := reportFields(t, "ib_write_bw", timed(ctx, t, "ib_write_bw", func(ctx context.Context) string { return runPerftest(ctx, t, "ib_write_bw", addr, port, a...) }), size, 5)
-		ours := reportFields(t, "hlperf -rdma", timed(ctx, t, "hlperf -rdma", func(ctx context.Context) string { return runOurs(ctx, t, addr, port+1, a...) }), size, 5)
-		port += 2
-		for _, r := range [][]float64{theirs, ours} {
-			if r[1] != float64(iters) || r[3] <= 0 {
-				t.Errorf("%d bytes: report %v, want %d iterations and a bandwidth", size, r, iters)
+		iters := max(minIters, perPoint/size)
+		points = append(points, &comparison{t: t, ctx: ctx, addr: addr, port: port, tool: "ib_write_bw", size: size, col: 3, ncol: 5,
+			args: []string{"-s", strconv.Itoa(size), "-n", strconv.Itoa(iters)}})
+		port += 100
+	}
+	lat := &comparison{t: t, ctx: ctx, addr: addr, port: port, tool: "ib_write_lat", size: 8, col: 4, ncol: 9, lat: true,
+		args: []string{"-s", "8", "-n", strconv.Itoa(latIters)}}
+	points = append(points, lat)
+	// A miss is a bandwidth ratio under minBW or a latency ratio over
+	// maxLat.
+	miss := func(c *comparison) bool {
+		m := median(c.figure.ratios())
+		return c.lat && m > maxLat || !c.lat && m < minBW
+	}
+	for r := range rounds {
+		for _, c := range points {
+			c.round(r)
+		}
+	}
+	for _, c := range points {
+		for len(c.figure.ours) < maxRounds && miss(c) {
+			// Another round only if it fits before the test's deadline,
+			// with the time the table and the other points' rounds need.
+			if d, ok := t.Deadline(); ok && time.Until(d) < 2*c.longest+30*time.Second {
+				t.Logf("%d bytes: no time left for round %d (the longest took %v)", c.size, len(c.figure.ours), c.longest)
+				break
 			}
-		}
-		fmt.Fprintf(&table, "%-10d %-22.2f %-22.2f %.2f\n", size, theirs[3], ours[3], ours[3]/theirs[3])
-	}
-	a := []string{"-s", "8", "-n", "1000"}
-	theirs := reportFields(t, "ib_write_lat", timed(ctx, t, "ib_write_lat", func(ctx context.Context) string { return runPerftest(ctx, t, "ib_write_lat", addr, port, a...) }), 8, 9)
-	ours := reportFields(t, "hlperf -rdma -lat", timed(ctx, t, "hlperf -rdma -lat", func(ctx context.Context) string {
-		return runOurs(ctx, t, addr, port+1, append([]string{"-lat"}, a...)...)
-	}), 8, 9)
-	for _, r := range [][]float64{theirs, ours} {
-		if r[1] != 1000 || r[4] <= 0 {
-			t.Errorf("latency report %v, want 1000 iterations and a t_typical", r)
+			c.round(len(c.figure.ours))
 		}
 	}
-	fmt.Fprintf(&table, "%-10s %-22s %-22s %s\n", "#bytes", "ib_write_lat usec", "hlperf -rdma -lat usec", "ratio (ours/theirs)")
-	for i, name := range []string{"t_typical", "t_avg", "t_99%"} {
-		col := []int{4, 5, 7}[i]
-		fmt.Fprintf(&table, "8 %-8s %-22.2f %-22.2f %.2f\n", name, theirs[col], ours[col], ours[col]/theirs[col])
+
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-9s %-7s %-26s %-26s %s\n", "#bytes", "rounds", "ib_write_bw avg MB/s", "hlperf -rdma avg MB/s", "ratio ours/theirs: median (min..max)")
+	for _, c := range points {
+		if c.lat {
+			fmt.Fprintf(&table, "%-9s %-7s %-26s %-26s %s\n", "#bytes", "rounds", "ib_write_lat t_typical us", "hlperf -rdma -lat t_typ us", "ratio ours/theirs: median (min..max)")
+		}
+		f := c.figure
+		fmt.Fprintf(&table, "%-9d %-7d %-26s %-26s %.2f (%s)\n", c.size, len(f.ours),
+			fmt.Sprintf("%.2f (%s)", median(f.theirs), spread(f.theirs)), fmt.Sprintf("%.2f (%s)", median(f.ours), spread(f.ours)),
+			median(f.ratios()), spread(f.ratios()))
 	}
-	t.Logf("RDMA WRITE on rxe, loopback, host memory (same run):\n%s", table.String())
+	t.Logf("RDMA WRITE on rxe, loopback, host memory (same run, interleaved rounds):\n%s", table.String())
 	io.WriteString(os.Stdout, "RDMA_RATIO_TABLE\n"+table.String())
+	for _, c := range points {
+		if miss(c) {
+			goal := fmt.Sprintf("at least %.2f", minBW)
+			if c.lat {
+				goal = fmt.Sprintf("at most %.2f", maxLat)
+			}
+			t.Errorf("%d bytes: median ratio ours/theirs %.2f over %d rounds (%s), want %s", c.size, median(c.figure.ratios()), len(c.figure.ours), spread(c.figure.ratios()), goal)
+		}
+	}
 }
 
 // TestKernelRDMAGaudi runs hlperf -rdma -use_gaudi's server and client on

@@ -1,4 +1,4 @@
-package cm
+package rxetest
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // perftest prints.
 func TestRetryPeerClock(t *testing.T) {
 	attempts := 0
-	retryPeer(t, func(t *testing.T) {
+	RetryPeer(t, func(t *testing.T) {
 		attempts++
 		script := "exit 0"
 		if attempts == 1 {
@@ -22,8 +22,8 @@ func TestRetryPeerClock(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		p := runPeer(ctx, t, "sh", "-c", script)
-		p.wait(t)
+		p := StartPeer(ctx, t, "sh", "-c", script)
+		p.Wait(t)
 	})
 	if attempts != 2 {
 		t.Errorf("%d attempts, want 2: one the peer's clock ended, one that passed", attempts)
@@ -37,7 +37,7 @@ func TestRetryPeerOtherSkip(t *testing.T) {
 	var skipped bool
 	t.Run("retry", func(t *testing.T) {
 		defer func() { skipped = t.Skipped() }()
-		retryPeer(t, func(t *testing.T) {
+		RetryPeer(t, func(t *testing.T) {
 			attempts++
 			t.Skip("no rxe device")
 		})
@@ -47,7 +47,7 @@ func TestRetryPeerOtherSkip(t *testing.T) {
 	}
 }
 
-// TestPeerClockFailed: what peer.clockFailed takes for perftest giving up
+// TestPeerClockFailed: what Peer.ClockFailed takes for perftest giving up
 // on its clock, and what not.
 func TestPeerClockFailed(t *testing.T) {
 	for _, tc := range []struct {
@@ -59,11 +59,11 @@ func TestPeerClockFailed(t *testing.T) {
 		{" 65536      200          1234.56            1200.00\n", false},
 		{"Couldn't connect to 10.77.0.1:18624\n", false},
 	} {
-		p := &peer{name: "ib_send_bw", exited: make(chan struct{})}
+		p := &Peer{Name: "ib_send_bw", exited: make(chan struct{})}
 		fmt.Fprint(&p.out, tc.out)
 		close(p.exited)
-		if got := p.clockFailed(); got != tc.want {
-			t.Errorf("clockFailed with output %q = %v, want %v", tc.out, got, tc.want)
+		if got := p.ClockFailed(); got != tc.want {
+			t.Errorf("ClockFailed with output %q = %v, want %v", tc.out, got, tc.want)
 		}
 	}
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"math"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gaudi-go/gaudi/internal/rxetest"
+)
+
+// fakePerftest is a shell stand-in for perftest's ib_write_bw -R. The
+// server (no address) listens until a client succeeded, and exits 1 when
+// a client went away mid-exchange, as perftest's server does. The client
+// (the address last) cannot connect without a listening server; its first
+// run gives up on its clock as perftest's get_cpu_mhz does under a loaded
+// TCG guest (after connecting: the server loses it), later runs print a
+// report line.
+const fakePerftest = `#!/bin/sh
+for a; do last=$a; done
+case $last in
+10.*)
+	if [ ! -e "$FAKE_DIR/listening" ]; then
+		echo "Couldn't connect to $last"
+		exit 1
+	fi
+	n=$(cat "$FAKE_DIR/runs" 2>/dev/null || echo 0)
+	n=$((n+1))
+	echo $n >"$FAKE_DIR/runs"
+	if [ $n = 1 ]; then
+		echo 'Correlation coefficient r^2: 0.42 < 0.9'
+		echo "Can't produce a report"
+		touch "$FAKE_DIR/gone"
+		exit 1
+	fi
+	echo ' 65536      5           10.00              9.00  		   0.000144'
+	touch "$FAKE_DIR/done"
+	;;
+*)
+	rm -f "$FAKE_DIR/gone" # an earlier client's, whose server was killed
+	touch "$FAKE_DIR/listening"
+	while [ ! -e "$FAKE_DIR/done" ]; do
+		if [ -e "$FAKE_DIR/gone" ]; then
+			rm -f "$FAKE_DIR/gone" "$FAKE_DIR/listening"
+			echo "Failed to exchange data between server and clients"
+			exit 1
+		fi
+		sleep 0.05
+	done
+	;;
+esac
+`
+
+// TestRunPerftestRetriesClock: a perftest client that gives up on its
+// clock makes runPerftest's attempt a retry (inside rxetest.RetryPeer),
+// not a failure, and the next attempt's report is returned.
+func TestRunPerftestRetriesClock(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ib_write_bw"), []byte(fakePerftest), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKE_DIR", dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out string
+	attempts := 0
+	rxetest.RetryPeer(t, func(t *testing.T) {
+		attempts++
+		out = runPerftest(ctx, t, "ib_write_bw", netip.MustParseAddr("10.77.0.1"), 18600, "-s", "65536", "-n", "5")
+	})
+	if attempts != 2 || !strings.Contains(out, "65536      5") {
+		t.Errorf("%d attempts, output %q; want 2 attempts (one the clock ended) and the second's report", attempts, out)
+	}
+}
+
+// TestReportFieldsNaN: ib_write_lat prints -nan for t_stdev when its
+// samples overflow its variance (seen in the VM under load); the line is
+// still the report, and the other columns are read.
+func TestReportFieldsNaN(t *testing.T) {
+	out := " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n" +
+		" 8       1000          590.56         451218.28      4012.35  	       10715.84     	-nan   		186195.64 		451218.28\n"
+	r := reportFields(t, "ib_write_lat", out, 8, 9)
+	if r[1] != 1000 || r[4] != 4012.35 || !math.IsNaN(r[6]) || r[8] != 451218.28 {
+		t.Errorf("report %v, want 1000 iterations, t_typical 4012.35, t_stdev NaN, 99.9%% 451218.28", r)
+	}
+}
