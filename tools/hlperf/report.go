@@ -56,11 +56,11 @@ type configReport struct {
 
 // deviceReport describes one device of the run.
 type deviceReport struct {
-	Device        string      `json:"device"` // as the library names it: "GAUDI2 module 0 (sim:accel0)"
-	Path          string      `json:"path"`
-	ASIC          string      `json:"asic"`
-	PCIAddress    string      `json:"pci_address"`
-	ModuleID      uint32      `json:"module_id"`
+	Device     string `json:"device"` // as the library names it: "GAUDI2 module 0 (sim:accel0)"
+	Path       string `json:"path"`
+	ASIC       string `json:"asic"`
+	PCIAddress string `json:"pci_address"`
+	ModuleID   uint32 `json:"module_id"`
 	// Driver is the driver's flavour, "upstream" or "out-of-tree", and
 	// DriverVersion its version, as hlinfo reports them (cli.DriverOf);
 	// each null when unknown, the version null for a simulated device.
