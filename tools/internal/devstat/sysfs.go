@@ -195,10 +195,3 @@ func compareNumbered(a, b, prefix string) int {
 	y, _ := strconv.Atoi(strings.TrimPrefix(b, prefix))
 	return x - y
 }
-
-func rootOr(root string) string {
-	if root == "" {
-		return "/"
-	}
-	return root
-}
