@@ -7,8 +7,9 @@
 // So memory does not export Hold and Release: it sets the functions here
 // in its init, and the packages that submit transfers over memory.Manager
 // objects call them: dma for its copies, rdma for the whole of a transfer
-// to or from a remote peer (the NIC's part included). Likewise dma attaches its Engine to a
-// Manager, through Attach, as the mover its buffers' ReadAt and WriteAt use.
+// to or from a remote peer (the NIC's part included). Likewise dma
+// attaches its Engine to a Manager, through Attach, as the mover its
+// buffers' ReadAt and WriteAt use.
 package memlink
 
 // The functions memory sets in its init.
