@@ -3,7 +3,6 @@ package sim
 import (
 	"math"
 	"testing"
-	"time"
 
 	"github.com/gaudi-go/gaudi/uapi/hl"
 	"golang.org/x/sys/unix"
@@ -78,14 +77,9 @@ func TestSignalWraparound(t *testing.T) {
 			mustComplete(t, f, out.Out().Seq())
 			// cs_do_release completes the fence (complete_all) before
 			// cs_release_sob_reset_handler puts the SOB, so the wait may
-			// return first: wait for the release, which must zero it.
-			deadline := time.Now().Add(10 * time.Second)
-			for sm.sob(blk, int(a)) != 0 && time.Now().Before(deadline) {
-				time.Sleep(100 * time.Microsecond)
-			}
-			if v := sm.sob(blk, int(a)); v != 0 {
-				t.Errorf("old SOB %d = %d 10 s after the wrapping signal completed, want 0", a, v)
-			}
+			// return first: wait (waitFor, 10 s) for the release, which
+			// must zero it.
+			waitFor(t, func() bool { return sm.sob(blk, int(a)) == 0 })
 			out, err = signalCS(f, q)
 			if err != nil || out.Out().SOBCountBeforeSubmission != 1 {
 				t.Fatalf("signal after the wrap: %v, count %d", err, out.Out().SOBCountBeforeSubmission)
