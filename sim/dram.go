@@ -48,6 +48,9 @@ type sparseMem struct {
 	pieces []piece // ranges served by an export's memfd, sorted by dram
 	views  []*view // exports that share memory with another (export_view.go)
 	full   fullChunks
+
+	// scrubbing, when a test sets it, is called as each scrub begins.
+	scrubbing func(runs []dramRun)
 }
 
 // piece is a range of DRAM whose pages are those of a segment.

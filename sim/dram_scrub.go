@@ -12,7 +12,8 @@ package sim
 // end of its context, Gaudi's whole DRAM at the end of its context): whole
 // pages are given back to the machine (hole punching), partial pages are
 // cleared. Bytes still served by an open export keep their contents: the
-// export's holders may still use them.
+// export's holders may still use them. The pages return to the allocator
+// only after their scrub, so a new allocation never loses bytes to it.
 
 // scrub zeroes the parts of runs that the DRAM memfd holds (not the parts
 // an open export's memfd serves).
@@ -21,6 +22,9 @@ func (m *sparseMem) scrub(runs []dramRun) error {
 	defer m.mu.RUnlock()
 	if m.closed || m.base == nil {
 		return nil
+	}
+	if m.scrubbing != nil {
+		m.scrubbing(runs)
 	}
 	for _, r := range runs {
 		if err := m.check(r.off, r.n); err != nil {

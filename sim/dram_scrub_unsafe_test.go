@@ -108,3 +108,56 @@ func TestServedMemoryLimit(t *testing.T) {
 		t.Fatalf("allocation after a free: %v", err)
 	}
 }
+
+// TestScrubBeforeReuse: freed pages return to the allocator only after
+// their scrub. Before, FREE and the end of a context gave the pages back
+// first, so an allocation made by another goroutine in between had its
+// fresh bytes zeroed by the scrub (stream's TestSignalWaitParallel read
+// back zeros on Gaudi2 about once in 15 runs).
+func TestScrubBeforeReuse(t *testing.T) {
+	for _, how := range []string{"free", "exit"} {
+		t.Run(how, func(t *testing.T) {
+			_, d, a := openCompute(t, Gaudi2)
+			h, err := memAllocFlags(a, 2<<20, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.dram.WriteAt([]byte("old bytes"), packPage(t, d, h)); err != nil {
+				t.Fatal(err)
+			}
+			d.vm.mu.Lock()
+			pages := append([]uint64(nil), d.vm.packs[uint32(h)].allocated()...)
+			d.vm.mu.Unlock()
+			scrubs := 0
+			d.dram.scrubbing = func(runs []dramRun) {
+				if len(runs) == 0 {
+					return // the end of a context that had nothing left
+				}
+				scrubs++
+				d.vm.mu.Lock()
+				defer d.vm.mu.Unlock()
+				for _, pa := range pages {
+					if d.vm.free[(pa-d.vm.base)/d.vm.pageSize] {
+						t.Errorf("page %#x is free for a new allocation before its scrub (%s)", pa, how)
+					}
+				}
+			}
+			if how == "free" {
+				if err := memFree(a, h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a.Close()
+			if scrubs == 0 {
+				t.Fatalf("no scrub after %s", how)
+			}
+			d.vm.mu.Lock()
+			defer d.vm.mu.Unlock()
+			for _, pa := range pages {
+				if !d.vm.free[(pa-d.vm.base)/d.vm.pageSize] {
+					t.Errorf("page %#x not free after %s", pa, how)
+				}
+			}
+		})
+	}
+}

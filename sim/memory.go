@@ -216,12 +216,16 @@ func (c *context) freeDevice(handle uint32) error {
 	vm.mu.Unlock()
 	c.dramPhysMem.Add(-int64(pk.total))
 	d.dramUsed.Add(-int64(pk.total))
+	// The pages go back to the allocator last: once they are free another
+	// allocation may take them, and neither the restored export bytes nor
+	// the scrub may land on its data.
+	runs := d.packRuns(pk, 0, pk.total)
+	d.dram.release(runs)
+	err := d.dram.scrub(runs) // dram_scrub.go
 	vm.mu.Lock()
 	vm.freePages(pk.allocated())
 	vm.mu.Unlock()
-	runs := d.packRuns(pk, 0, pk.total)
-	d.dram.release(runs)
-	return d.dram.scrub(runs) // dram_scrub.go
+	return err
 }
 
 // packRuns returns the DRAM ranges behind [off, off+n) of an allocation,
@@ -527,14 +531,15 @@ func (c *context) fini() {
 	c.mu.Unlock()
 	vm := d.vm
 	var freed []dramRun
+	var pages []uint64
 	vm.mu.Lock()
 	for id, pk := range vm.packs {
 		if pk.asid == c.asid {
 			freed = append(freed, d.packRuns(pk, 0, pk.total)...)
+			pages = append(pages, pk.allocated()...)
 			d.dramUsed.Add(-int64(pk.total))
 			delete(vm.packs, id)
 			vm.handles.remove(id)
-			vm.freePages(pk.allocated())
 		}
 	}
 	vm.mu.Unlock()
@@ -545,4 +550,8 @@ func (c *context) fini() {
 	}
 	d.dram.releaseAll()
 	d.dram.scrub(freed) // dram_scrub.go
+	// Only scrubbed pages go back to the allocator (see freeDevice).
+	vm.mu.Lock()
+	vm.freePages(pages)
+	vm.mu.Unlock()
 }
