@@ -68,13 +68,30 @@ func TestStackBounds(t *testing.T) {
 // TestMoveStack: MoveStack moves the stack, and an address kept as an
 // integer then names memory that no longer holds what it held once Poison
 // ran (on one processor, where the freed stack goes to the poisoners).
+// Poison gives no guarantee (the race detector's and the test binary's own
+// goroutines may take the freed stack first), so the test tries up to 20
+// fresh goroutines and fails only when none of them saw its bytes change;
+// a failure to move the stack fails at once.
 func TestMoveStack(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for try := 1; ; try++ {
+		moved, changed := moveAndPoison()
+		if !moved {
+			t.Fatal("MoveStack did not move the stack")
+		}
+		if changed {
+			return
+		}
+		if try == 20 {
+			t.Fatalf("the old stack address still holds the bytes after MoveStack and Poison, %d times", try)
+		}
+	}
+}
+
+// moveAndPoison is one try of TestMoveStack, on a goroutine of its own.
+func moveAndPoison() (moved, changed bool) {
 	done := make(chan struct{})
-	var (
-		moved, changed bool
-		release        func()
-	)
+	var release func()
 	go func() {
 		defer close(done)
 		var arr [64]byte
@@ -93,23 +110,26 @@ func TestMoveStack(t *testing.T) {
 	}()
 	<-done
 	release()
-	if !moved {
-		t.Fatal("MoveStack did not move the stack")
-	}
-	if !changed {
-		t.Error("the old stack address still holds the bytes after MoveStack and Poison")
-	}
+	return moved, changed
 }
+
+// onHeap keeps what the tests below hand to Regions as integers on the
+// heap: a slice only an integer refers to may stay on the goroutine's
+// stack, and a stack that grows moves it (TestRegions failed so under
+// -race -count=4: "wait CS: [... signal_seq_arr Addr:824634510568 ...]").
+var onHeap []any
 
 // TestRegions decodes each kind of argument the driver reads addresses
 // from.
 func TestRegions(t *testing.T) {
 	chunks := make([]hl.CSChunk, 2)
 	seqs := make([]uint64, 3)
+	onHeap = append(onHeap, chunks, seqs)
 	var sc hl.CSSignalChunk
 	sc.SignalSeqArr = hl.SlicePointer(seqs)
 	sc.NumSignalSeqArr = 3
 	wait := []hl.CSSignalChunk{sc}
+	onHeap = append(onHeap, wait)
 	read := func(addr uint64, b []byte) bool {
 		copy(b, unsafe.Slice(*(**byte)(unsafe.Pointer(&addr)), len(b)))
 		return true
@@ -131,6 +151,7 @@ func TestRegions(t *testing.T) {
 		t.Errorf("wait CS: %+v", rs)
 	}
 	buf := make([]byte, 16)
+	onHeap = append(onHeap, buf)
 	info := hl.InfoArgs{ReturnPointer: hl.SlicePointer(buf), ReturnSize: 16}
 	rs = Regions(hl.HL_IOCTL_INFO, unsafe.Pointer(&info), read)
 	if len(rs) != 1 || rs[0].Use != Out || rs[0].Len != 16 {
