@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/ib"
@@ -47,9 +48,15 @@ type Conn struct {
 	nic        nic
 	skey, rkey ringKey
 	// regs caches the zero-copy registrations of device ranges.
-	regs   regCache
-	ctlOff uint64 // where the control buffers start in sbuf
-	nctl   int
+	regs regCache
+	// refused is the error with which the NIC refused a dma-buf
+	// registration as something it cannot do at all
+	// (ib.ErrDMABufNotSupported): a property of the NIC, not of a buffer,
+	// so later transfers take the pipeline without exporting and asking
+	// again.
+	refused atomic.Pointer[error]
+	ctlOff  uint64 // where the control buffers start in sbuf
+	nctl    int
 
 	snd, rcv side
 

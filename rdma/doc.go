@@ -71,19 +71,26 @@
 // ./rdma): the pipelined path from device memory to device memory against
 // one RDMA WRITE of host memory to host memory on the same rxe queue pair,
 // 1 to 64 MiB, in one run. Under QEMU's single-threaded TCG every party
-// (the simulated DMA engines' copies, rxe's copies and checksums) runs on
-// one host thread, so the pipeline cannot overlap anything there and its
-// two extra copies per byte show in full: in one boot (2026-11-29,
-// -test.benchtime=2x, GOMAXPROCS 2) the pipeline moved 13.3, 14.1, 12.6
-// and 9.2 MB/s against the WRITE's 22.9, 16.1, 17.8 and 17.9 MB/s at 1, 4,
-// 16 and 64 MiB (0.58, 0.87, 0.71 and 0.51 of it); on a host loaded to 20
-// runnable threads the ratios were 0.46 to 0.67. The target, 0.8
-// of the WRITE, is for a machine whose DMA engines and NIC run beside the
-// CPU. BenchmarkKernelRDMAChunk compares chunk sizes at 16 MiB: 256 KiB,
-// 1 MiB and 4 MiB were within the noise of one another (3.97, 3.69 and
-// 4.25 MB/s in one loaded boot); DefaultChunkSize stays at 1 MiB, which
-// needs a quarter of 4 MiB's pinned memory and a quarter of 256 KiB's
-// work requests and DMA submissions.
+// (the simulated DMA engines' copies, rxe's copies and checksums, each
+// wakeup) runs on one host thread, so the pipeline overlaps nothing there
+// and what it adds to the WRITE shows in full: two copies per byte (about
+// 1.3 ms per MiB each in the guest), and per transfer the descriptor, a
+// credit per chunk and the done message, each a few milliseconds of rxe
+// and wakeups under TCG (a credit took 2.8 to 4.2 ms from the receiver's
+// copy to the sender, in a trace of one 16 MiB transfer). In one boot
+// (2026-11-29, -test.cpu 1 -test.benchtime 3x) the pipeline moved 17.2,
+// 25.8, 23.4 and 24.6 MB/s against the WRITE's 28.6, 32.0, 32.9 and 35.1
+// MB/s at 1, 4, 16 and 64 MiB: 0.60, 0.81, 0.71 and 0.70 of it. The same
+// boot at the previous commit's protocol and 1 MiB chunks gave 0.57,
+// 0.67, 0.63 and 0.67; what changed: the sender stages its first chunks
+// while the receiver's descriptor is on its way, sends done right behind
+// its last WRITE instead of after the last credit, a Conn asks a NIC that
+// cannot register dma-bufs once instead of per transfer (each ask exported
+// the range), and the chunk is 4 MiB. The 0.8 target is for a machine
+// whose DMA engines and NIC run beside the CPU. BenchmarkKernelRDMAChunk
+// compares chunk sizes at 16 MiB; in two boots 256 KiB, 1 MiB, 4 MiB and
+// one 16 MiB chunk moved 21.9/20.8, 25.1/26.1, 29.4/27.0 and 24.9/28.4
+// MB/s, hence DefaultChunkSize.
 //
 // No NIC here registers dma-bufs, so the zero-copy path's cost is
 // measured on a fake NIC that does (fakenic_test.go: its RDMA WRITE

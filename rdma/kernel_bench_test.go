@@ -24,7 +24,11 @@ func BenchmarkKernelRDMA(b *testing.B) {
 	for _, mib := range []uint64{1, 4, 16, 64} {
 		n := mib << 20
 		b.Run(fmt.Sprintf("pipelined/%dMiB", mib), func(b *testing.B) {
-			src, dst := a.alloc(b, n, 9), z.alloc(b, n, 0)
+			// Both ranges are written before the clock starts: device
+			// memory has no first touch, the simulator's memfd pages do
+			// (about 90 MB/s under TCG against 580 MB/s for a rewrite),
+			// and the reference's host buffers are populated too.
+			src, dst := a.alloc(b, n, 9), z.alloc(b, n, 3)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			b.SetBytes(int64(n))
@@ -92,8 +96,8 @@ func BenchmarkKernelRDMAChunk(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const n = 16 << 20
-	src, dst := a.alloc(b, n, 9), z.alloc(b, n, 0)
-	for _, kib := range []uint32{256, 1024, 4096} {
+	src, dst := a.alloc(b, n, 9), z.alloc(b, n, 3) // see BenchmarkKernelRDMA
+	for _, kib := range []uint32{256, 1024, 4096, 16384} {
 		b.Run(fmt.Sprintf("chunk=%dKiB", kib), func(b *testing.B) {
 			opts := Options{ChunkSize: kib << 10}
 			client, server := connect(b, a, z, opts, opts)

@@ -113,10 +113,15 @@ func (c *Conn) register(r memory.DeviceRange, access ib.Access, remote bool) (*r
 	var err error
 	if remote && (lo != r.Offset() || hi != r.Offset()+r.Len()) {
 		err = fmt.Errorf("device range at offset %d, %d bytes: not whole %d-byte pages a peer may write: %w", r.Offset(), r.Len(), page, memory.ErrRange)
+	} else if p := c.refused.Load(); p != nil {
+		err = *p
 	} else {
 		var e *regEntry
 		if e, err = c.regs.get(regKey{buf: r.Buffer(), off: lo, n: hi - lo, access: access}); err == nil {
 			return e, nil
+		}
+		if errors.Is(err, ib.ErrDMABufNotSupported) {
+			c.refused.Store(&err)
 		}
 	}
 	if c.opts.Path == PathZeroCopy {
@@ -214,6 +219,31 @@ func (c *Conn) shutErr(s *side, f *failure) error {
 // send is Send's body, on its own goroutine.
 func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, error) {
 	f := &failure{c: c, s: &c.snd, role: roleBit}
+	n := src.Len()
+	// Both ends settled the chunk size at connect (setPeer), so the
+	// chunks are known before the receiver's descriptor comes.
+	chunk := uint64(c.chunk)
+	nchunks := (n + chunk - 1) / chunk
+	if nchunks > maxChunks {
+		return Result{}, f.finish(fmt.Errorf("%d chunks of %d bytes, at most %d: %w", nchunks, chunk, maxChunks, ErrLength))
+	}
+	rb, err := c.register(src, ib.AccessLocalWrite, false)
+	if err != nil {
+		return Result{}, f.finish(err)
+	}
+	if rb != nil {
+		defer c.regs.put(rb) // after every WRITE that names it completed
+	}
+	// The first chunks go to this side's staging ring while the
+	// descriptor is on its way: they need nothing from the receiver.
+	f.dmas = make([]*dma.Transfer, c.opts.Depth)
+	started := 0
+	for rb == nil && started < int(nchunks) && started < c.opts.Depth {
+		if err := c.stage(f, src, started, chunk); err != nil {
+			return Result{}, f.finish(err)
+		}
+		started++
+	}
 	// The receiver's descriptor of this transfer.
 	var d Descriptor
 	for d.Path == PathAuto {
@@ -237,40 +267,21 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 			return Result{}, f.finish(context.Canceled)
 		}
 	}
-	n := src.Len()
 	if d.Len != n {
 		return Result{}, f.finish(fmt.Errorf("sending %d bytes to a receiver of %d: %w", n, d.Len, ErrLength))
 	}
-	chunk := uint64(c.chunk)
-	if d.Path == PathPipelined {
-		if d.ChunkSize > c.opts.ChunkSize || d.ChunkSize < 4096 {
-			return Result{}, f.finish(fmt.Errorf("receiver's chunk %d, ours %d: %w", d.ChunkSize, c.opts.ChunkSize, ErrProtocol))
-		}
-		chunk = uint64(d.ChunkSize)
-	}
-	nchunks := (n + chunk - 1) / chunk
-	if nchunks > maxChunks {
-		return Result{}, f.finish(fmt.Errorf("%d chunks of %d bytes, at most %d: %w", nchunks, chunk, maxChunks, ErrLength))
-	}
-	rb, err := c.register(src, ib.AccessLocalWrite, false)
-	if err != nil {
-		return Result{}, f.finish(err)
+	if d.Path == PathPipelined && d.ChunkSize != c.chunk {
+		return Result{}, f.finish(fmt.Errorf("receiver's chunk %d, the connection's %d: %w", d.ChunkSize, c.chunk, ErrProtocol))
 	}
 	res := Result{Path: PathPipelined, PeerPath: d.Path, Bytes: n, Chunks: int(nchunks)}
 	if rb != nil {
 		res.Path = PathZeroCopy
-		defer c.regs.put(rb) // after every WRITE that names it completed
 	}
-	err = c.sendChunks(f, src, d, rb, chunk, int(nchunks), cancel)
+	acked, err := c.sendChunks(f, src, d, rb, chunk, int(nchunks), started, res.Path, cancel)
 	if err != nil {
 		return Result{}, f.finish(err)
 	}
-	// Done: RC delivers it after every WRITE above. Its completion is
-	// awaited: a Close right after Send returns would flush it otherwise.
-	if err := c.nic.postSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(res.Path))}); err != nil {
-		return Result{}, f.finish(err)
-	}
-	for {
+	for !acked {
 		select {
 		case ev := <-c.snd.ev:
 			switch {
@@ -278,7 +289,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 				if ev.err != nil {
 					return Result{}, f.finish(&goneError{ev.err})
 				}
-				return res, nil
+				acked = true
 			case ev.kind == evAbort:
 				return Result{}, f.finish(&PeerError{Code: ev.value})
 			}
@@ -291,38 +302,58 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 			return Result{}, f.finish(context.Canceled)
 		}
 	}
+	return res, nil
+}
+
+// stage starts the DMA of chunk k of src into its staging slot.
+func (c *Conn) stage(f *failure, src memory.DeviceRange, k int, chunk uint64) error {
+	depth := c.opts.Depth
+	n := min(chunk, src.Len()-uint64(k)*chunk)
+	b := c.eng.NewBatch(dma.BatchOptions{})
+	_ = b.CopyToHost(c.sbuf.Range(uint64(k%depth)*uint64(c.opts.ChunkSize), n), src.Slice(uint64(k)*chunk, n))
+	t, err := b.Start(context.Background())
+	if err != nil {
+		return fmt.Errorf("stage chunk %d: %w", k, dmaErr(err))
+	}
+	f.dmas[k%depth] = t
+	if testHookStaged != nil {
+		testHookStaged(k)
+	}
+	return nil
 }
 
 // sendChunks moves the chunks: DMA into a staging slot (unless rb names
-// the source itself), WRITE to the receiver (its ring slot, once it has
-// credit for one, or its registered device memory), and on a ring, the
-// credits back for every chunk.
-func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *regEntry, chunk uint64, nchunks int, cancel <-chan struct{}) error {
+// the source itself; the first started were staged already), WRITE to
+// the receiver (its ring slot, once it has credit for one, or its
+// registered device memory), and on a ring, the credits back for every
+// chunk. The done message (with path, this side's) goes right behind the
+// last WRITE: RC delivers it after every WRITE before it, so the
+// receiver learns the end while the last credit is on its way back.
+// acked reports whether the done's completion came in already; the
+// caller waits for it otherwise, since a Close right after Send returns
+// would flush it.
+func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *regEntry, chunk uint64, nchunks, started int, path Path, cancel <-chan struct{}) (acked bool, err error) {
+	donePosted := false
+	postDone := func() error {
+		donePosted = true
+		return c.nic.postSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(path))})
+	}
 	depth := c.opts.Depth
 	stride := uint64(c.opts.ChunkSize)
-	f.dmas = make([]*dma.Transfer, depth)
 	ring := d.Path == PathPipelined
 	credits := 0
 	if ring {
 		credits = int(d.Slots)
 	}
 	credited := 0
-	started, ready, posted, completed := 0, 0, 0, 0
+	ready, posted, completed := 0, 0, 0
 	length := func(k int) uint64 { return min(chunk, src.Len()-uint64(k)*chunk) }
 	for completed < nchunks || (ring && credited < nchunks) {
 		// Fill free staging slots.
 		for started < nchunks && started-completed < depth {
 			if rb == nil {
-				k := started
-				b := c.eng.NewBatch(dma.BatchOptions{})
-				_ = b.CopyToHost(c.sbuf.Range(uint64(k%depth)*stride, length(k)), src.Slice(uint64(k)*chunk, length(k)))
-				t, err := b.Start(context.Background())
-				if err != nil {
-					return fmt.Errorf("stage chunk %d: %w", k, dmaErr(err))
-				}
-				f.dmas[k%depth] = t
-				if testHookStaged != nil {
-					testHookStaged(k)
+				if err := c.stage(f, src, started, chunk); err != nil {
+					return false, err
 				}
 			} else {
 				ready++
@@ -347,10 +378,15 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 				wr.RemoteAddr = d.Addr + uint64(k)*chunk
 			}
 			if err := c.nic.postSend(wr); err != nil {
-				return fmt.Errorf("post chunk %d: %w", k, err)
+				return false, fmt.Errorf("post chunk %d: %w", k, err)
 			}
 			posted++
 			f.posted++
+		}
+		if posted == nchunks && !donePosted {
+			if err := postDone(); err != nil {
+				return false, err
+			}
 		}
 		var staged <-chan struct{}
 		if ready < started {
@@ -361,7 +397,7 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 			t := f.dmas[ready%depth]
 			f.dmas[ready%depth] = nil
 			if err := t.Err(); err != nil {
-				return fmt.Errorf("stage chunk %d: %w", ready, dmaErr(err))
+				return false, fmt.Errorf("stage chunk %d: %w", ready, dmaErr(err))
 			}
 			ready++
 		case ev := <-c.snd.ev:
@@ -369,30 +405,42 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 			case evSent:
 				f.posted--
 				if ev.err != nil {
-					return c.writeErr(ev)
+					return false, c.writeErr(ev)
 				}
 				completed++
+			case evCtlSent:
+				if ev.value == ctlDone {
+					if ev.err != nil {
+						return false, &goneError{ev.err}
+					}
+					acked = true
+				}
 			case evCredit:
 				credits += int(ev.value)
 				credited += int(ev.value)
 				if credited > nchunks || credits > int(d.Slots) {
-					return fmt.Errorf("%d credits for %d chunks: %w", credited, nchunks, ErrProtocol)
+					return false, fmt.Errorf("%d credits for %d chunks: %w", credited, nchunks, ErrProtocol)
 				}
 			case evAbort:
-				return &PeerError{Code: ev.value}
+				return false, &PeerError{Code: ev.value}
 			case evDesc:
-				return fmt.Errorf("a descriptor during a transfer: %w", ErrProtocol)
+				return false, fmt.Errorf("a descriptor during a transfer: %w", ErrProtocol)
 			}
 		case <-c.broken:
 			if len(c.snd.ev) > 0 {
 				continue // what came before the shut first
 			}
-			return c.shutErr(&c.snd, f)
+			return false, c.shutErr(&c.snd, f)
 		case <-cancel:
-			return context.Canceled
+			return false, context.Canceled
 		}
 	}
-	return nil
+	if !donePosted { // an empty range: no chunk to follow
+		if err := postDone(); err != nil {
+			return false, err
+		}
+	}
+	return acked, nil
 }
 
 // testHookStaged, when set, runs after the DMA of chunk k was started on

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 	"testing"
 
 	"github.com/gaudi-go/gaudi/ib"
@@ -160,5 +162,92 @@ func BenchmarkFakeZeroCopy(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestNICRefusalRemembered: a NIC that cannot register dma-bufs at all
+// (ib.ErrDMABufNotSupported, as rxe answers) is asked once per Conn; the
+// transfers after take the pipeline without exporting the range and
+// asking again. Any other registration failure (this buffer, this span)
+// is asked again on the next transfer. Before, every transfer exported
+// its range and asked the NIC, on both sides.
+func TestNICRefusalRemembered(t *testing.T) {
+	a, z := newNodes(t, sim.Gaudi2)
+	for _, tc := range []struct {
+		name  string
+		err   error
+		calls int // registrations asked for in three transfers, both sides
+	}{
+		{"unsupported", fmt.Errorf("register: %w", ib.ErrDMABufNotSupported), 2},
+		{"other", fmt.Errorf("register: %w", ib.ErrBadWorkRequest), 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, client, server := fakePair(t, a, z, Options{ChunkSize: 64 << 10}, Options{ChunkSize: 64 << 10})
+			calls := 0
+			var mu sync.Mutex
+			refuse := func(*memory.Buffer, uint64, uint64, ib.Access) (region, error) {
+				mu.Lock()
+				calls++
+				mu.Unlock()
+				return nil, tc.err
+			}
+			client.regs.register, server.regs.register = refuse, refuse
+			const n = 256 << 10
+			src, dst := a.alloc(t, n, 5), z.alloc(t, n, 0)
+			for round := range 3 {
+				sent, recvd := transfer(timeout(t), client, server, src.All(), dst.All())
+				if sent.err != nil || recvd.err != nil {
+					t.Fatalf("round %d: send: %v; recv: %v", round, sent.err, recvd.err)
+				}
+				if sent.res.Path != PathPipelined || recvd.res.Path != PathPipelined {
+					t.Fatalf("round %d: paths %v and %v, want pipelined", round, sent.res.Path, recvd.res.Path)
+				}
+			}
+			if !bytes.Equal(z.read(t, dst.All()), pattern(n, 5)) {
+				t.Fatal("the received bytes differ from the sent ones")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if calls != tc.calls {
+				t.Errorf("%d registrations asked for in three transfers, want %d", calls, tc.calls)
+			}
+		})
+	}
+}
+
+// TestStagedBeforeDescriptor: a pipelined Send starts the DMA of its first
+// chunks into its staging ring before the receiver's descriptor comes
+// (staging needs nothing from the receiver), so the descriptor's round
+// trip overlaps the first copies. Before, nothing was staged until the
+// descriptor arrived. The receiver here never calls Recv, so no
+// descriptor is sent at all; the Send is cancelled after.
+func TestStagedBeforeDescriptor(t *testing.T) {
+	a, z := newNodes(t, sim.Gaudi2)
+	_, client, _ := fakePair(t, a, z, Options{Path: PathPipelined, ChunkSize: 64 << 10}, Options{ChunkSize: 64 << 10})
+	staged := make(chan int, 8)
+	testHookStaged = func(k int) { staged <- k }
+	t.Cleanup(func() { testHookStaged = nil })
+	src := a.alloc(t, 256<<10, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	sent := make(chan error, 1)
+	go func() {
+		_, err := client.Send(ctx, src.All())
+		sent <- err
+	}()
+	for want := range 3 { // Depth chunks
+		select {
+		case k := <-staged:
+			if k != want {
+				t.Errorf("staged chunk %d, want %d", k, want)
+			}
+		case err := <-sent:
+			t.Fatalf("Send returned %v before staging chunk %d", err, want)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("chunk %d not staged in 30 s without a descriptor", want)
+		}
+	}
+	cancel()
+	if err := <-sent; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Send: %v, want context.Canceled", err)
 	}
 }

@@ -73,7 +73,7 @@ func TestKernelTwoProcesses(t *testing.T) {
 			addr := netip.AddrPortFrom(ip, uint16(27000+os.Getpid()%1000*3+i))
 			ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 			defer cancel()
-			recv, rlines, rerr := end(ctx, t, chip, "-listen "+addr.String()+" -size 3M")
+			recv, rlines, rerr := end(ctx, t, chip, "-listen "+addr.String()+" -size 12M")
 			var recvOut, sendOut strings.Builder
 			for l := range rlines { // until the receiver listens
 				recvOut.WriteString(l + "\n")
@@ -81,7 +81,7 @@ func TestKernelTwoProcesses(t *testing.T) {
 					break
 				}
 			}
-			send, slines, serr := end(ctx, t, chip, "-connect "+addr.String()+" -size 3M")
+			send, slines, serr := end(ctx, t, chip, "-connect "+addr.String()+" -size 12M")
 			for l := range slines {
 				sendOut.WriteString(l + "\n")
 			}
@@ -95,8 +95,8 @@ func TestKernelTwoProcesses(t *testing.T) {
 				t.Fatalf("sender: %v; receiver: %v", sendErr, recvErr)
 			}
 			for _, w := range []struct{ out, want string }{
-				{recvOut.String(), "receiver: verified: 3145728 bytes of device memory identical to the sender's"},
-				{recvOut.String(), "receiver: 3145728 bytes in 3 chunks, path pipelined (sender's: pipelined)"},
+				{recvOut.String(), "receiver: verified: 12582912 bytes of device memory identical to the sender's"},
+				{recvOut.String(), "receiver: 12582912 bytes in 3 chunks, path pipelined (sender's: pipelined)"},
 				{sendOut.String(), "sent in 3 chunks, path pipelined (receiver's: pipelined)"},
 			} {
 				if !strings.Contains(w.out, w.want) {
