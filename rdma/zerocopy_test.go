@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
 	"github.com/gaudi-go/gaudi/memory"
