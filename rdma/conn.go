@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/ib"
@@ -55,6 +56,10 @@ type Conn struct {
 	// so later transfers take the pipeline without exporting and asking
 	// again.
 	refused atomic.Pointer[error]
+	// probing is set while a keep-alive probe is outstanding; probed
+	// counts the probes the peer's NIC acknowledged.
+	probing atomic.Bool
+	probed  atomic.Int64
 	ctlOff  uint64 // where the control buffers start in sbuf
 	nctl    int
 
@@ -381,7 +386,7 @@ func (c *Conn) postRecv(i int) error {
 	return c.nic.postRecv(ib.RecvWR{ID: wrRecv | uint64(i), SG: sg[:]})
 }
 
-// start runs the dispatcher and the CM watcher.
+// start runs the dispatcher, the CM watcher and the keep-alive prober.
 func (c *Conn) start() {
 	c.bg.Add(1)
 	go c.dispatch()
@@ -389,6 +394,42 @@ func (c *Conn) start() {
 		c.bg.Add(1)
 		go c.watch()
 	}
+	if c.opts.KeepAlive > 0 {
+		c.bg.Add(1)
+		go c.keepAlive()
+	}
+}
+
+// keepAlive probes the peer every Options.KeepAlive while a transfer is
+// in progress (see wire.go): a peer that vanished without a disconnect
+// leaves the probe unacknowledged, and its failed completion shuts the
+// connection (route), which fails the transfers with ErrPeerGone.
+func (c *Conn) keepAlive() {
+	defer c.bg.Done()
+	t := time.NewTicker(c.opts.KeepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.life.Done():
+			return
+		case <-c.broken:
+			return
+		case <-t.C:
+		}
+		if !c.snd.isBusy() && !c.rcv.isBusy() || !c.probing.CompareAndSwap(false, true) {
+			continue
+		}
+		if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlProbe, Op: ib.OpSendImm, Imm: imm(kindProbe, 0)}); err != nil {
+			c.probing.Store(false) // the send queue is full: traffic flows
+		}
+	}
+}
+
+// isBusy reports whether a transfer holds the side.
+func (s *side) isBusy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
 }
 
 // watch waits for the CM's DISCONNECTED (the peer disconnected, closed
@@ -479,8 +520,16 @@ func (c *Conn) route(wc *ib.WC) {
 		}
 		err := wc.Err()
 		if err != nil && !errors.Is(err, ib.ErrFlushed) {
-			// A credit, descriptor, done or abort the peer never took.
+			// A credit, descriptor, done, abort or probe the peer never
+			// took.
 			c.shut(&goneError{err})
+		}
+		if v == ctlProbe {
+			if err == nil {
+				c.probed.Add(1)
+			}
+			c.probing.Store(false) // no transfer waits for it
+			return
 		}
 		c.push(s, event{kind: evCtlSent, value: uint32(v &^ roleBit), err: err})
 	case wrRecv:
@@ -509,6 +558,8 @@ func (c *Conn) receive(wc *ib.WC, i int) {
 		c.push(&c.snd, event{kind: evCredit, value: val})
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindDone:
 		c.push(&c.rcv, event{kind: evDone, value: val})
+	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindProbe:
+		// The peer's keep-alive: its NIC's acknowledgement was the point.
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindAbort:
 		// An abort from the peer's sending side is for our receiving side.
 		s := &c.snd

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gaudi-go/gaudi/ib"
@@ -131,6 +132,12 @@ type fakeEnd struct {
 	mu     sync.Mutex
 	recvs  []ib.RecvWR
 	failed bool
+	// vanished makes the peer silent, as a machine that went down
+	// without a disconnect: every request from now on completes with
+	// the retry-exceeded error the NIC gives after its retries.
+	vanished atomic.Bool
+	// probes counts the keep-alive probes this end carried.
+	probes atomic.Int32
 }
 
 func newFakeEnd(f *fakeFabric, depth int) *fakeEnd {
@@ -246,6 +253,10 @@ func (e *fakeEnd) execute(wr *ib.SendWR) ib.WC {
 		wc.Status = ib.WCFlushErr
 		return wc
 	}
+	if e.vanished.Load() {
+		wc.Status = ib.WCRetryExcErr
+		return wc
+	}
 	var data []byte
 	if wr.Flags&ib.SendInline != 0 {
 		data = wr.Inline
@@ -280,6 +291,9 @@ func (e *fakeEnd) execute(wr *ib.SendWR) ib.WC {
 			e.peer.cq <- ib.WC{ID: r.ID, Opcode: ib.WCRecvRDMAImm, Flags: ib.WCWithImm, Imm: wr.Imm, ByteLen: uint32(len(data))}
 		}
 	case ib.OpSend, ib.OpSendImm:
+		if wr.Op == ib.OpSendImm && immKind(wr.Imm) == kindProbe {
+			e.probes.Add(1)
+		}
 		r, ok := e.peer.takeRecv()
 		if !ok {
 			wc.Status = ib.WCRNRRetryExcErr

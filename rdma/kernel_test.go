@@ -425,3 +425,38 @@ func TestKernelCloseAfterSend(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelKeepAlive: over rxe, the keep-alive probes of a receiver that
+// waits for its sender are acknowledged by the peer's NIC (and dropped by
+// the peer's Conn), and a transfer with probes flowing both ways moves
+// its bytes: the probes never break a living connection. (A vanished
+// peer cannot be staged over rxe's loopback, which bypasses the network;
+// TestKeepAliveVanishedPeer stages it on the fake NIC.)
+func TestKernelKeepAlive(t *testing.T) {
+	a, b := newNodes(t, sim.Gaudi2)
+	opts := Options{ChunkSize: 64 << 10, KeepAlive: time.Millisecond}
+	client, server := connect(t, a, b, opts, opts)
+	const n = 1 << 20
+	src, dst := a.alloc(t, n, 0x3c), b.alloc(t, n, 0)
+	recvd := make(chan error, 1)
+	go func() {
+		_, err := server.Recv(timeout(t), dst.All())
+		recvd <- err
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for server.probed.Load() < 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d probes acknowledged in 60 s, want 5", server.probed.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := client.Send(timeout(t), src.All()); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if err := <-recvd; err != nil {
+		t.Fatalf("recv: %v", err)
+	}
+	if !bytes.Equal(b.read(t, dst.All()), pattern(n, 0x3c)) {
+		t.Fatal("the received bytes differ from the sent ones")
+	}
+}

@@ -1,6 +1,9 @@
 package rdma
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Options configure a Conn. The zero value is the defaults.
 type Options struct {
@@ -18,7 +21,20 @@ type Options struct {
 	// triple-buffered; 2 to 64): how many chunks may be between the DMA
 	// engines and the wire at once.
 	Depth int
+	// KeepAlive is how often a Conn with a transfer in progress probes
+	// its peer: a zero-length message the peer's NIC must acknowledge. A
+	// peer that vanished without a word (its machine or its link went
+	// down) then fails the transfer with ErrPeerGone once the NIC gives
+	// up retrying, instead of leaving a Recv waiting for chunks until its
+	// context ends. Zero means DefaultKeepAlive; negative turns probes
+	// off (as net.Dialer.KeepAlive).
+	KeepAlive time.Duration
 }
+
+// DefaultKeepAlive is Options.KeepAlive's default: a vanished peer is
+// noticed this long plus the NIC's retries (the queue pair's timeout and
+// retry count from the RDMA CM) after it went.
+const DefaultKeepAlive = 2 * time.Second
 
 // DefaultChunkSize is Options.ChunkSize's default. Every chunk costs a
 // DMA submission and its completion on both sides, a work request and a
@@ -42,6 +58,9 @@ func (o *Options) normalize() error {
 	}
 	if o.Depth == 0 {
 		o.Depth = 3
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
 	}
 	switch {
 	case o.Path > PathPipelined:

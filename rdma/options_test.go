@@ -3,6 +3,7 @@ package rdma
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -12,8 +13,9 @@ func TestOptions(t *testing.T) {
 		in, want Options
 		err      bool
 	}{
-		{in: Options{}, want: Options{ChunkSize: DefaultChunkSize, Depth: 3}},
-		{in: Options{Path: PathPipelined, ChunkSize: 4096, Depth: 2}, want: Options{Path: PathPipelined, ChunkSize: 4096, Depth: 2}},
+		{in: Options{}, want: Options{ChunkSize: DefaultChunkSize, Depth: 3, KeepAlive: DefaultKeepAlive}},
+		{in: Options{Path: PathPipelined, ChunkSize: 4096, Depth: 2, KeepAlive: -1}, want: Options{Path: PathPipelined, ChunkSize: 4096, Depth: 2, KeepAlive: -1}},
+		{in: Options{KeepAlive: time.Millisecond}, want: Options{ChunkSize: DefaultChunkSize, Depth: 3, KeepAlive: time.Millisecond}},
 		{in: Options{ChunkSize: 4095}, err: true},
 		{in: Options{ChunkSize: maxChunk + 1}, err: true},
 		{in: Options{Depth: 1}, err: true},

@@ -13,7 +13,12 @@ package rdma
 //   - sender to receiver, after the last chunk's completion: a
 //     zero-length SEND WITH IMMEDIATE kindDone|path (RC delivers it after
 //     every WRITE before it);
-//   - either way, when a side gives up: kindAbort|role|code.
+//   - either way, when a side gives up: kindAbort|role|code;
+//   - either way, while a transfer is in progress, every
+//     Options.KeepAlive: a zero-length SEND WITH IMMEDIATE kindProbe,
+//     which the peer takes and drops; what matters is the NIC's
+//     acknowledgement (without one, the completion's error shuts the
+//     connection). At most one is outstanding.
 //
 // The immediate: kind in bits 31-29, for an abort the sender's role in
 // bit 28, the value in bits 23-0.
@@ -22,6 +27,7 @@ const (
 	kindCredit = 1
 	kindDone   = 2
 	kindAbort  = 3
+	kindProbe  = 4
 
 	kindShift = 29
 	roleBit   = 1 << 28
@@ -61,11 +67,12 @@ const (
 	ctlCredit = 2
 	ctlDone   = 3
 	ctlAbort  = 4
+	ctlProbe  = 5
 )
 
 // ctlSize is the size of one control receive buffer, ctlExtra how many
 // receives beyond the ring's slots each side keeps posted (descriptor,
-// done, abort and slack).
+// done, abort, probe and slack).
 const (
 	ctlSize  = 64
 	ctlExtra = 8
