@@ -60,7 +60,9 @@
 // then releases the range. The staging rings belong to the Conn, and
 // Close frees them after the queue pair is destroyed. A device reset
 // mid-transfer fails it with ErrAborted on both sides; a peer that
-// disconnects or stops answering fails it with ErrPeerGone; a peer that
+// disconnects or stops answering fails it with ErrPeerGone (a peer that
+// vanished without a disconnect is noticed by the keep-alive probes a
+// Conn sends while a transfer waits, Options.KeepAlive); a peer that
 // gives up, with a *PeerError that matches ErrPeerCancelled and the
 // peer's reason. Any failed transfer shuts the connection: later calls
 // return ErrBroken.
