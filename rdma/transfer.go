@@ -447,6 +447,10 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 // the sending side (tests reset the device there).
 var testHookStaged func(k int)
 
+// testHookLanded, when set, runs after the DMA of chunk k from the ring
+// into device memory was started on the receiving side.
+var testHookLanded func(k int)
+
 // dmaErr is a DMA engine's error as a transfer reports it: a device in
 // reset refusing the copy (ioctl.ErrNotOperational) is an aborted
 // transfer as much as a copy the reset aborted (dma.ErrAborted).
@@ -552,6 +556,9 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 					return fmt.Errorf("copy chunk %d to device: %w", k, dmaErr(err))
 				}
 				f.dmas[k%depth] = t
+				if testHookLanded != nil {
+					testHookLanded(k)
+				}
 				arrived++
 			case evDone:
 				if arrived != nchunks {
