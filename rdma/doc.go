@@ -69,27 +69,33 @@
 //
 // # Performance
 //
-// BenchmarkKernelRDMA runs in the VM harness (scripts/vmtest/run.sh
-// ./rdma): the pipelined path from device memory to device memory against
-// one RDMA WRITE of host memory to host memory on the same rxe queue pair,
-// 1 to 64 MiB, in one run. Under QEMU's single-threaded TCG every party
-// (the simulated DMA engines' copies, rxe's copies and checksums, each
-// wakeup) runs on one host thread, so the pipeline overlaps nothing there
-// and what it adds to the WRITE shows in full: two copies per byte (about
-// 1.3 ms per MiB each in the guest), and per transfer the descriptor, a
-// credit per chunk and the done message, each a few milliseconds of rxe
-// and wakeups under TCG (a credit took 2.8 to 4.2 ms from the receiver's
-// copy to the sender, in a trace of one 16 MiB transfer). In one boot
-// (2026-11-29, -test.cpu 1 -test.benchtime 3x) the pipeline moved 17.2,
-// 25.8, 23.4 and 24.6 MB/s against the WRITE's 28.6, 32.0, 32.9 and 35.1
-// MB/s at 1, 4, 16 and 64 MiB: 0.60, 0.81, 0.71 and 0.70 of it. The same
-// boot at the previous commit's protocol and 1 MiB chunks gave 0.57,
-// 0.67, 0.63 and 0.67; what changed: the sender stages its first chunks
-// while the receiver's descriptor is on its way, sends done right behind
-// its last WRITE instead of after the last credit, a Conn asks a NIC that
-// cannot register dma-bufs once instead of per transfer (each ask exported
-// the range), and the chunk is 4 MiB. The 0.8 target is for a machine
-// whose DMA engines and NIC run beside the CPU. BenchmarkKernelRDMAChunk
+// BenchmarkKernelRDMA runs in the VM harness (make vmtest): the pipelined
+// path from device memory to device memory against one RDMA WRITE of host
+// memory to host memory on the same rxe queue pair, 1 to 64 MiB, in one
+// run. Under QEMU's TCG without KVM every party (the simulated DMA
+// engines' copies, rxe's copies and checksums, each wakeup) runs on one
+// host thread, so the pipeline overlaps nothing there and what it adds to
+// the WRITE shows in full: two copies per byte, and per transfer the
+// descriptor, a credit per chunk and the done message, each a few
+// milliseconds of rxe and wakeups under TCG (a credit took 2.8 to 4.2 ms
+// from the receiver's copy to the sender, in a trace of one 16 MiB
+// transfer). A guest with two CPUs adds a cost of its own: single-threaded
+// TCG runs them in turns, and a thread woken on the other CPU waits for
+// this one's turn to end, which no machine does. So make vmtest runs the
+// benchmark twice: in the two-CPU guest of the tests, and in a one-CPU
+// guest, where the figure is the work itself. One run (2026-11-29,
+// -test.cpu 1 -test.benchtime 3x): in the one-CPU guest the pipeline
+// moved 18.3, 22.9, 26.6 and 26.7 MB/s against the WRITE's 27.1, 26.0,
+// 28.9 and 29.0 MB/s at 1, 4, 16 and 64 MiB, 0.67, 0.88, 0.92 and 0.92 of
+// it; in the two-CPU guest 0.60, 0.81, 0.71 and 0.70. A 1 MiB transfer is
+// one chunk: nothing overlaps its copies, and its three control messages
+// (the descriptor before, the credit after) cost what the WRITE's last
+// ten milliseconds do. The protocol changes that took the two-CPU ratios
+// from 0.57, 0.67, 0.63 and 0.67: the sender stages its first chunks while
+// the receiver's descriptor is on its way and sends done right behind its
+// last WRITE instead of after the last credit, a Conn asks a NIC that
+// cannot register dma-bufs once instead of per transfer (each ask
+// exported the range), and the chunk is 4 MiB. BenchmarkKernelRDMAChunk
 // compares chunk sizes at 16 MiB; in two boots 256 KiB, 1 MiB, 4 MiB and
 // one 16 MiB chunk moved 21.9/20.8, 25.1/26.1, 29.4/27.0 and 24.9/28.4
 // MB/s, hence DefaultChunkSize.
