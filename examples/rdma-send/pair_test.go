@@ -17,7 +17,7 @@ const (
 	pairSelfEnv = "GAUDI_VMTEST_PAIR_SELF" // this guest's IPv4 address
 	pairPeerEnv = "GAUDI_VMTEST_PAIR_PEER" // the other guest's
 	pairPort    = 18701
-	pairArgs    = " -size 4M"
+	pairArgs    = " -size 12M"
 )
 
 // TestTwoGuests runs the example across two machines: the receiving end
@@ -45,10 +45,10 @@ func TestTwoGuests(t *testing.T) {
 	switch role {
 	case "server":
 		args = "-listen " + netip.AddrPortFrom(self, pairPort).String() + pairArgs
-		want = "receiver: verified: 4194304 bytes of device memory identical to the sender's"
+		want = "receiver: verified: 12582912 bytes of device memory identical to the sender's"
 	case "client":
 		args = "-connect " + netip.AddrPortFrom(peer, pairPort).String() + pairArgs
-		want = "sender: 4194304 bytes of device memory"
+		want = "sender: 12582912 bytes of device memory"
 	default:
 		t.Fatalf("%s=%q, want server or client", pairRoleEnv, role)
 	}
