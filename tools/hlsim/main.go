@@ -9,7 +9,9 @@
 //	hlsim ctl -dir DIR COMMAND...
 //
 // serve mounts the nodes and the tree on DIR (made when missing) until
-// SIGINT or SIGTERM, then unmounts it:
+// SIGINT or SIGTERM, then removes the devices (their files answer ENODEV,
+// as the driver's after a device's removal; clients get up to 5 s to
+// close them) and unmounts it:
 //
 //	DIR/dev/accel/accelN           compute node of device N
 //	DIR/dev/accel/accel_controlDN  its control node
@@ -194,8 +196,10 @@ func serve(dir string, cfg sim.Config, force, verbose bool, stdout, stderr io.Wr
 		return err
 	}
 	fmt.Fprintf(stdout, "hlsim: serving %d %v devices under %s (GAUDI_ROOT=%s)\n", len(cfg.Devices), cfg.Devices[0].ASIC, m.dir, m.dir)
+	stopped := false
 	select {
 	case <-sigs:
+		stopped = true
 	case <-m.done:
 	}
 	go func() {
@@ -203,6 +207,9 @@ func serve(dir string, cfg sim.Config, force, verbose bool, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, "hlsim: second signal: exiting without cleanup")
 		os.Exit(2)
 	}()
+	if stopped {
+		m.s.remove(removalGrace) // removal.go
+	}
 	return m.close()
 }
 

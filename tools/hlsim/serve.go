@@ -7,6 +7,7 @@ import (
 	"log"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,10 @@ type server struct {
 	// handle of their one open (dmabuf_unsafe.go).
 	dmabufs    map[uint64]*servedDMABuf
 	nextDMABuf uint64
+
+	// removed is set when the server begins to stop (removal.go): the
+	// devices are gone, as after the driver's removal of a device.
+	removed atomic.Bool
 }
 
 // openFile is a client's open of a device node.
@@ -233,6 +238,9 @@ func (s *server) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.Stat
 // Open implements fuse.RawFileSystem: attributes are read each time
 // (direct I/O, no page cache); device nodes open the device.
 func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if s.removed.Load() {
+		return fuse.Status(unix.ENODEV) // removal.go
+	}
 	if st, ok := s.openDMABuf(in, out); ok {
 		return st
 	}
@@ -540,6 +548,10 @@ func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 func (s *server) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
 	if d := s.dmabuf(in.Fh); d != nil {
 		out.Result = s.dmabufIoctl(d, in, inbuf, outbuf)
+		return fuse.OK
+	}
+	if s.removed.Load() {
+		out.Result = -int32(unix.ENODEV) // removal.go
 		return fuse.OK
 	}
 	s.mu.Lock()
