@@ -339,10 +339,16 @@ func newConn(id *cm.ID, sc *sharedChannel, m *memory.Manager, e *dma.Engine, opt
 	return c, nil
 }
 
-// initSides sizes the control slots and the sides' event queues.
+// initSides sizes the control slots and the sides' event queues. The
+// receives cover what may arrive at once while both directions run: the
+// peer's chunks into this side's ring (Depth), the credits for this
+// side's chunks in the peer's ring (as many again when both ends have the
+// same Depth), and ctlExtra for the rest. A peer with a deeper ring may
+// send more credits at once; the QP's RNR retries (7, without limit)
+// hold them until the dispatcher reposts.
 func (c *Conn) initSides() {
 	depth := c.opts.Depth
-	c.nctl = depth + ctlExtra
+	c.nctl = 2*depth + ctlExtra
 	evCap := 4*depth + 2*ctlExtra
 	c.snd.ev = make(chan event, evCap)
 	c.rcv.ev = make(chan event, evCap)
