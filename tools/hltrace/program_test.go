@@ -53,9 +53,19 @@ func runTestProgram() {
 	if mode == "" {
 		return
 	}
+	// report writes the report whole, by a rename: the tests poll for it,
+	// and a reader between os.WriteFile's truncate and its write read an
+	// empty report (TestIntegrationCommandSignals failed so once in CI:
+	// "report .../report: unexpected end of JSON input").
 	report := func(r programReport) {
 		b, _ := json.Marshal(r)
-		if err := os.WriteFile(os.Getenv(reportEnv), b, 0o644); err != nil {
+		path := os.Getenv(reportEnv)
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "test program:", err)
+			os.Exit(99)
+		}
+		if err := os.Rename(tmp, path); err != nil {
 			fmt.Fprintln(os.Stderr, "test program:", err)
 			os.Exit(99)
 		}
