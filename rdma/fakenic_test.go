@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
 	"github.com/gaudi-go/gaudi/memory"
@@ -138,6 +139,9 @@ type fakeEnd struct {
 	vanished atomic.Bool
 	// probes counts the keep-alive probes this end carried.
 	probes atomic.Int32
+	// creditDelay, when set, is how long this end's NIC takes to carry a
+	// credit: a slow NIC, or a busy one.
+	creditDelay time.Duration
 }
 
 func newFakeEnd(f *fakeFabric, depth int) *fakeEnd {
@@ -293,6 +297,13 @@ func (e *fakeEnd) execute(wr *ib.SendWR) ib.WC {
 	case ib.OpSend, ib.OpSendImm:
 		if wr.Op == ib.OpSendImm && immKind(wr.Imm) == kindProbe {
 			e.probes.Add(1)
+		}
+		if wr.Op == ib.OpSendImm && immKind(wr.Imm) == kindCredit && e.creditDelay > 0 {
+			time.Sleep(e.creditDelay)
+			if e.isFailed() {
+				wc.Status = ib.WCFlushErr
+				return wc
+			}
 		}
 		r, ok := e.peer.takeRecv()
 		if !ok {

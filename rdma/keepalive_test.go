@@ -90,3 +90,38 @@ func TestKeepAliveQuietPeer(t *testing.T) {
 	}
 	t.Logf("probes: receiver %d, sender %d (%d before it sent)", server.nic.(*fakeEnd).probes.Load(), client.nic.(*fakeEnd).probes.Load(), before)
 }
+
+// TestFakeCloseAfterRecv: a receiver that closes its Conn as soon as Recv
+// returns leaves every Send successful: Recv returns only once the
+// sender's NIC has its last credit. Both ends take the pipeline (the fake
+// NIC would take the ranges' dma-bufs), and the receiver's fake NIC takes
+// 2 ms to carry a credit, so a Recv that returned with its last credit
+// still on the way closed the queue pair under it; before, the first
+// round failed with "send to a receiver that closes at once: rdma send:
+// rdma peer gone: fake peer disconnected". (TestKernelCloseAfterRecv is
+// the same over rxe.)
+func TestFakeCloseAfterRecv(t *testing.T) {
+	a, z := newNodes(t, sim.Gaudi2)
+	src, dst := a.alloc(t, 256<<10, 6), z.alloc(t, 256<<10, 0)
+	for round := range 20 {
+		opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
+		_, client, server := fakePair(t, a, z, opts, opts)
+		server.nic.(*fakeEnd).creditDelay = 2 * time.Millisecond
+		ctx := timeout(t)
+		sent := make(chan error, 1)
+		go func() {
+			_, err := client.Send(ctx, src.All())
+			sent <- err
+		}()
+		_, err := server.Recv(ctx, dst.All())
+		if cerr := server.Close(); err != nil || cerr != nil {
+			t.Fatalf("round %d: recv: %v; close at once: %v", round, err, cerr)
+		}
+		if err := <-sent; err != nil {
+			t.Fatalf("round %d: send to a receiver that closes at once: %v", round, err)
+		}
+	}
+	if !bytes.Equal(z.read(t, dst.All()), pattern(256<<10, 6)) {
+		t.Fatal("the received bytes differ from the sent ones")
+	}
+}

@@ -447,6 +447,41 @@ func TestKernelCloseAfterSend(t *testing.T) {
 	}
 }
 
+// TestKernelCloseAfterRecv: the receiver closes its connection as soon as
+// Recv returns (as hlperf's server does after its last iteration), six
+// times; every Send still succeeds. The sender sends done behind its last
+// chunk, before the last credit came back, so a Recv that returned before
+// its NIC delivered that credit let the Close destroy the queue pair with
+// it unsent: make vmtest's TestKernelRDMAGaudi failed so ("hlperf: rdma
+// send: rdma peer gone: disconnected").
+func TestKernelCloseAfterRecv(t *testing.T) {
+	a, b := newNodes(t, sim.Gaudi2)
+	src, dst := a.alloc(t, 256<<10, 8), b.alloc(t, 256<<10, 0)
+	want := a.read(t, src.All())
+	for round := range 6 {
+		client, server := connect(t, a, b, Options{ChunkSize: 64 << 10}, Options{ChunkSize: 64 << 10})
+		ctx := timeout(t)
+		sent := make(chan error, 1)
+		go func() {
+			_, err := client.Send(ctx, src.All())
+			sent <- err
+		}()
+		_, err := server.Recv(ctx, dst.All())
+		if cerr := server.Close(); err != nil || cerr != nil {
+			t.Fatalf("round %d: recv: %v; close at once: %v", round, err, cerr)
+		}
+		if err := <-sent; err != nil {
+			t.Fatalf("round %d: send to a receiver that closes at once: %v", round, err)
+		}
+		if !bytes.Equal(b.read(t, dst.All()), want) {
+			t.Fatalf("round %d: received bytes differ", round)
+		}
+		if err := client.Close(); err != nil {
+			t.Fatalf("round %d: close the sender: %v", round, err)
+		}
+	}
+}
+
 // TestKernelKeepAlive: over rxe, the keep-alive probes of a receiver that
 // waits for its sender are acknowledged by the peer's NIC (and dropped by
 // the peer's Conn), and a transfer with probes flowing both ways moves

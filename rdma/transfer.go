@@ -518,14 +518,18 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 
 // recvChunks takes the chunks as they land in the ring, copies each into
 // dst with the DMA engines and gives its slot back with a credit once the
-// copy is done; it returns when the sender's done came and every copy
-// finished.
+// copy is done; it returns when the sender's done came, every copy
+// finished and the sender's NIC acknowledged every credit. The sender
+// sends done behind its last chunk, before the last credit came back, so
+// without that last wait a receiver that closes its Conn right after Recv
+// could destroy its queue pair with the last credit unsent, and the
+// sender, still waiting for it, would fail with ErrPeerGone.
 func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchunks int, res *Result, cancel <-chan struct{}) error {
 	depth := c.opts.Depth
 	f.dmas = make([]*dma.Transfer, depth)
-	arrived, copied := 0, 0
+	arrived, copied, acked := 0, 0, 0
 	done := false
-	for !done || copied < nchunks {
+	for !done || copied < nchunks || acked < nchunks {
 		var landed <-chan struct{}
 		if copied < arrived {
 			landed = f.dmas[copied%depth].Done()
@@ -569,6 +573,13 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 				}
 				res.PeerPath = Path(ev.value)
 				done = true
+			case evCtlSent:
+				if ev.value == ctlCredit {
+					if ev.err != nil {
+						return &goneError{ev.err}
+					}
+					acked++
+				}
 			case evAbort:
 				return &PeerError{Code: ev.value}
 			}
