@@ -73,7 +73,15 @@ func (s *server) serveIoctl(of *openFile, cmd uint32, in, out []byte, cancel <-c
 		// argument whatever size the client encoded (exported keeps it).
 		req = whole(cmd, unsafe.Sizeof(hl.MemArgs{}))
 	}
+	refusable := sameRequest(cmd, hl.DRM_IOCTL_HL_MEMORY) && releasePending(of, arg)
+	gen := s.releaseGen()
 	err := of.f.IoctlInterruptible(uint(req), arg, cancel)
+	if err != nil && refusable {
+		err = s.afterRelease(of, err, gen, func() error {
+			copy(buf, in)
+			return of.f.IoctlInterruptible(uint(req), arg, cancel)
+		})
+	}
 	if export && err == nil {
 		err = s.exported(of, (*hl.MemArgs)(arg).Out(), exportFlags)
 	}
