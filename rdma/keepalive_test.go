@@ -11,13 +11,13 @@ import (
 	"github.com/gaudi-go/gaudi/sim"
 )
 
-// waitUntil polls cond every millisecond for up to 30 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+// waitUntil polls cond every millisecond for up to d.
+func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s in 30 s", what)
+			t.Fatalf("no %s in %v", what, d)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -43,7 +43,7 @@ func TestKeepAliveVanishedPeer(t *testing.T) {
 	}()
 	// The descriptor reached the sender, which never sends: then the
 	// sender's machine goes.
-	waitUntil(t, "descriptor at the sender", func() bool { return len(client.snd.ev) > 0 })
+	waitUntil(t, "descriptor at the sender", 30*time.Second, func() bool { return len(client.snd.ev) > 0 })
 	server.nic.(*fakeEnd).vanished.Store(true)
 	err := <-recvd
 	if !errors.Is(err, ErrPeerGone) || !errors.Is(err, ib.ErrRetryExceeded) {
@@ -69,7 +69,7 @@ func TestKeepAliveQuietPeer(t *testing.T) {
 		recvd <- err
 	}()
 	// The receiver waits for a sender that has not begun: it probes.
-	waitUntil(t, "probes from the waiting receiver", func() bool { return server.nic.(*fakeEnd).probes.Load() >= 5 })
+	waitUntil(t, "probes from the waiting receiver", 30*time.Second, func() bool { return server.nic.(*fakeEnd).probes.Load() >= 5 })
 	before := client.nic.(*fakeEnd).probes.Load()
 	for round := range 3 {
 		if round > 0 {

@@ -499,13 +499,7 @@ func TestKernelKeepAlive(t *testing.T) {
 		_, err := server.Recv(timeout(t), dst.All())
 		recvd <- err
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for server.probed.Load() < 5 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d probes acknowledged in 60 s, want 5", server.probed.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "5 acknowledged probes", 60*time.Second, func() bool { return server.probed.Load() >= 5 })
 	if _, err := client.Send(timeout(t), src.All()); err != nil {
 		t.Fatalf("send: %v", err)
 	}
