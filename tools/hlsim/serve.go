@@ -360,18 +360,14 @@ func (s *server) openCompute(dev, pid int) (*sim.File, error) {
 // RELEASE may be on the way).
 func (s *server) closing(dev int) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, of := range s.files {
 		if of.dev == dev && !of.ctl && of.flushed {
+			s.mu.Unlock()
 			return true
 		}
 	}
-	for _, d := range s.dmabufs {
-		if d.dev == dev && d.flushed {
-			return true
-		}
-	}
-	return false
+	s.mu.Unlock()
+	return s.exportClosing(dev) // release_wait_unsafe.go
 }
 
 // backing registers f's memory file as the passthrough backing file of an
