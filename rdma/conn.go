@@ -116,6 +116,7 @@ const (
 	evChunk                        // receiver: chunk seq arrived
 	evDone                         // receiver: the sender is done
 	evAbort                        // the peer gave up
+	evFin                          // sender: the receiver has every byte
 )
 
 // sharedChannel is a CM channel shared by a Listener and the Conns it
@@ -564,6 +565,8 @@ func (c *Conn) receive(wc *ib.WC, i int) {
 		c.push(&c.snd, event{kind: evCredit, value: val})
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindDone:
 		c.push(&c.rcv, event{kind: evDone, value: val})
+	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindFin:
+		c.push(&c.snd, event{kind: evFin})
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindProbe:
 		// The peer's keep-alive: its NIC's acknowledgement was the point.
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindAbort:

@@ -34,8 +34,12 @@ func (p Path) String() string {
 }
 
 // DescriptorVersion is the version of the descriptor format Marshal
-// writes and Unmarshal reads.
-const DescriptorVersion = 1
+// writes and Unmarshal reads. Version 2 has version 1's layout; it marks
+// the protocol in which the receiver ends each transfer with a fin
+// (wire.go), so that a peer of version 1, whose ring descriptor comes in
+// the CM's private data, is refused at connect (ErrOlderDescriptor)
+// rather than failing its first transfer.
+const DescriptorVersion = 2
 
 // DescriptorSize is the length of a marshalled descriptor of
 // DescriptorVersion. It fits the private data of every RDMA CM message:
@@ -72,7 +76,7 @@ type Descriptor struct {
 	Slots     uint16
 }
 
-// Layout of version 1 (big-endian, as RDMA wire formats are):
+// Layout of versions 1 and 2 (big-endian, as RDMA wire formats are):
 //
 //	0  magic "GM"     2  version      3  path
 //	4  rkey           8  addr        16  len

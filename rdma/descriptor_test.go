@@ -41,7 +41,7 @@ func TestDescriptorBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []byte{
-		'G', 'M', 1, 2, 0x01, 0x02, 0x03, 0x04,
+		'G', 'M', 2, 2, 0x01, 0x02, 0x03, 0x04,
 		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
 		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
 		0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0, 0,
@@ -70,7 +70,8 @@ func TestDescriptorBadInput(t *testing.T) {
 		{"magic only", good[:2], ErrShortDescriptor},
 		{"cut", good[:DescriptorSize-1], ErrShortDescriptor},
 		{"older version", with(offVersion, 0), ErrOlderDescriptor},
-		{"newer version", with(offVersion, 2), ErrNewerDescriptor},
+		{"version 1 (no fin)", with(offVersion, 1), ErrOlderDescriptor},
+		{"newer version", with(offVersion, DescriptorVersion+1), ErrNewerDescriptor},
 		{"newer version, short", with(offVersion, 9)[:8], ErrNewerDescriptor},
 		{"magic", with(0, 'X'), ErrBadDescriptor},
 		{"path auto", with(offPath, byte(PathAuto)), ErrBadDescriptor},

@@ -39,6 +39,15 @@
 // the RDMA CM private data of its connect and accept messages, each
 // transfer's descriptor in a message that opens it.
 //
+// A transfer ends with a message from the receiver, sent once the
+// sender's last message came and every byte is in device memory: Send
+// returns when it arrives, Recv when the receiver's NIC has delivered it.
+// Either side may close its Conn as soon as its own call returns: once
+// the bytes are in place, a completion that the closing peer's teardown
+// flushes (RC promises no acknowledgement from a queue pair torn down)
+// fails neither call, though each still waits for its NIC's completions
+// before it lets go of the memory they name.
+//
 // # Why a package of its own
 //
 // Package ib is the NIC (verbs), ib/cm the connection manager, dma the
@@ -76,7 +85,7 @@
 // engines' copies, rxe's copies and checksums, each wakeup) runs on one
 // host thread, so the pipeline overlaps nothing there and what it adds to
 // the WRITE shows in full: two copies per byte, and per transfer the
-// descriptor, a credit per chunk and the done message, each a few
+// descriptor, a credit per chunk, the done and the fin, each a few
 // milliseconds of rxe and wakeups under TCG (a credit took 2.8 to 4.2 ms
 // from the receiver's copy to the sender, in a trace of one 16 MiB
 // transfer). A guest with two CPUs adds a cost of its own: single-threaded

@@ -142,11 +142,17 @@ type fakeEnd struct {
 	// creditDelay, when set, is how long this end's NIC takes to carry a
 	// credit: a slow NIC, or a busy one.
 	creditDelay time.Duration
+	// unacked, when set, picks requests this end's NIC carries out but
+	// never sees acknowledged, as when the peer's NIC took them and was
+	// torn down before it acknowledged them: they complete flushed once
+	// this end fails. It runs on the NIC's goroutine.
+	unacked func(wr *ib.SendWR) bool
+	failedC chan struct{} // closed when the end fails
 }
 
 func newFakeEnd(f *fakeFabric, depth int) *fakeEnd {
 	e := &fakeEnd{f: f, work: make(chan ib.SendWR, 4*depth+16), cq: make(chan ib.WC, 16*depth+64),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		quit: make(chan struct{}), done: make(chan struct{}), failedC: make(chan struct{})}
 	go e.run()
 	return e
 }
@@ -199,6 +205,7 @@ func (e *fakeEnd) fail() error {
 	defer e.mu.Unlock()
 	if !e.failed {
 		e.failed = true
+		close(e.failedC)
 		for _, r := range e.recvs {
 			e.cq <- ib.WC{ID: r.ID, Status: ib.WCFlushErr, Opcode: ib.WCRecv}
 		}
@@ -243,7 +250,19 @@ func (e *fakeEnd) run() {
 	for {
 		select {
 		case wr := <-e.work:
-			e.cq <- e.execute(&wr)
+			wc := e.execute(&wr)
+			if wc.Status == ib.WCSuccess && e.unacked != nil && e.unacked(&wr) {
+				wc.Status = ib.WCFlushErr
+				go func() {
+					select {
+					case <-e.failedC:
+						e.cq <- wc
+					case <-e.quit:
+					}
+				}()
+				continue
+			}
+			e.cq <- wc
 		case <-e.quit:
 			return
 		}

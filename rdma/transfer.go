@@ -257,6 +257,8 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 				d = ev.desc
 			case evAbort:
 				return Result{}, f.finish(&PeerError{Code: ev.value})
+			case evFin:
+				return Result{}, f.finish(fmt.Errorf("a fin before the descriptor: %w", ErrProtocol))
 			}
 		case <-c.broken:
 			if len(c.snd.ev) > 0 {
@@ -277,30 +279,8 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	if rb != nil {
 		res.Path = PathZeroCopy
 	}
-	acked, err := c.sendChunks(f, src, d, rb, chunk, int(nchunks), started, res.Path, cancel)
-	if err != nil {
+	if err := c.sendChunks(f, src, d, rb, chunk, int(nchunks), started, res.Path, cancel); err != nil {
 		return Result{}, f.finish(err)
-	}
-	for !acked {
-		select {
-		case ev := <-c.snd.ev:
-			switch {
-			case ev.kind == evCtlSent && ev.value == ctlDone:
-				if ev.err != nil {
-					return Result{}, f.finish(&goneError{ev.err})
-				}
-				acked = true
-			case ev.kind == evAbort:
-				return Result{}, f.finish(&PeerError{Code: ev.value})
-			}
-		case <-c.broken:
-			if len(c.snd.ev) > 0 {
-				continue // what came before the shut first
-			}
-			return Result{}, f.finish(c.shutErr(&c.snd, f))
-		case <-cancel:
-			return Result{}, f.finish(context.Canceled)
-		}
 	}
 	return res, nil
 }
@@ -328,16 +308,14 @@ func (c *Conn) stage(f *failure, src memory.DeviceRange, k int, chunk uint64) er
 // registered device memory), and on a ring, the credits back for every
 // chunk. The done message (with path, this side's) goes right behind the
 // last WRITE: RC delivers it after every WRITE before it, so the
-// receiver learns the end while the last credit is on its way back.
-// acked reports whether the done's completion came in already; the
-// caller waits for it otherwise, since a Close right after Send returns
-// would flush it.
-func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *regEntry, chunk uint64, nchunks, started int, path Path, cancel <-chan struct{}) (acked bool, err error) {
-	donePosted := false
-	postDone := func() error {
-		donePosted = true
-		return c.nic.postSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(path))})
-	}
+// receiver learns the end while the last credit is on its way back. It
+// returns once the receiver's fin came (it has every byte) and every
+// WRITE completed: the NIC names the source or the staging ring until
+// then. A WRITE or the done flushed after the fin (the receiver closed
+// at once, and its DISCONNECT overtook the acknowledgement) fails
+// nothing.
+func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *regEntry, chunk uint64, nchunks, started int, path Path, cancel <-chan struct{}) error {
+	donePosted, fin := false, false
 	depth := c.opts.Depth
 	stride := uint64(c.opts.ChunkSize)
 	ring := d.Path == PathPipelined
@@ -348,12 +326,13 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 	credited := 0
 	ready, posted, completed := 0, 0, 0
 	length := func(k int) uint64 { return min(chunk, src.Len()-uint64(k)*chunk) }
-	for completed < nchunks || (ring && credited < nchunks) {
+	broken := c.broken
+	for completed < nchunks || !fin {
 		// Fill free staging slots.
 		for started < nchunks && started-completed < depth {
 			if rb == nil {
 				if err := c.stage(f, src, started, chunk); err != nil {
-					return false, err
+					return err
 				}
 			} else {
 				ready++
@@ -378,14 +357,15 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 				wr.RemoteAddr = d.Addr + uint64(k)*chunk
 			}
 			if err := c.nic.postSend(wr); err != nil {
-				return false, fmt.Errorf("post chunk %d: %w", k, err)
+				return fmt.Errorf("post chunk %d: %w", k, err)
 			}
 			posted++
 			f.posted++
 		}
 		if posted == nchunks && !donePosted {
-			if err := postDone(); err != nil {
-				return false, err
+			donePosted = true
+			if err := c.nic.postSend(ib.SendWR{ID: wrCtl | roleBit | ctlDone, Op: ib.OpSendImm, Imm: imm(kindDone, uint32(path))}); err != nil {
+				return err
 			}
 		}
 		var staged <-chan struct{}
@@ -397,50 +377,52 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 			t := f.dmas[ready%depth]
 			f.dmas[ready%depth] = nil
 			if err := t.Err(); err != nil {
-				return false, fmt.Errorf("stage chunk %d: %w", ready, dmaErr(err))
+				return fmt.Errorf("stage chunk %d: %w", ready, dmaErr(err))
 			}
 			ready++
 		case ev := <-c.snd.ev:
 			switch ev.kind {
 			case evSent:
 				f.posted--
-				if ev.err != nil {
-					return false, c.writeErr(ev)
+				if ev.err != nil && !fin {
+					return c.writeErr(ev)
 				}
 				completed++
 			case evCtlSent:
-				if ev.value == ctlDone {
-					if ev.err != nil {
-						return false, &goneError{ev.err}
-					}
-					acked = true
+				if ev.value == ctlDone && ev.err != nil && !fin {
+					return &goneError{ev.err}
 				}
 			case evCredit:
 				credits += int(ev.value)
 				credited += int(ev.value)
 				if credited > nchunks || credits > int(d.Slots) {
-					return false, fmt.Errorf("%d credits for %d chunks: %w", credited, nchunks, ErrProtocol)
+					return fmt.Errorf("%d credits for %d chunks: %w", credited, nchunks, ErrProtocol)
 				}
+			case evFin:
+				// The receiver sends it behind every credit, once it has
+				// the done, which follows every chunk.
+				if !donePosted || ring && credited != nchunks {
+					return fmt.Errorf("a fin after %d of %d chunks and %d credits: %w", posted, nchunks, credited, ErrProtocol)
+				}
+				fin = true
+				// The rest are completions of WRITEs that arrived: in a
+				// shut connection they come flushed.
+				broken = nil
 			case evAbort:
-				return false, &PeerError{Code: ev.value}
+				return &PeerError{Code: ev.value}
 			case evDesc:
-				return false, fmt.Errorf("a descriptor during a transfer: %w", ErrProtocol)
+				return fmt.Errorf("a descriptor during a transfer: %w", ErrProtocol)
 			}
-		case <-c.broken:
+		case <-broken:
 			if len(c.snd.ev) > 0 {
 				continue // what came before the shut first
 			}
-			return false, c.shutErr(&c.snd, f)
+			return c.shutErr(&c.snd, f)
 		case <-cancel:
-			return false, context.Canceled
+			return context.Canceled
 		}
 	}
-	if !donePosted { // an empty range: no chunk to follow
-		if err := postDone(); err != nil {
-			return false, err
-		}
-	}
-	return acked, nil
+	return nil
 }
 
 // testHookStaged, when set, runs after the DMA of chunk k was started on
@@ -518,18 +500,30 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 
 // recvChunks takes the chunks as they land in the ring, copies each into
 // dst with the DMA engines and gives its slot back with a credit once the
-// copy is done; it returns when the sender's done came, every copy
-// finished and the sender's NIC acknowledged every credit. The sender
-// sends done behind its last chunk, before the last credit came back, so
-// without that last wait a receiver that closes its Conn right after Recv
-// could destroy its queue pair with the last credit unsent, and the
-// sender, still waiting for it, would fail with ErrPeerGone.
+// copy is done. Once the sender's done came and every copy finished, dst
+// holds the bytes, and the fin (behind every credit) tells the sender
+// so. It returns when its NIC acknowledged every credit and the fin, so
+// that a Close right after Recv cannot destroy the queue pair with one
+// of them unsent (the sender, still waiting for it, would fail with
+// ErrPeerGone). That wait is for the sender's sake only: a credit or fin
+// the NIC then fails to deliver (the sender closed at once after the fin
+// came, and its NIC was torn down before acknowledging it; or it
+// vanished) or a connection shut meanwhile does not fail the Recv.
 func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchunks int, res *Result, cancel <-chan struct{}) error {
 	depth := c.opts.Depth
 	f.dmas = make([]*dma.Transfer, depth)
-	arrived, copied, acked := 0, 0, 0
-	done := false
-	for !done || copied < nchunks || acked < nchunks {
+	arrived, copied, acked := 0, 0, 0 // acked: credits and the fin
+	done, finPosted := false, false
+	for {
+		if done && copied == nchunks && !finPosted {
+			finPosted = true
+			if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlFin, Op: ib.OpSendImm, Imm: imm(kindFin, 0)}); err != nil {
+				return fmt.Errorf("fin: %w", err)
+			}
+		}
+		if finPosted && acked == nchunks+1 {
+			return nil
+		}
 		var landed <-chan struct{}
 		if copied < arrived {
 			landed = f.dmas[copied%depth].Done()
@@ -574,8 +568,11 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 				res.PeerPath = Path(ev.value)
 				done = true
 			case evCtlSent:
-				if ev.value == ctlCredit {
+				if ev.value == ctlCredit || ev.value == ctlFin {
 					if ev.err != nil {
+						if finPosted {
+							return nil
+						}
 						return &goneError{ev.err}
 					}
 					acked++
@@ -587,10 +584,12 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 			if len(c.rcv.ev) > 0 {
 				continue // what came before the shut first
 			}
+			if finPosted {
+				return nil
+			}
 			return c.shutErr(&c.rcv, f)
 		case <-cancel:
 			return context.Canceled
 		}
 	}
-	return nil
 }

@@ -10,9 +10,16 @@ package rdma
 //     IMMEDIATE into ring slot seq mod Slots, immediate kindData|seq;
 //   - pipelined receiver to sender: a zero-length SEND WITH IMMEDIATE
 //     kindCredit|1 once a slot's chunk is in device memory;
-//   - sender to receiver, after the last chunk's completion: a
-//     zero-length SEND WITH IMMEDIATE kindDone|path (RC delivers it after
-//     every WRITE before it);
+//   - sender to receiver, right behind its last chunk: a zero-length
+//     SEND WITH IMMEDIATE kindDone|path (RC delivers it after every
+//     WRITE before it);
+//   - receiver to sender, once done came and every chunk is in device
+//     memory: a zero-length SEND WITH IMMEDIATE kindFin, behind every
+//     credit. It ends the transfer on both sides: the sender returns when
+//     it arrives (a message the sender's NIC delivered, where an
+//     acknowledgement of the sender's own messages can be lost to a peer
+//     that closes at once), the receiver once its NIC acknowledged it
+//     (or failed to: the bytes are in place either way);
 //   - either way, when a side gives up: kindAbort|role|code;
 //   - either way, while a transfer is in progress, every
 //     Options.KeepAlive: a zero-length SEND WITH IMMEDIATE kindProbe,
@@ -28,6 +35,7 @@ const (
 	kindDone   = 2
 	kindAbort  = 3
 	kindProbe  = 4
+	kindFin    = 5
 
 	kindShift = 29
 	roleBit   = 1 << 28
@@ -68,11 +76,12 @@ const (
 	ctlDone   = 3
 	ctlAbort  = 4
 	ctlProbe  = 5
+	ctlFin    = 6
 )
 
 // ctlSize is the size of one control receive buffer, ctlExtra how many
 // receives beyond the ring's slots each side keeps posted (descriptor,
-// done, abort, probe and slack).
+// done, fin, abort, probe and slack).
 const (
 	ctlSize  = 64
 	ctlExtra = 8
