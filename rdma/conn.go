@@ -102,8 +102,11 @@ type event struct {
 	kind  eventKind
 	value uint32 // seq, credit count, path, abort code
 	n     uint32 // byte length of a chunk
-	desc  Descriptor
-	err   error
+	// last marks a chunk that carries the sender's done, path its path.
+	last bool
+	path Path
+	desc Descriptor
+	err  error
 }
 
 type eventKind uint8
@@ -560,13 +563,17 @@ func (c *Conn) receive(wc *ib.WC, i int) {
 	kind, val := immKind(wc.Imm), immValue(wc.Imm)
 	switch {
 	case wc.Opcode == ib.WCRecvRDMAImm && kind == kindData:
-		c.push(&c.rcv, event{kind: evChunk, value: val, n: wc.ByteLen})
+		ev := event{kind: evChunk, value: val, n: wc.ByteLen}
+		if wc.Imm&lastBit != 0 { // the sender's done rides on its last chunk
+			ev.last, ev.path = true, Path(wc.Imm>>pathShift&pathMask)
+		}
+		c.push(&c.rcv, ev)
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindCredit:
 		c.push(&c.snd, event{kind: evCredit, value: val})
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindDone:
 		c.push(&c.rcv, event{kind: evDone, value: val})
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindFin:
-		c.push(&c.snd, event{kind: evFin})
+		c.push(&c.snd, event{kind: evFin, value: val})
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindProbe:
 		// The peer's keep-alive: its NIC's acknowledgement was the point.
 	case wc.Opcode == ib.WCRecv && wc.Flags&ib.WCWithImm != 0 && kind == kindAbort:

@@ -137,8 +137,9 @@ type fakeEnd struct {
 	// without a disconnect: every request from now on completes with
 	// the retry-exceeded error the NIC gives after its retries.
 	vanished atomic.Bool
-	// probes counts the keep-alive probes this end carried.
-	probes atomic.Int32
+	// probes counts the keep-alive probes this end carried, carried
+	// every request.
+	probes, carried atomic.Int32
 	// creditDelay, when set, is how long this end's NIC takes to carry a
 	// credit: a slow NIC, or a busy one.
 	creditDelay time.Duration
@@ -271,6 +272,7 @@ func (e *fakeEnd) run() {
 
 // execute carries out one request and returns its completion.
 func (e *fakeEnd) execute(wr *ib.SendWR) ib.WC {
+	e.carried.Add(1)
 	wc := ib.WC{ID: wr.ID, Opcode: ib.WCSend}
 	if e.isFailed() {
 		wc.Status = ib.WCFlushErr

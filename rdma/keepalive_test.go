@@ -97,8 +97,8 @@ func TestKeepAliveQuietPeer(t *testing.T) {
 // for the acknowledgement of its last messages when the sender's
 // DISCONNECT arrives and flushes them (rxe does so when the sender's
 // queue pair goes to the error state before its responder acknowledged
-// them): here the receiver's fake NIC never sees its last credit or
-// anything after it acknowledged. Every byte was in dst by then; before,
+// them): here the receiver's fake NIC never sees its last message, the
+// fin, acknowledged. Every byte was in dst by then; before,
 // the first round failed with "recv (closing at once: the sender
 // true): rdma recv: rdma peer gone: work request 0x200000000000002 on QP
 // 0: work request flushed", as make vmtest's TestKernelCloseAfterSend did
@@ -109,12 +109,8 @@ func TestFakeCloseAfterSend(t *testing.T) {
 	for round := range 10 {
 		opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
 		_, client, server := fakePair(t, a, z, opts, opts)
-		credits := 0
 		server.nic.(*fakeEnd).unacked = func(wr *ib.SendWR) bool {
-			if wr.Op == ib.OpSendImm && immKind(wr.Imm) == kindCredit {
-				credits++
-			}
-			return credits == 4
+			return wr.Op == ib.OpSendImm && immKind(wr.Imm) == kindFin
 		}
 		closeAtOnce(t, round, client, server, src.All(), dst.All(), true)
 		if !bytes.Equal(z.read(t, dst.All()), pattern(256<<10, 9)) {
@@ -126,7 +122,8 @@ func TestFakeCloseAfterSend(t *testing.T) {
 
 // TestFakeCloseAfterRecvUnacked: a receiver that closes its Conn as soon
 // as Recv returns leaves the Send successful even when the sender's NIC
-// never saw its done acknowledged (the receiver's NIC took it, and the
+// never saw its last message acknowledged, the last chunk with the done
+// on it (the receiver's NIC took it, and the
 // DISCONNECT overtook the acknowledgement, as rxe's can: make vmtest's
 // TestKernelCloseAfterRecv failed so 2 times in 15 runs of 6 rounds, with
 // "send to a receiver that closes at once: rdma send: rdma peer gone:
@@ -141,7 +138,7 @@ func TestFakeCloseAfterRecvUnacked(t *testing.T) {
 		opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
 		_, client, server := fakePair(t, a, z, opts, opts)
 		client.nic.(*fakeEnd).unacked = func(wr *ib.SendWR) bool {
-			return wr.Op == ib.OpSendImm && immKind(wr.Imm) == kindDone
+			return wr.Op == ib.OpRDMAWriteImm && wr.Imm&lastBit != 0
 		}
 		closeAtOnce(t, round, client, server, src.All(), dst.All(), false)
 		if !bytes.Equal(z.read(t, dst.All()), pattern(256<<10, 10)) {
@@ -220,5 +217,37 @@ func TestFakeCloseAfterRecv(t *testing.T) {
 	}
 	if !bytes.Equal(z.read(t, dst.All()), pattern(256<<10, 6)) {
 		t.Fatal("the received bytes differ from the sent ones")
+	}
+}
+
+// TestMessagesPerTransfer pins what a pipelined transfer costs in
+// messages, each a few milliseconds of rxe under TCG: the sender's done
+// rides on its last chunk and the receiver's last credit on its fin, so
+// one chunk takes the descriptor, the chunk and the fin, and every
+// further chunk its WRITE and a credit. Before the done and the last
+// credit rode along, it failed with "65536 bytes: the sender's and the
+// receiver's NIC carried [2 3] messages, want [1 2]" (and [5 6] for 4
+// chunks).
+func TestMessagesPerTransfer(t *testing.T) {
+	a, z := newNodes(t, sim.Gaudi2)
+	for _, tc := range []struct {
+		size             uint64
+		sender, receiver int32
+	}{
+		{64 << 10, 1, 2},  // the chunk; the descriptor and the fin
+		{256 << 10, 4, 5}, // 4 chunks; the descriptor, 3 credits and the fin
+		{0, 1, 2},         // the done; the descriptor and the fin
+	} {
+		src, dst := a.alloc(t, max(tc.size, 4096), 11), z.alloc(t, max(tc.size, 4096), 0)
+		opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
+		_, client, server := fakePair(t, a, z, opts, opts)
+		sent, recvd := transfer(timeout(t), client, server, src.All().Slice(0, tc.size), dst.All().Slice(0, tc.size))
+		if sent.err != nil || recvd.err != nil {
+			t.Fatalf("%d bytes: send: %v; recv: %v", tc.size, sent.err, recvd.err)
+		}
+		got := [2]int32{client.nic.(*fakeEnd).carried.Load(), server.nic.(*fakeEnd).carried.Load()}
+		if want := [2]int32{tc.sender, tc.receiver}; got != want {
+			t.Errorf("%d bytes: the sender's and the receiver's NIC carried %v messages, want %v", tc.size, got, want)
+		}
 	}
 }

@@ -306,9 +306,9 @@ func (c *Conn) stage(f *failure, src memory.DeviceRange, k int, chunk uint64) er
 // the source itself; the first started were staged already), WRITE to
 // the receiver (its ring slot, once it has credit for one, or its
 // registered device memory), and on a ring, the credits back for every
-// chunk. The done message (with path, this side's) goes right behind the
-// last WRITE: RC delivers it after every WRITE before it, so the
-// receiver learns the end while the last credit is on its way back. It
+// chunk. The done (with path, this side's) rides on the last chunk to a
+// ring, else goes right behind the last WRITE: RC delivers it after every
+// WRITE before it, so the receiver learns the end with the last chunk. It
 // returns once the receiver's fin came (it has every byte) and every
 // WRITE completed: the NIC names the source or the staging ring until
 // then. A WRITE or the done flushed after the fin (the receiver closed
@@ -353,6 +353,10 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 				wr.Op, wr.Imm = ib.OpRDMAWriteImm, imm(kindData, uint32(k))
 				wr.RemoteAddr = d.Addr + uint64(k%int(d.Slots))*uint64(d.ChunkSize)
 				credits--
+				if k == nchunks-1 { // the done rides on the last chunk
+					wr.Imm |= lastBit | uint32(path)<<pathShift
+					donePosted = true
+				}
 			} else {
 				wr.RemoteAddr = d.Addr + uint64(k)*chunk
 			}
@@ -400,9 +404,11 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 				}
 			case evFin:
 				// The receiver sends it behind every credit, once it has
-				// the done, which follows every chunk.
-				if !donePosted || ring && credited != nchunks {
-					return fmt.Errorf("a fin after %d of %d chunks and %d credits: %w", posted, nchunks, credited, ErrProtocol)
+				// the done, which follows every chunk; the last credit
+				// rides on it.
+				credited += int(ev.value)
+				if !donePosted || !ring && ev.value != 0 || ring && credited != nchunks {
+					return fmt.Errorf("a fin returning %d credits after %d of %d chunks and %d credits: %w", ev.value, posted, nchunks, credited-int(ev.value), ErrProtocol)
 				}
 				fin = true
 				// The rest are completions of WRITEs that arrived: in a
@@ -512,16 +518,39 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchunks int, res *Result, cancel <-chan struct{}) error {
 	depth := c.opts.Depth
 	f.dmas = make([]*dma.Transfer, depth)
-	arrived, copied, acked := 0, 0, 0 // acked: credits and the fin
+	arrived, copied := 0, 0
+	posted, acked := 0, 0 // credits and the fin
 	done, finPosted := false, false
+	// ended takes the sender's done, alone or on its last chunk.
+	ended := func(path Path) error {
+		if arrived != nchunks {
+			return fmt.Errorf("done after %d of %d chunks: %w", arrived, nchunks, ErrProtocol)
+		}
+		if path != PathZeroCopy && path != PathPipelined {
+			return fmt.Errorf("done with path %d: %w", path, ErrProtocol)
+		}
+		res.PeerPath = path
+		done = true
+		return nil
+	}
+	// give returns n slots to the sender: with the fin (on which the last
+	// credit rides) once every chunk is in dst, else with a credit.
+	give := func(n uint32) error {
+		wr := ib.SendWR{ID: wrCtl | ctlCredit, Op: ib.OpSendImm, Imm: imm(kindCredit, n)}
+		if done && copied == nchunks {
+			finPosted = true
+			wr.ID, wr.Imm = wrCtl|ctlFin, imm(kindFin, n)
+		}
+		posted++
+		return c.nic.postSend(wr)
+	}
 	for {
 		if done && copied == nchunks && !finPosted {
-			finPosted = true
-			if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlFin, Op: ib.OpSendImm, Imm: imm(kindFin, 0)}); err != nil {
+			if err := give(0); err != nil {
 				return fmt.Errorf("fin: %w", err)
 			}
 		}
-		if finPosted && acked == nchunks+1 {
+		if finPosted && acked == posted {
 			return nil
 		}
 		var landed <-chan struct{}
@@ -536,7 +565,7 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 				return fmt.Errorf("copy chunk %d to device: %w", copied, dmaErr(err))
 			}
 			copied++
-			if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlCredit, Op: ib.OpSendImm, Imm: imm(kindCredit, 1)}); err != nil {
+			if err := give(1); err != nil {
 				return fmt.Errorf("credit chunk %d: %w", copied-1, err)
 			}
 		case ev := <-c.rcv.ev:
@@ -558,15 +587,18 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 					testHookLanded(k)
 				}
 				arrived++
+				if ev.last {
+					if err := ended(ev.path); err != nil {
+						return err
+					}
+				}
 			case evDone:
-				if arrived != nchunks {
-					return fmt.Errorf("done after %d of %d chunks: %w", arrived, nchunks, ErrProtocol)
+				if done {
+					return fmt.Errorf("a second done: %w", ErrProtocol)
 				}
-				if p := Path(ev.value); p != PathZeroCopy && p != PathPipelined {
-					return fmt.Errorf("done with path %d: %w", ev.value, ErrProtocol)
+				if err := ended(Path(ev.value)); err != nil {
+					return err
 				}
-				res.PeerPath = Path(ev.value)
-				done = true
 			case evCtlSent:
 				if ev.value == ctlCredit || ev.value == ctlFin {
 					if ev.err != nil {

@@ -7,19 +7,23 @@ package rdma
 //   - receiver to sender, before each transfer: a SEND of the transfer's
 //     Descriptor (DescriptorSize bytes, inline);
 //   - sender to a pipelined receiver: each chunk as an RDMA WRITE WITH
-//     IMMEDIATE into ring slot seq mod Slots, immediate kindData|seq;
+//     IMMEDIATE into ring slot seq mod Slots, immediate kindData|seq,
+//     and on the last chunk also lastBit and the sender's path in bits
+//     27-24: the sender's done rides on it;
 //   - pipelined receiver to sender: a zero-length SEND WITH IMMEDIATE
-//     kindCredit|1 once a slot's chunk is in device memory;
-//   - sender to receiver, right behind its last chunk: a zero-length
-//     SEND WITH IMMEDIATE kindDone|path (RC delivers it after every
-//     WRITE before it);
+//     kindCredit|1 once a slot's chunk is in device memory, but for the
+//     last chunk's, which rides on the fin;
+//   - sender to a zero-copy receiver (or for an empty range), right
+//     behind its last chunk: a zero-length SEND WITH IMMEDIATE
+//     kindDone|path (RC delivers it after every WRITE before it);
 //   - receiver to sender, once done came and every chunk is in device
-//     memory: a zero-length SEND WITH IMMEDIATE kindFin, behind every
-//     credit. It ends the transfer on both sides: the sender returns when
-//     it arrives (a message the sender's NIC delivered, where an
-//     acknowledgement of the sender's own messages can be lost to a peer
-//     that closes at once), the receiver once its NIC acknowledged it
-//     (or failed to: the bytes are in place either way);
+//     memory: a zero-length SEND WITH IMMEDIATE kindFin|credits, behind
+//     every credit, with the last one (or none). It ends the transfer on
+//     both sides: the sender returns when it arrives (a message the
+//     sender's NIC delivered, where an acknowledgement of the sender's
+//     own messages can be lost to a peer that closes at once), the
+//     receiver once its NIC acknowledged it (or failed to: the bytes are
+//     in place either way);
 //   - either way, when a side gives up: kindAbort|role|code;
 //   - either way, while a transfer is in progress, every
 //     Options.KeepAlive: a zero-length SEND WITH IMMEDIATE kindProbe,
@@ -28,7 +32,11 @@ package rdma
 //     connection). At most one is outstanding.
 //
 // The immediate: kind in bits 31-29, for an abort the sender's role in
-// bit 28, the value in bits 23-0.
+// bit 28, for a chunk lastBit and the path, the value in bits 23-0.
+//
+// A pipelined transfer of one chunk thus takes three messages (the
+// descriptor, the chunk's WRITE and the fin), each a few milliseconds of
+// rxe under TCG, where a separate done and last credit made five.
 const (
 	kindData   = 0
 	kindCredit = 1
@@ -39,6 +47,9 @@ const (
 
 	kindShift = 29
 	roleBit   = 1 << 28
+	lastBit   = 1 << 28
+	pathShift = 24
+	pathMask  = 0xf
 	valueMask = 1<<24 - 1
 
 	// maxChunks is how many chunks one transfer may have (its sequence
