@@ -56,6 +56,13 @@ type Conn struct {
 	// so later transfers take the pipeline without exporting and asking
 	// again.
 	refused atomic.Pointer[error]
+	// committed is set once this side's fin told the peer that every
+	// later Recv takes the ring (ringOnly): they send no descriptor, and
+	// the peer's Sends write at once. peerCommitted is set once the
+	// peer's fin said so. Each belongs to its side's transfers, which
+	// begin and end one after another.
+	committed     bool
+	peerCommitted bool
 	// probing is set while a keep-alive probe is outstanding; probed
 	// counts the probes the peer's NIC acknowledged.
 	probing atomic.Bool

@@ -37,7 +37,12 @@
 // small, versioned and binary, which users may exchange however they
 // like. A Conn exchanges them itself: the connection's receive rings in
 // the RDMA CM private data of its connect and accept messages, each
-// transfer's descriptor in a message that opens it.
+// transfer's descriptor in a message that opens it. A receiver that will
+// take its ring for the rest of the connection (its Options force the
+// pipeline, or its NIC cannot register dma-bufs at all) says so at the
+// end of a transfer, and from then on the sender writes into the ring
+// at once, without waiting for a descriptor, and the receiver checks the
+// length from the chunks (ErrLength on both sides, as with one).
 //
 // A transfer ends with a message from the receiver, sent once the
 // sender's last message came and every byte is in device memory: Send

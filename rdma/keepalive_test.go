@@ -224,8 +224,10 @@ func TestFakeCloseAfterRecv(t *testing.T) {
 // messages, each a few milliseconds of rxe under TCG: the sender's done
 // rides on its last chunk and the receiver's last credit on its fin, so
 // one chunk takes the descriptor, the chunk and the fin, and every
-// further chunk its WRITE and a credit. Before the done and the last
-// credit rode along, it failed with "65536 bytes: the sender's and the
+// further chunk its WRITE and a credit; once the receiver's fin said it
+// takes its ring for good (here its Options force the pipeline), the
+// next transfers take no descriptor. Before the done and the last credit
+// rode along, it failed with "65536 bytes: the sender's and the
 // receiver's NIC carried [2 3] messages, want [1 2]" (and [5 6] for 4
 // chunks).
 func TestMessagesPerTransfer(t *testing.T) {
@@ -234,20 +236,29 @@ func TestMessagesPerTransfer(t *testing.T) {
 		size             uint64
 		sender, receiver int32
 	}{
-		{64 << 10, 1, 2},  // the chunk; the descriptor and the fin
-		{256 << 10, 4, 5}, // 4 chunks; the descriptor, 3 credits and the fin
-		{0, 1, 2},         // the done; the descriptor and the fin
+		{64 << 10, 1, 1},  // the chunk; the fin (and the first time the descriptor)
+		{256 << 10, 4, 4}, // 4 chunks; 3 credits and the fin (and the descriptor)
+		{0, 1, 1},         // the done; the fin (and the descriptor)
 	} {
 		src, dst := a.alloc(t, max(tc.size, 4096), 11), z.alloc(t, max(tc.size, 4096), 0)
 		opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
 		_, client, server := fakePair(t, a, z, opts, opts)
-		sent, recvd := transfer(timeout(t), client, server, src.All().Slice(0, tc.size), dst.All().Slice(0, tc.size))
-		if sent.err != nil || recvd.err != nil {
-			t.Fatalf("%d bytes: send: %v; recv: %v", tc.size, sent.err, recvd.err)
-		}
-		got := [2]int32{client.nic.(*fakeEnd).carried.Load(), server.nic.(*fakeEnd).carried.Load()}
-		if want := [2]int32{tc.sender, tc.receiver}; got != want {
-			t.Errorf("%d bytes: the sender's and the receiver's NIC carried %v messages, want %v", tc.size, got, want)
+		var last [2]int32
+		for round := range 3 {
+			sent, recvd := transfer(timeout(t), client, server, src.All().Slice(0, tc.size), dst.All().Slice(0, tc.size))
+			if sent.err != nil || recvd.err != nil {
+				t.Fatalf("%d bytes, round %d: send: %v; recv: %v", tc.size, round, sent.err, recvd.err)
+			}
+			now := [2]int32{client.nic.(*fakeEnd).carried.Load(), server.nic.(*fakeEnd).carried.Load()}
+			got := [2]int32{now[0] - last[0], now[1] - last[1]}
+			last = now
+			want := [2]int32{tc.sender, tc.receiver}
+			if round == 0 {
+				want[1]++ // the descriptor
+			}
+			if got != want {
+				t.Errorf("%d bytes, round %d: the sender's and the receiver's NIC carried %v messages, want %v", tc.size, round, got, want)
+			}
 		}
 	}
 }

@@ -96,6 +96,13 @@ func (c *Conn) Recv(ctx context.Context, dst memory.DeviceRange) (Result, error)
 	})
 }
 
+// ringOnly reports whether every transfer this Conn receives from now on
+// takes the ring: its Options force the pipeline, or its NIC cannot
+// register dma-bufs at all (refused is never cleared).
+func (c *Conn) ringOnly() bool {
+	return c.opts.Path == PathPipelined || c.refused.Load() != nil
+}
+
 // register registers r's device memory with the NIC, as Options.Path
 // allows: nil (and no error) means the pipelined path. The NIC's region
 // covers whole pages (a dma-buf exports no less); where the peer may
@@ -244,8 +251,12 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 		}
 		started++
 	}
-	// The receiver's descriptor of this transfer.
+	// The receiver's descriptor of this transfer; a receiver committed to
+	// its ring sends none, and checks the length itself.
 	var d Descriptor
+	if c.peerCommitted {
+		d = Descriptor{Path: PathPipelined, RKey: c.peer.RKey, Addr: c.peer.Addr, Len: n, ChunkSize: c.chunk, Slots: c.peer.Slots}
+	}
 	for d.Path == PathAuto {
 		select {
 		case ev := <-c.snd.ev:
@@ -406,9 +417,13 @@ func (c *Conn) sendChunks(f *failure, src memory.DeviceRange, d Descriptor, rb *
 				// The receiver sends it behind every credit, once it has
 				// the done, which follows every chunk; the last credit
 				// rides on it.
-				credited += int(ev.value)
-				if !donePosted || !ring && ev.value != 0 || ring && credited != nchunks {
-					return fmt.Errorf("a fin returning %d credits after %d of %d chunks and %d credits: %w", ev.value, posted, nchunks, credited-int(ev.value), ErrProtocol)
+				n := int(ev.value &^ finRing)
+				credited += n
+				if !donePosted || !ring && n != 0 || ring && credited != nchunks {
+					return fmt.Errorf("a fin returning %d credits after %d of %d chunks and %d credits: %w", n, posted, nchunks, credited-n, ErrProtocol)
+				}
+				if ev.value&finRing != 0 {
+					c.peerCommitted = true
 				}
 				fin = true
 				// The rest are completions of WRITEs that arrived: in a
@@ -485,12 +500,14 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 		defer c.regs.put(rb)
 		d = Descriptor{Path: PathZeroCopy, RKey: rb.RKey(), Addr: dst.VA(), Len: n}
 	}
-	var msg [DescriptorSize]byte
-	if err := d.put(msg[:]); err != nil {
-		return Result{}, f.finish(err)
-	}
-	if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlDesc, Op: ib.OpSend, Flags: ib.SendInline, Inline: msg[:]}); err != nil {
-		return Result{}, f.finish(err)
+	if !c.committed {
+		var msg [DescriptorSize]byte
+		if err := d.put(msg[:]); err != nil {
+			return Result{}, f.finish(err)
+		}
+		if err := c.nic.postSend(ib.SendWR{ID: wrCtl | ctlDesc, Op: ib.OpSend, Flags: ib.SendInline, Inline: msg[:]}); err != nil {
+			return Result{}, f.finish(err)
+		}
 	}
 	chunk := uint64(c.chunk)
 	nchunks := int((n + chunk - 1) / chunk)
@@ -521,10 +538,16 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 	arrived, copied := 0, 0
 	posted, acked := 0, 0 // credits and the fin
 	done, finPosted := false, false
+	// Without a descriptor the sender did not check the length: chunks
+	// that do not add up to dst's are ErrLength, not a broken protocol.
+	mismatch := ErrProtocol
+	if c.committed {
+		mismatch = ErrLength
+	}
 	// ended takes the sender's done, alone or on its last chunk.
 	ended := func(path Path) error {
 		if arrived != nchunks {
-			return fmt.Errorf("done after %d of %d chunks: %w", arrived, nchunks, ErrProtocol)
+			return fmt.Errorf("done after %d of %d chunks: %w", arrived, nchunks, mismatch)
 		}
 		if path != PathZeroCopy && path != PathPipelined {
 			return fmt.Errorf("done with path %d: %w", path, ErrProtocol)
@@ -537,12 +560,20 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 	// credit rides) once every chunk is in dst, else with a credit.
 	give := func(n uint32) error {
 		wr := ib.SendWR{ID: wrCtl | ctlCredit, Op: ib.OpSendImm, Imm: imm(kindCredit, n)}
+		commit := false
 		if done && copied == nchunks {
 			finPosted = true
+			if commit = c.ringOnly(); commit {
+				n |= finRing
+			}
 			wr.ID, wr.Imm = wrCtl|ctlFin, imm(kindFin, n)
 		}
 		posted++
-		return c.nic.postSend(wr)
+		if err := c.nic.postSend(wr); err != nil {
+			return err
+		}
+		c.committed = c.committed || commit
+		return nil
 	}
 	for {
 		if done && copied == nchunks && !finPosted {
@@ -573,7 +604,10 @@ func (c *Conn) recvChunks(f *failure, dst memory.DeviceRange, chunk uint64, nchu
 			case evChunk:
 				k := arrived
 				want := min(chunk, dst.Len()-uint64(k)*chunk)
-				if k >= nchunks || int(ev.value) != k&valueMask || uint64(ev.n) != want || arrived-copied >= depth {
+				if k >= nchunks || uint64(ev.n) != want {
+					return fmt.Errorf("chunk %d of %d bytes, expected chunk %d of %d (of %d): %w", ev.value, ev.n, k, want, nchunks, mismatch)
+				}
+				if int(ev.value) != k&valueMask || arrived-copied >= depth {
 					return fmt.Errorf("chunk %d of %d bytes, expected chunk %d of %d (of %d): %w", ev.value, ev.n, k, want, nchunks, ErrProtocol)
 				}
 				b := c.eng.NewBatch(dma.BatchOptions{})

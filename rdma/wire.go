@@ -5,7 +5,10 @@ package rdma
 // (ctlSlots of them, each with ctlSize bytes):
 //
 //   - receiver to sender, before each transfer: a SEND of the transfer's
-//     Descriptor (DescriptorSize bytes, inline);
+//     Descriptor (DescriptorSize bytes, inline), unless the receiver
+//     committed to its ring (finRing below): then the sender writes into
+//     the ring it learnt at connect at once, and the receiver checks the
+//     length from the chunks;
 //   - sender to a pipelined receiver: each chunk as an RDMA WRITE WITH
 //     IMMEDIATE into ring slot seq mod Slots, immediate kindData|seq,
 //     and on the last chunk also lastBit and the sender's path in bits
@@ -18,7 +21,10 @@ package rdma
 //     kindDone|path (RC delivers it after every WRITE before it);
 //   - receiver to sender, once done came and every chunk is in device
 //     memory: a zero-length SEND WITH IMMEDIATE kindFin|credits, behind
-//     every credit, with the last one (or none). It ends the transfer on
+//     every credit, with the last one (or none), and finRing when every
+//     later transfer to this receiver takes its ring (its Options force
+//     the pipeline, or its NIC cannot register dma-bufs at all: both for
+//     the Conn's life), so needs no descriptor. It ends the transfer on
 //     both sides: the sender returns when it arrives (a message the
 //     sender's NIC delivered, where an acknowledgement of the sender's
 //     own messages can be lost to a peer that closes at once), the
@@ -34,9 +40,10 @@ package rdma
 // The immediate: kind in bits 31-29, for an abort the sender's role in
 // bit 28, for a chunk lastBit and the path, the value in bits 23-0.
 //
-// A pipelined transfer of one chunk thus takes three messages (the
-// descriptor, the chunk's WRITE and the fin), each a few milliseconds of
-// rxe under TCG, where a separate done and last credit made five.
+// A pipelined transfer of one chunk thus takes two messages (the chunk's
+// WRITE and the fin) once the receiver committed to its ring, three
+// before (the descriptor too), each a few milliseconds of rxe under TCG,
+// where a descriptor, a separate done and a last credit made five.
 const (
 	kindData   = 0
 	kindCredit = 1
@@ -56,6 +63,10 @@ const (
 	// numbers fit the immediate's value).
 	maxChunks = valueMask + 1
 )
+
+// finRing is the fin's flag for a receiver committed to its ring; the
+// bits below it count the credits the fin returns.
+const finRing = 1 << 23
 
 // Abort codes.
 const (
