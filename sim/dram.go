@@ -200,7 +200,7 @@ func (m *sparseMem) ReadAt(p []byte, off uint64) error {
 	}
 	return m.spans(off, uint64(len(p)), func(s span) error {
 		dst := p[s.off-off : s.off-off+s.n]
-		if s.fd == m.fd && m.full.all(s.off, s.n) {
+		if m.full.all(s.off, s.n) {
 			copy(dst, m.bytes(s.off, s.n))
 			return nil
 		}

@@ -7,8 +7,11 @@ import "sync/atomic"
 // tmpfs SEEK_HOLE walks every page up to the next hole, which for a large,
 // fully written buffer costs more than the copy. fullChunks remembers the
 // 64 KiB chunks a write covered entirely: a read that lies in such chunks
-// only copies. Marks are cleared whenever pages may be given back (hole
-// punching, reset); a missing mark only means the slower path. The chunks
+// only copies. A mark is by DRAM offset and holds whichever file holds
+// the chunk's bytes (an export moves them into a memfd of its own and
+// back, data pages as data pages). Marks are cleared whenever pages may
+// be given back (hole punching, reset); a missing mark only means the
+// slower path. The chunks
 // were 2 MiB, which no buffer under 2 MiB ever filled: each read of one
 // probed it page by page. At 64 KiB the bitmap takes 2 KiB per GiB of
 // device memory (192 KiB for a Gaudi2's 96 GiB).

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"testing"
 )
@@ -328,6 +329,49 @@ func TestFullChunksSmallBuffer(t *testing.T) {
 	}
 	if m.full.all(off-1, 2) {
 		t.Error("the byte before the buffer is known full")
+	}
+}
+
+// TestFullChunksKeptByExport: exporting a buffer moves its bytes into a
+// memfd of its own, data pages as data pages, so a buffer known full
+// stays known full (its reads copy without probing each page, as an
+// rdma sender's staging copies of a buffer it tried to register do); its
+// bytes read right while exported and after it went back, and clearing
+// it drops the marks. Before, the export dropped them ("an exported
+// buffer written whole is not known full").
+func TestFullChunksKeptByExport(t *testing.T) {
+	m := newSparseMem(4 << 30)
+	t.Cleanup(m.close)
+	const off, n = 1 << 30, 1 << 20
+	want := bytes.Repeat([]byte{1, 2, 3, 5, 8, 13, 21}, n/7+1)[:n]
+	if err := m.WriteAt(want, off); err != nil {
+		t.Fatal(err)
+	}
+	runs := []dramRun{{off, n}}
+	fd, _, _, err := m.export(runs, unix.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.full.all(off, n) {
+		t.Error("an exported buffer written whole is not known full")
+	}
+	got := make([]byte, n)
+	if err := m.ReadAt(got, off); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("read of the exported buffer: %v, bytes equal %v", err, bytes.Equal(got, want))
+	}
+	unix.Close(fd)
+	m.release(runs)
+	if err := m.ReadAt(got, off); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("read after the export went back: %v, bytes equal %v", err, bytes.Equal(got, want))
+	}
+	if err := m.Zero(off, n); err != nil {
+		t.Fatal(err)
+	}
+	if m.full.all(off, 4096) {
+		t.Error("a cleared buffer is still known full")
+	}
+	if err := m.ReadAt(got, off); err != nil || !bytes.Equal(got, make([]byte, n)) {
+		t.Errorf("read after clearing: %v, want zeros", err)
 	}
 }
 

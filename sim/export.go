@@ -177,7 +177,9 @@ func (m *sparseMem) splice(runs []dramRun) (*segment, error) {
 			return nil, fmt.Errorf("export device memory: %w", err)
 		}
 		seg.runs = append(seg.runs, r)
-		m.full.clear(r.off, r.n)
+		// copyData moved every data page and left holes as holes, so a
+		// chunk known full stays full: the marks are by DRAM offset,
+		// whichever file holds the bytes.
 		punch(m.fd, r.off, r.n)
 		fileOff += r.n
 	}
