@@ -97,23 +97,28 @@
 // TCG runs them in turns, and a thread woken on the other CPU waits for
 // this one's turn to end, which no machine does. So make vmtest runs the
 // benchmark twice: in the two-CPU guest of the tests, and in a one-CPU
-// guest, where the figure is the work itself. One run (2026-11-29,
-// -test.cpu 1 -test.benchtime 3x): in the one-CPU guest the pipeline
-// moved 18.3, 22.9, 26.6 and 26.7 MB/s against the WRITE's 27.1, 26.0,
-// 28.9 and 29.0 MB/s at 1, 4, 16 and 64 MiB, 0.67, 0.88, 0.92 and 0.92 of
-// it; in the two-CPU guest 0.60, 0.81, 0.71 and 0.70. A 1 MiB transfer is
-// one chunk: nothing overlaps its two copies, and the latencies of its
-// control messages (the descriptor before the chunk, the credit after
-// it) are all its own: 57 ms against the WRITE's 39 in the one-CPU
-// guest. The protocol changes that took the two-CPU ratios
-// from 0.57, 0.67, 0.63 and 0.67: the sender stages its first chunks while
-// the receiver's descriptor is on its way and sends done right behind its
-// last WRITE instead of after the last credit, a Conn asks a NIC that
-// cannot register dma-bufs once instead of per transfer (each ask
-// exported the range), and the chunk is 4 MiB. BenchmarkKernelRDMAChunk
-// compares chunk sizes at 16 MiB; in two boots 256 KiB, 1 MiB, 4 MiB and
-// one 16 MiB chunk moved 21.9/20.8, 25.1/26.1, 29.4/27.0 and 24.9/28.4
-// MB/s, hence DefaultChunkSize.
+// guest, where the figure is the work itself. Two runs (2026-11-29,
+// -test.cpu 1 -test.benchtime 3x) in the one-CPU guest, pipelined
+// against WRITE: 25.7/31.2 and 26.8/33.9 MB/s at 1 MiB (0.83, 0.79),
+// 29.8/31.2 and 29.9/34.8 at 4 MiB (0.96, 0.86), 30.3/30.7 and
+// 32.5/36.6 at 16 MiB (0.99, 0.89), 29.2/36.0 and 32.0/33.3 at 64 MiB
+// (0.81, 0.96); the two-CPU guest moves by about 0.1 between boots. A
+// 1 MiB transfer is one chunk, and all it adds to the WRITE is its own: in
+// a trace of three in the one-CPU guest the staging copy took 1.2 to 4
+// ms, the WRITE 30 to 36, the copy out of the ring 1 to 4.5 and the fin 1
+// to 2, where the same copies alone take 1.06 and 1.02 ms: they share the
+// CPU with rxe's work. What took the one-CPU ratios from 0.57, 0.68, 0.62
+// and 0.75: the sender stages its first chunks while the receiver's
+// descriptor is on its way; the done rides on the last chunk and the
+// last credit on the fin; a receiver committed to its ring takes no
+// descriptor; a Conn asks a NIC that cannot register dma-bufs once
+// instead of per transfer (each ask exported the range); the chunk is 4
+// MiB; and the simulator reads a buffer it knows to be fully written
+// without probing its pages (sim's fullChunks), also once it was
+// exported. BenchmarkKernelRDMAChunk compares chunk sizes at 1 and 16
+// MiB; at 16 MiB, in two boots, 256 KiB, 1 MiB, 4 MiB and one 16 MiB
+// chunk moved 21.9/20.8, 25.1/26.1, 29.4/27.0 and 24.9/28.4 MB/s, hence
+// DefaultChunkSize.
 //
 // No NIC here registers dma-bufs, so the zero-copy path's cost is
 // measured on a fake NIC that does (fakenic_test.go: its RDMA WRITE
