@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Peer is a perftest process (ib_write_bw, ib_write_lat, ...) a test runs
@@ -90,24 +91,43 @@ const ErrPeerClock = "the perftest peer could not measure its clock"
 func (p *Peer) Fail(t testing.TB, what string) {
 	t.Helper()
 	if p.ClockFailed() {
-		clockSkips.Store(t, struct{}{})
+		retrySkips.Store(t, struct{}{})
 		t.Skipf("%s (%s %s): its failure, not ours; another attempt follows", ErrPeerClock, p.Name, what)
 	}
 	t.Fatalf("%s %s", p.Name, what)
 }
 
+// ErrPeerStuck is the reason given when an attempt ended because a pair
+// of perftest processes (both theirs, none of ours) did not finish their
+// exchange within its bound (see Peer.Stuck): seen once in CI, where
+// ib_write_lat's client, rejected while its server was starting, ran
+// again and then neither it nor its server printed a line in 90 s.
+const ErrPeerStuck = "the perftest pair did not finish its exchange"
+
+// Stuck ends the attempt whose perftest client (paired with a perftest
+// server, no code of ours in the exchange) was killed after bound without
+// finishing: it is skipped with ErrPeerStuck, for RetryPeer to run
+// another. Call it once Exited is closed.
+func (p *Peer) Stuck(t testing.TB, bound time.Duration) {
+	t.Helper()
+	retrySkips.Store(t, struct{}{})
+	t.Skipf("%s (%s killed after %v, output %q): its failure, not ours; another attempt follows", ErrPeerStuck, p.Name, bound, p.out.String())
+}
+
 // PeerAttempts bounds the runs of a test whose perftest peer gives up on
-// its clock.
+// its clock or gets stuck.
 const PeerAttempts = 3
 
-// clockSkips holds the attempts (their testing.TB) that Peer.Fail skipped
-// because the peer gave up on its clock: RetryPeer runs those again, and
-// no other skip (no rxe device outside the VM, say).
-var clockSkips sync.Map
+// retrySkips holds the attempts (their testing.TB) that Peer.Fail skipped
+// because the peer gave up on its clock, or Peer.Stuck because a perftest
+// pair got stuck: RetryPeer runs those again, and no other skip (no rxe
+// device outside the VM, say).
+var retrySkips sync.Map
 
 // RetryPeer runs run as subtests attempt_1, attempt_2, ... until one
 // passes or fails; an attempt the peer ended by giving up on its clock
-// (Peer.Fail skips it) is run again, at most PeerAttempts times, and if
+// (Peer.Fail skips it) or a perftest pair by getting stuck (Peer.Stuck)
+// is run again, at most PeerAttempts times, and if
 // every attempt ended so, the test fails saying that no verdict was
 // reached. A failure of ours is never retried; a skip of another cause
 // skips t.
@@ -117,7 +137,7 @@ func RetryPeer(t *testing.T, run func(t *testing.T)) {
 		var clock, skipped bool
 		name := fmt.Sprintf("attempt_%d", i)
 		ok := t.Run(name, func(t *testing.T) {
-			defer func() { _, clock = clockSkips.LoadAndDelete(t); skipped = t.Skipped() }()
+			defer func() { _, clock = retrySkips.LoadAndDelete(t); skipped = t.Skipped() }()
 			run(t)
 		})
 		switch {
@@ -129,5 +149,5 @@ func RetryPeer(t *testing.T, run func(t *testing.T)) {
 			return
 		}
 	}
-	t.Fatalf("no verdict: in each of %d runs, %s (perftest's get_cpu_mhz: r^2 < 0.9) and exited before the exchange ended", PeerAttempts, ErrPeerClock)
+	t.Fatalf("no verdict: in each of %d runs, %s (perftest's get_cpu_mhz: r^2 < 0.9) and exited before the exchange ended, or %s", PeerAttempts, ErrPeerClock, ErrPeerStuck)
 }

@@ -93,16 +93,23 @@ func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr
 	t.Cleanup(cancel)
 	// perftest's -R client retries while nobody listens yet; retry the
 	// whole client too while the server is still starting, until the
-	// server exits or ctx ends.
+	// server exits or ctx ends. A client that neither finished nor failed
+	// within perftestStuck is killed: the pair, both perftest, got stuck,
+	// and the attempt is run again (rxetest.RetryPeer).
 	for {
-		c := rxetest.StartPeer(ctx, t, tool, append(args, addr.String())...)
+		cctx, ccancel := context.WithTimeout(ctx, perftestStuck)
+		c := rxetest.StartPeer(cctx, t, tool, append(args, addr.String())...)
 		<-c.Exited()
+		stuck := cctx.Err() != nil && ctx.Err() == nil
+		ccancel()
 		switch {
 		case c.Err() == nil:
 			srv.Wait(t)
 			return c.Output()
 		case c.ClockFailed():
 			c.Fail(t, fmt.Sprintf("client failed: %v", c.Err()))
+		case stuck:
+			c.Stuck(t, perftestStuck)
 		}
 		select {
 		case <-srv.Exited():
@@ -115,6 +122,10 @@ func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr
 		time.Sleep(200 * time.Millisecond) // the server has not listened yet: try again
 	}
 }
+
+// perftestStuck bounds one perftest client's run: the longest point
+// (ib_write_bw, 16 times 4 MiB) takes about 10 s under TCG.
+var perftestStuck = 45 * time.Second
 
 // runOurs runs hlperf -rdma's server and client in this process.
 func runOurs(ctx context.Context, t *testing.T, addr netip.Addr, port int, args ...string) string {

@@ -78,6 +78,59 @@ func TestRunPerftestRetriesClock(t *testing.T) {
 	}
 }
 
+// fakeStuckPerftest is a shell stand-in for a perftest pair that gets
+// stuck: its first client prints nothing and never ends (in CI,
+// ib_write_lat's client and server sat 90 s without a line); later
+// clients print a report, and the server ends after one did.
+const fakeStuckPerftest = `#!/bin/sh
+for a; do last=$a; done
+case $last in
+10.*)
+	n=$(cat "$FAKE_DIR/runs" 2>/dev/null || echo 0)
+	n=$((n+1))
+	echo $n >"$FAKE_DIR/runs"
+	if [ $n = 1 ]; then
+		exec sleep 600
+	fi
+	echo ' 8       300          1171.92        6072.50      3538.49  	       3043.75     	976.43 		5994.22 		6072.50'
+	touch "$FAKE_DIR/done"
+	;;
+*)
+	while [ ! -e "$FAKE_DIR/done" ]; do
+		sleep 0.05
+	done
+	;;
+esac
+`
+
+// TestRunPerftestRetriesStuck: a perftest client that neither finishes
+// nor fails within perftestStuck is killed and the attempt run again
+// (inside rxetest.RetryPeer), and the next attempt's report is returned.
+// Before, runPerftest waited for the stuck client until the point's
+// context ended, and the attempt failed ("client failed: signal:
+// killed").
+func TestRunPerftestRetriesStuck(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ib_write_lat"), []byte(fakeStuckPerftest), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKE_DIR", dir)
+	defer func(d time.Duration) { perftestStuck = d }(perftestStuck)
+	perftestStuck = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out string
+	attempts := 0
+	rxetest.RetryPeer(t, func(t *testing.T) {
+		attempts++
+		out = runPerftest(ctx, t, "ib_write_lat", netip.MustParseAddr("10.77.0.1"), 18700, "-s", "8", "-n", "300")
+	})
+	if attempts != 2 || !strings.Contains(out, "3538.49") {
+		t.Errorf("%d attempts, output %q; want 2 attempts (one stuck) and the second's report", attempts, out)
+	}
+}
+
 // TestReportFieldsNaN: ib_write_lat prints -nan for t_stdev when its
 // samples overflow its variance (seen in the VM under load); the line is
 // still the report, and the other columns are read.
