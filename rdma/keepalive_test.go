@@ -92,59 +92,50 @@ func TestKeepAliveQuietPeer(t *testing.T) {
 	t.Logf("probes: receiver %d, sender %d (%d before it sent)", server.nic.(*fakeEnd).probes.Load(), client.nic.(*fakeEnd).probes.Load(), before)
 }
 
-// TestFakeCloseAfterSend: a sender that closes its Conn as soon as Send
-// returns leaves the Recv successful. The receiver's NIC may still wait
-// for the acknowledgement of its last messages when the sender's
-// DISCONNECT arrives and flushes them (rxe does so when the sender's
-// queue pair goes to the error state before its responder acknowledged
-// them): here the receiver's fake NIC never sees its last message, the
-// fin, acknowledged. Every byte was in dst by then; before,
-// the first round failed with "recv (closing at once: the sender
-// true): rdma recv: rdma peer gone: work request 0x200000000000002 on QP
-// 0: work request flushed", as make vmtest's TestKernelCloseAfterSend did
-// once in CI over rxe.
-func TestFakeCloseAfterSend(t *testing.T) {
-	a, z := newNodes(t, sim.Gaudi2)
-	src, dst := a.alloc(t, 256<<10, 9), z.alloc(t, 256<<10, 0)
-	for round := range 10 {
-		opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
-		_, client, server := fakePair(t, a, z, opts, opts)
-		server.nic.(*fakeEnd).unacked = func(wr *ib.SendWR) bool {
-			return wr.Op == ib.OpSendImm && immKind(wr.Imm) == kindFin
-		}
-		closeAtOnce(t, round, client, server, src.All(), dst.All(), true)
-		if !bytes.Equal(z.read(t, dst.All()), pattern(256<<10, 9)) {
-			t.Fatalf("round %d: the received bytes differ from the sent ones", round)
-		}
-		z.write(t, dst.All(), make([]byte, 256<<10))
-	}
-}
-
-// TestFakeCloseAfterRecvUnacked: a receiver that closes its Conn as soon
-// as Recv returns leaves the Send successful even when the sender's NIC
-// never saw its last message acknowledged, the last chunk with the done
-// on it (the receiver's NIC took it, and the
-// DISCONNECT overtook the acknowledgement, as rxe's can: make vmtest's
-// TestKernelCloseAfterRecv failed so 2 times in 15 runs of 6 rounds, with
-// "send to a receiver that closes at once: rdma send: rdma peer gone:
-// disconnected"). The receiver's fin, a message the sender's NIC
-// delivers, ends the Send. Before, the first round failed with "send
-// (closing at once: the sender false): rdma send: rdma peer gone: work
-// request 0x200000010000003 on QP 0: work request flushed".
-func TestFakeCloseAfterRecvUnacked(t *testing.T) {
-	a, z := newNodes(t, sim.Gaudi2)
-	src, dst := a.alloc(t, 256<<10, 10), z.alloc(t, 256<<10, 0)
-	for round := range 10 {
-		opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
-		_, client, server := fakePair(t, a, z, opts, opts)
-		client.nic.(*fakeEnd).unacked = func(wr *ib.SendWR) bool {
-			return wr.Op == ib.OpRDMAWriteImm && wr.Imm&lastBit != 0
-		}
-		closeAtOnce(t, round, client, server, src.All(), dst.All(), false)
-		if !bytes.Equal(z.read(t, dst.All()), pattern(256<<10, 10)) {
-			t.Fatalf("round %d: the received bytes differ from the sent ones", round)
-		}
-		z.write(t, dst.All(), make([]byte, 256<<10))
+// TestFakeCloseAtOnce: a side that closes its Conn as soon as its own
+// call returns leaves the other side's call successful, even when the
+// other side's NIC never sees its last message acknowledged: the closing
+// peer's NIC took it and was torn down before acknowledging it, and the
+// DISCONNECT flushes it (rxe does so when the closing side's queue pair
+// goes to the error state first). Every byte was in place by then.
+//   - sender: the sender closes; the receiver's last message is the fin.
+//     Before the fin existed, the first round failed with "recv (closing
+//     at once: the sender true): rdma recv: rdma peer gone: work request
+//     0x200000000000002 on QP 0: work request flushed", as make vmtest's
+//     TestKernelCloseAfterSend did once in CI over rxe.
+//   - receiver: the receiver closes; the sender's last message is its
+//     last chunk, with the done on it. Before, the first round failed
+//     with "send (closing at once: the sender false): rdma send: rdma
+//     peer gone: work request 0x200000010000003 on QP 0: work request
+//     flushed"; make vmtest's TestKernelCloseAfterRecv failed so 2 times
+//     in 15 runs of 6 rounds ("rdma send: rdma peer gone: disconnected").
+func TestFakeCloseAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		closeSender bool
+		last        func(wr *ib.SendWR) bool // the other side's last message
+	}{
+		{"sender", true, func(wr *ib.SendWR) bool { return wr.Op == ib.OpSendImm && immKind(wr.Imm) == kindFin }},
+		{"receiver", false, func(wr *ib.SendWR) bool { return wr.Op == ib.OpRDMAWriteImm && wr.Imm&lastBit != 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, z := newNodes(t, sim.Gaudi2)
+			src, dst := a.alloc(t, 256<<10, 9), z.alloc(t, 256<<10, 0)
+			for round := range 10 {
+				opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
+				_, client, server := fakePair(t, a, z, opts, opts)
+				other := server
+				if !tc.closeSender {
+					other = client
+				}
+				other.nic.(*fakeEnd).unacked = tc.last
+				closeAtOnce(t, round, client, server, src.All(), dst.All(), tc.closeSender)
+				if !bytes.Equal(z.read(t, dst.All()), pattern(256<<10, 9)) {
+					t.Fatalf("round %d: the received bytes differ from the sent ones", round)
+				}
+				z.write(t, dst.All(), make([]byte, 256<<10))
+			}
+		})
 	}
 }
 
