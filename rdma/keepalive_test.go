@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
-	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/sim"
 )
 
@@ -102,12 +101,14 @@ func TestKeepAliveQuietPeer(t *testing.T) {
 //     Before the fin existed, the first round failed with "recv (closing
 //     at once: the sender true): rdma recv: rdma peer gone: work request
 //     0x200000000000002 on QP 0: work request flushed", as make vmtest's
-//     TestKernelCloseAfterSend did once in CI over rxe.
+//     TestKernelCloseAfterSend (now TestKernelCloseAtOnce/sender) did
+//     once in CI over rxe.
 //   - receiver: the receiver closes; the sender's last message is its
 //     last chunk, with the done on it. Before, the first round failed
 //     with "send (closing at once: the sender false): rdma send: rdma
 //     peer gone: work request 0x200000010000003 on QP 0: work request
-//     flushed"; make vmtest's TestKernelCloseAfterRecv failed so 2 times
+//     flushed"; make vmtest's TestKernelCloseAfterRecv (now
+//     TestKernelCloseAtOnce/receiver) failed so 2 times
 //     in 15 runs of 6 rounds ("rdma send: rdma peer gone: disconnected").
 func TestFakeCloseAtOnce(t *testing.T) {
 	for _, tc := range []struct {
@@ -139,43 +140,6 @@ func TestFakeCloseAtOnce(t *testing.T) {
 	}
 }
 
-// closeAtOnce runs one transfer from client's src to server's dst in
-// which the sender (closeSender) or the receiver closes its Conn as soon
-// as its own call returns; both calls must succeed.
-func closeAtOnce(t *testing.T, round int, client, server *Conn, src, dst memory.DeviceRange, closeSender bool) {
-	t.Helper()
-	ctx := timeout(t)
-	type outcome struct {
-		res Result
-		err error
-	}
-	sent := make(chan outcome, 1)
-	go func() {
-		var o outcome
-		o.res, o.err = client.Send(ctx, src)
-		if closeSender {
-			o.err = errors.Join(o.err, client.Close())
-		}
-		sent <- o
-	}()
-	var recvd outcome
-	recvd.res, recvd.err = server.Recv(ctx, dst)
-	if !closeSender {
-		recvd.err = errors.Join(recvd.err, server.Close())
-	}
-	for _, o := range []struct {
-		what string
-		o    outcome
-	}{{"recv", recvd}, {"send", <-sent}} {
-		if o.o.err != nil {
-			t.Fatalf("round %d: %s (closing at once: the sender %v): %v", round, o.what, closeSender, o.o.err)
-		}
-		if o.o.res.Bytes != 256<<10 || o.o.res.Chunks != 4 {
-			t.Fatalf("round %d: %s: result %+v, want 262144 bytes in 4 chunks", round, o.what, o.o.res)
-		}
-	}
-}
-
 // TestFakeCloseAfterRecv: a receiver that closes its Conn as soon as Recv
 // returns leaves every Send successful: Recv returns only once the
 // sender's NIC has its last credit. Both ends take the pipeline (the fake
@@ -183,8 +147,8 @@ func closeAtOnce(t *testing.T, round int, client, server *Conn, src, dst memory.
 // 2 ms to carry a credit, so a Recv that returned with its last credit
 // still on the way closed the queue pair under it; before, the first
 // round failed with "send to a receiver that closes at once: rdma send:
-// rdma peer gone: fake peer disconnected". (TestKernelCloseAfterRecv is
-// the same over rxe.)
+// rdma peer gone: fake peer disconnected". (TestKernelCloseAtOnce/receiver
+// is the same over rxe.)
 func TestFakeCloseAfterRecv(t *testing.T) {
 	a, z := newNodes(t, sim.Gaudi2)
 	src, dst := a.alloc(t, 256<<10, 6), z.alloc(t, 256<<10, 0)
@@ -192,19 +156,7 @@ func TestFakeCloseAfterRecv(t *testing.T) {
 		opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
 		_, client, server := fakePair(t, a, z, opts, opts)
 		server.nic.(*fakeEnd).creditDelay = 2 * time.Millisecond
-		ctx := timeout(t)
-		sent := make(chan error, 1)
-		go func() {
-			_, err := client.Send(ctx, src.All())
-			sent <- err
-		}()
-		_, err := server.Recv(ctx, dst.All())
-		if cerr := server.Close(); err != nil || cerr != nil {
-			t.Fatalf("round %d: recv: %v; close at once: %v", round, err, cerr)
-		}
-		if err := <-sent; err != nil {
-			t.Fatalf("round %d: send to a receiver that closes at once: %v", round, err)
-		}
+		closeAtOnce(t, round, client, server, src.All(), dst.All(), false)
 	}
 	if !bytes.Equal(z.read(t, dst.All()), pattern(256<<10, 6)) {
 		t.Fatal("the received bytes differ from the sent ones")
