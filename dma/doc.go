@@ -88,7 +88,10 @@
 // waiting for it in the background and releases its resources when the
 // device is done. Prepared.Close and the Close of a buffer return at once
 // and defer the release in the same way; Engine.Close waits for the device
-// (bounded by the CS timeout; see Engine.Close).
+// (bounded by the CS timeout; see Engine.Close). A final result (Wait,
+// Done) comes after the release: a buffer closed while a transfer used it
+// is freed when a waiter hears that transfer's result, unless the device
+// may still use it (a Gaudi3 transfer past its timeout).
 //
 // An Engine is safe for concurrent use; so is a Transfer.
 package dma

@@ -41,7 +41,9 @@ type transferState struct {
 
 	mu        sync.Mutex
 	finished  bool // the result is known (err, ts)
-	released  bool // the memory and command buffers went back
+	released  bool // the memory and command buffers went back (or are going)
+	releasing bool // a finish is giving them back: waiters wait for it
+	settled   bool // waiters may go: done is closed (if made)
 	adopted   bool // a reaper waits for it (flight.go)
 	abandoned bool // the reaper gave up on it (flight.go)
 	err       error
@@ -147,12 +149,28 @@ func (t *Transfer) Timestamp() time.Duration {
 // (the Engine keeps waiting for it in the background and then releases
 // it), and Wait may be called again. Every other result is final: nil,
 // or how the device failed the transfer (ioctl.ErrTimeout, ErrAborted).
+// A final result comes after the transfer let go of the memory it held,
+// so a buffer closed while the transfer used it is freed by then, unless
+// the device still has it (a Gaudi3 transfer that timed out: see the
+// package's Lifetimes).
 func (t *Transfer) Wait(ctx context.Context) error {
 	t.mu.Lock()
-	if t.finished {
+	if t.settled {
 		err := t.err
 		t.mu.Unlock()
 		return err
+	}
+	if t.finished {
+		// Another goroutine is releasing the transfer's memory: its result
+		// comes once that is done.
+		done := t.doneLocked()
+		t.mu.Unlock()
+		select {
+		case <-done:
+			return t.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	t.mu.Unlock()
 	return t.wait(ctx)
@@ -190,24 +208,40 @@ func (t *Transfer) wait(ctx context.Context) error {
 	return t.finish(first, last)
 }
 
-// Done returns a channel closed when the transfer finished; Err then tells
-// how.
+// Done returns a channel closed when the transfer finished, after it let
+// go of the memory it held (as for Wait); Err then tells how.
 func (t *Transfer) Done() <-chan struct{} {
 	t.mu.Lock()
-	if t.done != nil {
-		t.mu.Unlock()
-		return t.done
-	}
-	t.done = make(chan struct{})
-	if t.finished {
-		close(t.done)
-	}
-	done, finished := t.done, t.finished
+	done, finished := t.doneLocked(), t.finished
 	t.mu.Unlock()
 	if !finished {
 		t.e.adopt(t)
 	}
 	return done
+}
+
+// doneLocked returns the done channel, made (closed if settled) on first
+// use. t.mu is held.
+func (t *Transfer) doneLocked() chan struct{} {
+	if t.done == nil {
+		t.done = make(chan struct{})
+		if t.settled {
+			close(t.done)
+		}
+	}
+	return t.done
+}
+
+// settleLocked lets waiters go: Wait returns t.err, done closes. t.mu is
+// held.
+func (t *Transfer) settleLocked() {
+	if t.settled {
+		return
+	}
+	t.settled = true
+	if t.done != nil {
+		close(t.done)
+	}
 }
 
 // Err returns the transfer's result once it finished, and nil before.
@@ -256,8 +290,8 @@ func (t *Transfer) endLocked(err error, ts time.Duration) bool {
 		err = t.failed
 	}
 	t.finished, t.err, t.ts = true, err, ts
-	if t.done != nil {
-		close(t.done)
+	if !t.releasing {
+		t.settleLocked()
 	}
 	return true
 }
@@ -268,19 +302,54 @@ func (t *Transfer) endLocked(err error, ts time.Duration) bool {
 // with every CS or job of the transfer (or none was queued). Errors of the
 // releases are not the transfer's: they are reported to the Engine, whose
 // Close returns them.
+//
+// Waiters (Wait, Done, and a finish that lost the claim) go only once the
+// release is done: a caller that closed a buffer the transfer used finds
+// it freed when its wait returns. That matters where a wait is the last
+// thing before a Close that must leave nothing allocated (rdma waits for
+// its staging copies so, and TestKernelCancel failed once in CI when a
+// reaper had recorded the result and not yet released the source).
 func (t *Transfer) finish(err error, ts time.Duration) error {
-	// One critical section for both: a copy takes t.mu a few times, at
-	// about 20 ns each on the test machine (issue 29).
+	// One critical section for the result and the claim: a copy takes
+	// t.mu a few times, at about 20 ns each on the test machine (issue
+	// 29). A Transfer of the Engine's own has no other waiter (its Copy
+	// is the finisher), so it needs no second one.
 	t.mu.Lock()
-	t.endLocked(err, ts)
 	claimed := t.claimLocked()
+	shared := claimed && !t.owned
+	if shared {
+		t.releasing = true
+	}
+	t.endLocked(err, ts)
 	result := t.err
+	var wait chan struct{}
+	if !claimed && t.releasing {
+		wait = t.doneLocked()
+	}
 	t.mu.Unlock()
-	if claimed {
+	switch {
+	case shared:
+		if testHookReleasing != nil {
+			testHookReleasing(t)
+		}
 		t.e.cbs.report(t.release())
+		t.mu.Lock()
+		t.releasing = false
+		t.settleLocked()
+		t.mu.Unlock()
+	case claimed:
+		t.e.cbs.report(t.release())
+	case wait != nil:
+		// Bounded: the release does not wait on the device.
+		<-wait
 	}
 	return result
 }
+
+// testHookReleasing, when set, runs in finish between recording the
+// result of a Transfer that is not the Engine's own and releasing its
+// memory.
+var testHookReleasing func(*Transfer)
 
 // release gives back the command buffers and the memory holds of a
 // transfer that ended, and returns the errors of those releases.
