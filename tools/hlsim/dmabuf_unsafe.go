@@ -59,6 +59,7 @@ type servedDMABuf struct {
 	dev     int  // the exporting device
 	opened  bool // the server opened its node (wrapExport)
 	flushed bool // a descriptor of it was closed (its RELEASE may follow)
+	closing bool // its RELEASE came: releaseDMABuf closes fd
 }
 
 // wrapExport makes the node of export fd (the server's descriptor the
@@ -203,23 +204,40 @@ func (s *server) flushDMABuf(fh uint64) bool {
 }
 
 // releaseDMABuf is RELEASE of a served dma-buf: its last reference is
-// gone, and so is the export.
+// gone, and so is the export. The entry stays, marked closing, until the
+// simulator's export is closed, and goes in the same critical section as
+// the count of releases moves: an UNMAP or FREE the export refused
+// meanwhile then sees a release on the way (exportClosing) and runs
+// again once the count moved (afterRelease). Removing the entry before
+// the close let such an UNMAP see neither, and fail with EINVAL, about
+// once in 250 runs of the examples' served export under load.
 func (s *server) releaseDMABuf(fh uint64) bool {
 	if fh < dmabufIno {
 		return false
 	}
 	s.mu.Lock()
 	d := s.dmabufs[fh]
-	delete(s.dmabufs, fh)
-	s.mu.Unlock()
 	if d != nil {
-		unix.Close(d.fd)
-		s.mu.Lock()
-		s.releases++
-		s.mu.Unlock()
+		d.flushed, d.closing = true, true
 	}
+	s.mu.Unlock()
+	if d == nil {
+		return true
+	}
+	if testHookReleasingDMABuf != nil {
+		testHookReleasingDMABuf(d)
+	}
+	unix.Close(d.fd)
+	s.mu.Lock()
+	delete(s.dmabufs, fh)
+	s.releases++
+	s.mu.Unlock()
 	return true
 }
+
+// testHookReleasingDMABuf, when set, runs in releaseDMABuf before the
+// simulator's export of d is closed.
+var testHookReleasingDMABuf func(d *servedDMABuf)
 
 // dmabufIoctl answers DMABufReadRequest (the simulator's test hook) on a
 // served dma-buf; anything else is ENOTTY, as a dma-buf answers a request
@@ -255,7 +273,7 @@ func (s *server) servedExport(fd int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.dmabufs[st.Ino]
-	if d == nil {
+	if d == nil || d.closing {
 		return -1
 	}
 	own, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0)
@@ -267,11 +285,16 @@ func (s *server) servedExport(fd int) int {
 
 // closeDMABufs closes every export, at shutdown.
 func (s *server) closeDMABufs() {
+	var fds []int
 	s.mu.Lock()
-	ds := s.dmabufs
+	for _, d := range s.dmabufs {
+		if !d.closing { // else releaseDMABuf closes it
+			fds = append(fds, d.fd)
+		}
+	}
 	s.dmabufs = map[uint64]*servedDMABuf{}
 	s.mu.Unlock()
-	for _, d := range ds {
-		unix.Close(d.fd)
+	for _, fd := range fds {
+		unix.Close(fd)
 	}
 }
