@@ -1,8 +1,8 @@
 // Package ipc shares exported device memory (dma-bufs) between processes.
 //
 // A Handle names an exported range: device identity, device VA, size and
-// offset, the exporter's pid, pid namespace and boot id, and a random
-// 128-bit buffer id. It never carries a file descriptor number, which means
+// offset, the exporter's pid, start time, pid namespace and boot id, and a
+// random 128-bit buffer id. It never carries a file descriptor number, which means
 // nothing outside the process that owns it (the mistake of the UCX Gaudi
 // forks, whose rkeys carried the exporter's fd number). Handles have a
 // versioned, length-checked binary encoding (MarshalBinary, UnmarshalBinary,

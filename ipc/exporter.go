@@ -104,6 +104,7 @@ type Exporter struct {
 	pid       uint32
 	pidNS     uint64
 	boot      [16]byte
+	start     uint64 // this process's start time (Handle.StartTime)
 
 	mu       sync.Mutex
 	entries  map[[16]byte]*entry
@@ -149,6 +150,10 @@ func NewExporter(addr string, opts ExporterOptions) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	start, err := selfStartTime()
+	if err != nil {
+		return nil, err
+	}
 	if addr == "" {
 		var r [8]byte
 		rand.Read(r[:])
@@ -166,6 +171,7 @@ func NewExporter(addr string, opts ExporterOptions) (*Exporter, error) {
 		pid:     uint32(os.Getpid()),
 		pidNS:   ns,
 		boot:    boot,
+		start:   start,
 		entries: map[[16]byte]*entry{},
 		revoked: map[[16]byte]bool{},
 		conns:   map[*net.UnixConn]bool{},
@@ -240,7 +246,7 @@ func (e *Exporter) ExportFD(fd int, dev DeviceID, va, size, offset uint64) (Hand
 	h := Handle{
 		PCIAddress: dev.PCIAddress, ModuleID: dev.ModuleID,
 		DeviceVA: va, Size: size, Offset: offset,
-		PID: e.pid, PIDNamespace: e.pidNS, BootID: e.boot, BufferID: id,
+		PID: e.pid, PIDNamespace: e.pidNS, BootID: e.boot, StartTime: e.start, BufferID: id,
 	}
 	if _, err := h.MarshalBinary(); err != nil {
 		return Handle{}, err
@@ -522,8 +528,8 @@ func (e *Exporter) handle(c *net.UnixConn) {
 		e.watch(c)
 		return
 	}
-	if h.PID != e.pid || h.PIDNamespace != e.pidNS || h.BootID != e.boot {
-		e.reply(c, CodeUnknown, fmt.Sprintf("handle of pid %d (pid namespace %d) was not exported by pid %d (pid namespace %d) of this boot", h.PID, h.PIDNamespace, e.pid, e.pidNS))
+	if h.PID != e.pid || h.PIDNamespace != e.pidNS || h.BootID != e.boot || h.StartTime != e.start {
+		e.reply(c, CodeUnknown, fmt.Sprintf("handle of pid %d (pid namespace %d, started at tick %d) was not exported by pid %d (pid namespace %d, started at tick %d) of this boot", h.PID, h.PIDNamespace, h.StartTime, e.pid, e.pidNS, e.start))
 		return
 	}
 	e.mu.Lock()

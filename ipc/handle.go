@@ -14,8 +14,10 @@ import (
 )
 
 // HandleVersion is the version of the handle encoding that MarshalBinary
-// writes and the only one UnmarshalBinary accepts.
-const HandleVersion = 1
+// writes and the only one UnmarshalBinary accepts. Version 2 added the
+// exporter's start time; a version 1 handle is refused (ErrBadVersion), as
+// a handle only lives as long as its exporter.
+const HandleVersion = 2
 
 // MaxPCIAddressLen is the longest PCI address a handle carries.
 const MaxPCIAddressLen = 64
@@ -37,8 +39,9 @@ var handleMagic = [4]byte{'G', 'I', 'P', 'H'}
 //	56  device VA (8)
 //	64  size (8)
 //	72  offset (8)
-//	80  PCI address (n bytes)
-const handleFixedLen = 80
+//	80  exporter start time (8)
+//	88  PCI address (n bytes)
+const handleFixedLen = 88
 
 // Sentinel errors of the handle decoder. Every decoding error matches
 // ErrInvalidHandle and exactly one of the others with errors.Is.
@@ -84,6 +87,11 @@ type Handle struct {
 	PID          uint32   // exporter pid, in its pid namespace
 	PIDNamespace uint64   // inode of the exporter's /proc/self/ns/pid
 	BootID       [16]byte // /proc/sys/kernel/random/boot_id of the exporter's machine
+	// StartTime is when the exporter process started, in clock ticks
+	// after boot (field 22 of /proc/PID/stat): with PID it names one
+	// process of the boot, so a process that got the exporter's pid after
+	// it exited is not taken for it.
+	StartTime uint64
 
 	// BufferID is random and unique per export, so that a device VA that
 	// was freed and reused is never mistaken for the old buffer.
@@ -109,7 +117,8 @@ func (h Handle) MarshalBinary() ([]byte, error) {
 	binary.LittleEndian.PutUint64(b[56:], h.DeviceVA)
 	binary.LittleEndian.PutUint64(b[64:], h.Size)
 	binary.LittleEndian.PutUint64(b[72:], h.Offset)
-	copy(b[80:], h.PCIAddress)
+	binary.LittleEndian.PutUint64(b[80:], h.StartTime)
+	copy(b[88:], h.PCIAddress)
 	return b, nil
 }
 
@@ -141,7 +150,7 @@ func (h *Handle) UnmarshalBinary(b []byte) error {
 	if len(b) > total {
 		return handleErr(ErrMalformed, "%d trailing bytes", len(b)-total)
 	}
-	pci := b[80:total]
+	pci := b[88:total]
 	for _, c := range pci {
 		if c < 0x21 || c > 0x7e {
 			return handleErr(ErrMalformed, "PCI address byte %#x is not printable ASCII", c)
@@ -160,6 +169,7 @@ func (h *Handle) UnmarshalBinary(b []byte) error {
 	out.DeviceVA = binary.LittleEndian.Uint64(b[56:])
 	out.Size = size
 	out.Offset = binary.LittleEndian.Uint64(b[72:])
+	out.StartTime = binary.LittleEndian.Uint64(b[80:])
 	out.PCIAddress = string(pci)
 	if out.BufferID == ([16]byte{}) {
 		return handleErr(ErrMalformed, "zero buffer id")

@@ -12,7 +12,7 @@ func sampleHandle() Handle {
 	return Handle{
 		PCIAddress: "0000:19:00.0", ModuleID: 3,
 		DeviceVA: 0x1001_0000_0000, Size: 8 << 20, Offset: 2 << 20,
-		PID: 4242, PIDNamespace: 4026531836,
+		PID: 4242, PIDNamespace: 4026531836, StartTime: 1234567,
 		BootID:   [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
 		BufferID: [16]byte{0xaa, 0xbb, 15: 0xcc},
 	}
@@ -62,10 +62,11 @@ func TestHandleDecodeErrors(t *testing.T) {
 		{"trailing", append(bytes.Clone(good), 0), ErrMalformed},
 		{"magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), ErrBadMagic},
 		{"version 0", mod(func(b []byte) []byte { b[4] = 0; return b }), ErrBadVersion},
-		{"version 2", mod(func(b []byte) []byte { b[4] = 2; return b }), ErrBadVersion},
+		{"version 1 (no start time)", mod(func(b []byte) []byte { b[4] = 1; return b }), ErrBadVersion},
+		{"version 3", mod(func(b []byte) []byte { b[4] = 3; return b }), ErrBadVersion},
 		{"length field", mod(func(b []byte) []byte { b[6]++; return b }), ErrMalformed},
 		{"pci len too big", mod(func(b []byte) []byte { b[5] = 200; return b }), ErrMalformed},
-		{"pci not printable", mod(func(b []byte) []byte { b[80] = 0; return b }), ErrMalformed},
+		{"pci not printable", mod(func(b []byte) []byte { b[88] = 0; return b }), ErrMalformed},
 		{"zero size", mod(func(b []byte) []byte { clear(b[64:72]); return b }), ErrMalformed},
 		{"zero buffer id", mod(func(b []byte) []byte { clear(b[8:24]); return b }), ErrMalformed},
 	}
@@ -121,4 +122,32 @@ func FuzzDecodeHandle(f *testing.F) {
 			t.Fatalf("re-encoding differs:\n in  %x\n out %x", b, out)
 		}
 	})
+}
+
+// TestParseStartTime: field 22 of /proc/PID/stat, counted from the last
+// ')' (a command name may hold spaces and parentheses), and this
+// process's own, which the kernel gives.
+func TestParseStartTime(t *testing.T) {
+	tail := " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 20 21\n"
+	for _, c := range []struct {
+		name string
+		in   string
+		want uint64
+		err  bool
+	}{
+		{"plain", "42 (exporter)" + tail, 987654, false},
+		{"spaces and parentheses in the name", "42 (a) b (c) )" + tail, 987654, false},
+		{"no name", "42 exporter" + tail, 0, true},
+		{"too few fields", "42 (exporter) S 1 2 3", 0, true},
+		{"not a number", "42 (exporter) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 x 20", 0, true},
+	} {
+		got, err := parseStartTime([]byte(c.in))
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("%s: %d, %v; want %d (error %v)", c.name, got, err, c.want, c.err)
+		}
+	}
+	self, err := selfStartTime()
+	if err != nil || self == 0 {
+		t.Fatalf("this process's start time: %d, %v", self, err)
+	}
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // ErrUnexpectedPeer reports that the process listening on an exporter's
-// socket is not the exporter the handle names (another pid), or runs as a
+// socket is not the exporter the handle names (another pid, or the same
+// pid given to another process after the exporter exited), or runs as a
 // uid the importer does not allow: for example an impostor that bound the
 // socket name after the exporter exited. Import, Watch and Cache.Get
 // refuse it before they send anything.
@@ -38,7 +39,9 @@ func (o ImportOptions) allowed() []uint32 {
 // socket (SO_PEERCRED, taken at listen) with opts and, when want is not
 // nil, with the exporter that handle names: its pid must be the
 // listener's, which the kernel reports in this pid namespace, so a handle
-// of another pid namespace cannot be checked (ErrOtherNamespace).
+// of another pid namespace cannot be checked (ErrOtherNamespace), and the
+// listener must have started when the handle says (process.go), so a
+// process that got the exporter's pid after it exited is refused too.
 func checkPeer(c *net.UnixConn, want *Handle, opts ImportOptions) error {
 	cred, err := peerCred(c)
 	if err != nil {
@@ -60,5 +63,5 @@ func checkPeer(c *net.UnixConn, want *Handle, opts ImportOptions) error {
 	if uint32(cred.Pid) != want.PID {
 		return fmt.Errorf("%w: socket owned by pid %d (uid %d), the handle's exporter is pid %d", ErrUnexpectedPeer, cred.Pid, cred.Uid, want.PID)
 	}
-	return nil
+	return checkExporterProcess(c, int(cred.Pid), want)
 }

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -81,15 +81,7 @@ func TestImpostorRefused(t *testing.T) {
 	}
 	bin := copyForNobody(t)
 	addr := abstractAddr(t)
-	exp := startChild(t, selfExe(t), []string{childEnv + "=export", "ADDR=" + addr}, nil)
-	hs, ok := strings.CutPrefix(exp.line(t), "HANDLE ")
-	if !ok {
-		t.Fatal("no handle from the exporter")
-	}
-	h, err := ParseHandle(hs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, h, _ := exporterChild(t, addr)
 	exp.stdin.Close()
 	exp.cmd.Wait()
 
@@ -99,21 +91,9 @@ func TestImpostorRefused(t *testing.T) {
 	if l := imp.line(t); l != "READY" {
 		t.Fatalf("impostor: %s", l)
 	}
+	refusedImpostor(t, addr, h, fmt.Sprintf("an impostor of uid %d", nobody))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-
-	im, err := Import(ctx, addr, h)
-	if err == nil {
-		b := make([]byte, 4)
-		im.File.ReadAt(b, 0)
-		im.Close()
-		t.Fatalf("Import from an impostor of uid %d succeeded; the memory reads %q", nobody, b)
-	}
-	if !errors.Is(err, ErrUnexpectedPeer) {
-		t.Fatalf("Import from an impostor: %v, want ErrUnexpectedPeer", err)
-	}
-	t.Log(err)
-
 	w, err := Watch(ctx, addr)
 	if err == nil {
 		w.Close()
@@ -122,16 +102,39 @@ func TestImpostorRefused(t *testing.T) {
 	if !errors.Is(err, ErrUnexpectedPeer) {
 		t.Errorf("Watch of an impostor: %v, want ErrUnexpectedPeer", err)
 	}
+}
 
-	c := NewCache(4)
-	defer c.Close()
-	ci, err := c.Get(ctx, addr, h)
+// refusedImpostor checks that Import, WatchExporter and a Cache refuse
+// the impostor listening on addr with ErrUnexpectedPeer; who names it in
+// failures.
+func refusedImpostor(t *testing.T, addr string, h Handle, who string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	im, err := Import(ctx, addr, h)
 	if err == nil {
-		ci.Release()
-		t.Fatal("Cache.Get from an impostor succeeded")
+		b := make([]byte, 4)
+		im.File.ReadAt(b, 0)
+		im.Close()
+		t.Fatalf("Import from %s succeeded; the memory reads %q", who, b)
 	}
 	if !errors.Is(err, ErrUnexpectedPeer) {
-		t.Errorf("Cache.Get from an impostor: %v, want ErrUnexpectedPeer", err)
+		t.Fatalf("Import from %s: %v, want ErrUnexpectedPeer", who, err)
+	}
+	t.Log(err)
+	if w, err := WatchExporter(ctx, addr, h, ImportOptions{}); err == nil {
+		w.Close()
+		t.Errorf("WatchExporter of %s succeeded", who)
+	} else if !errors.Is(err, ErrUnexpectedPeer) {
+		t.Errorf("WatchExporter of %s: %v, want ErrUnexpectedPeer", who, err)
+	}
+	c := NewCache(4)
+	defer c.Close()
+	if ci, err := c.Get(ctx, addr, h); err == nil {
+		ci.Release()
+		t.Errorf("Cache.Get from %s succeeded", who)
+	} else if !errors.Is(err, ErrUnexpectedPeer) {
+		t.Errorf("Cache.Get from %s: %v, want ErrUnexpectedPeer", who, err)
 	}
 }
 
@@ -162,6 +165,86 @@ func TestImpostorSameUIDOtherPID(t *testing.T) {
 	if _, err := Import(ctx, e.Addr(), other); !errors.Is(err, ErrOtherNamespace) {
 		t.Errorf("Import of a handle of another pid namespace: %v, want ErrOtherNamespace", err)
 	}
+}
+
+// TestImpostorReusedPID: the exporter exits, and a process of the same
+// uid (which the importer allows) that got the exporter's very pid binds
+// its socket name and hands out its own descriptor. The pid and the uid
+// match; the start time does not, so Import, WatchExporter and a Cache
+// refuse it with ErrUnexpectedPeer, and ImportPidfd, which reaches the exporter by its
+// pid, with ErrExporterGone.
+func TestImpostorReusedPID(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to choose the next pid (/proc/sys/kernel/ns_last_pid)")
+	}
+	addr := abstractAddr(t)
+	exp, h, ref := exporterChild(t, addr)
+	pid := exp.cmd.Process.Pid
+	if h.PID != uint32(pid) {
+		t.Fatalf("handle of pid %d from child %d", h.PID, pid)
+	}
+	exp.stdin.Close()
+	exp.cmd.Wait()
+	// A start time counts clock ticks (10 ms): a process started within
+	// the exporter's own tick is not told apart, so the impostor starts
+	// after it.
+	afterTick(t, h.StartTime)
+
+	imp := atPid(t, pid, []string{childEnv + "=impostor", "ADDR=" + addr, "HANDLE=" + h.String()})
+	if l := imp.line(t); l != "READY" {
+		t.Fatalf("impostor: %s", l)
+	}
+	refusedImpostor(t, addr, h, fmt.Sprintf("a process that got the exporter's pid %d", pid))
+	if im, err := ImportPidfd(h, ref); err == nil {
+		im.Close()
+		t.Error("ImportPidfd from a process that got the exporter's pid succeeded")
+	} else if !errors.Is(err, ErrExporterGone) {
+		t.Errorf("ImportPidfd from a process that got the exporter's pid: %v, want ErrExporterGone", err)
+	}
+}
+
+// afterTick waits until the boot clock (/proc/uptime, in the 10 ms clock
+// ticks of /proc/PID/stat) is past tick.
+func afterTick(t *testing.T, tick uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile("/proc/uptime")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var up float64
+		if _, err := fmt.Sscanf(string(b), "%f", &up); err != nil {
+			t.Fatalf("/proc/uptime %q: %v", b, err)
+		}
+		if uint64(up*100) > tick {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the boot clock stayed at tick %d or before for 10 s", tick)
+		}
+	}
+}
+
+// atPid starts a child of this test binary with env as process pid, which
+// must be free: the kernel's next pid is set just below it (ns_last_pid)
+// and the start retried while another process (or a thread) takes it
+// first.
+func atPid(t *testing.T, pid int, env []string) *child {
+	t.Helper()
+	for range 200 {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
+			t.Fatalf("set the next pid: %v", err)
+		}
+		c := startChild(t, selfExe(t), env, nil)
+		if c.cmd.Process.Pid == pid {
+			return c
+		}
+		c.stdin.Close()
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+	}
+	t.Fatalf("no child got pid %d in 200 tries", pid)
+	return nil
 }
 
 // readReply reads one answer of the exporter on c, which sent nothing.

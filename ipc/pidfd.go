@@ -80,8 +80,9 @@ func (e *Exporter) PidfdRef(h Handle) (PidfdRef, error) {
 // (ErrOtherHost) and this pid namespace (ErrOtherNamespace), and afterwards
 // that the descriptor is the exported file (a mismatch means the export
 // was revoked and the number reused: ErrRevoked). An exporter that exited
-// gives ErrExporterGone; missing ptrace rights give ErrNotAllowed with the
-// kernel's EPERM.
+// gives ErrExporterGone, also when another process has its pid now (its
+// start time is not the handle's); missing ptrace rights give
+// ErrNotAllowed with the kernel's EPERM.
 func ImportPidfd(h Handle, ref PidfdRef) (*Imported, error) {
 	boot, err := BootID()
 	if err != nil {
@@ -105,6 +106,9 @@ func ImportPidfd(h Handle, ref PidfdRef) (*Imported, error) {
 		return nil, fmt.Errorf("ipc: pidfd_open %d: %w", h.PID, err)
 	}
 	defer unix.Close(pidfd)
+	if err := startedAt(pidfd, int(h.PID), h.StartTime); err != nil {
+		return nil, fmt.Errorf("ipc: %w", errors.Join(ErrExporterGone, err))
+	}
 	fd, err := unix.PidfdGetfd(pidfd, int(ref.FD), 0)
 	switch {
 	case errors.Is(err, unix.EPERM):

@@ -25,11 +25,11 @@ func childImportPidfd() int {
 	return reportImport(ImportPidfd(h, ref))
 }
 
-// exporterChild starts a child exporter and returns its handle and pidfd
-// reference.
-func exporterChild(t *testing.T) (*child, Handle, PidfdRef) {
+// exporterChild starts a child exporter on addr and returns its handle
+// and pidfd reference.
+func exporterChild(t *testing.T, addr string) (*child, Handle, PidfdRef) {
 	t.Helper()
-	c := startChild(t, selfExe(t), []string{childEnv + "=export", "ADDR=" + abstractAddr(t)}, nil)
+	c := startChild(t, selfExe(t), []string{childEnv + "=export", "ADDR=" + addr}, nil)
 	hs, ok := strings.CutPrefix(c.line(t), "HANDLE ")
 	if !ok {
 		t.Fatal("child printed no handle")
@@ -52,7 +52,7 @@ func exporterChild(t *testing.T) (*child, Handle, PidfdRef) {
 // TestImportPidfd takes a child exporter's descriptor with pidfd_getfd: a
 // parent may ptrace its child.
 func TestImportPidfd(t *testing.T) {
-	c, h, ref := exporterChild(t)
+	c, h, ref := exporterChild(t, abstractAddr(t))
 	im, err := ImportPidfd(h, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestImportPidfdWithoutPtraceRights(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to start a child as another uid")
 	}
-	_, h, ref := exporterChild(t)
+	_, h, ref := exporterChild(t, abstractAddr(t))
 	bin := copyForNobody(t)
 	c := startChild(t, bin, []string{childEnv + "=pidfd", "HANDLE=" + h.String(), "REF=" + ref.String()},
 		&syscall.Credential{Uid: 65534, Gid: 65534})

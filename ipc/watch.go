@@ -52,7 +52,8 @@ func Watch(ctx context.Context, addr string) (*Watcher, error) {
 }
 
 // WatchExporter is Watch of the exporter that issued h, which must be the
-// process listening on addr (its pid, in this pid namespace) and run as a
+// process listening on addr (its pid, in this pid namespace, and its start
+// time) and run as a
 // uid opts allows; otherwise it fails with ErrUnexpectedPeer (or
 // ErrOtherNamespace).
 func WatchExporter(ctx context.Context, addr string, h Handle, opts ImportOptions) (*Watcher, error) {
