@@ -59,7 +59,13 @@
 // CS the device timed out is an error matching ioctl.ErrTimeout, an
 // aborted one (a reset) matches unix.EIO and ErrAborted, and a device that
 // is in reset when a CS is submitted answers an error matching
-// ioctl.ErrNotOperational. A wait the driver answers with EBUSY (a reset
+// ioctl.ErrNotOperational. The driver also aborts the waits in progress
+// when it postpones a reset until the device is released (with an eventfd
+// registered, as a device.Notifier does, after a CS timeout or an engine
+// error), while the engines run on: an abort is taken for the CS's end only
+// when the device's reset count moved; otherwise the wait fails with an
+// error matching ioctl.ErrNotOperational and the CS stays held, as on a
+// Gaudi3. A wait the driver answers with EBUSY (a reset
 // under way) asks again, with a pause doubling from 1 ms to 100 ms, until
 // the driver gives the CS's verdict, the context ends or 10 s passed; then
 // its error matches ioctl.ErrNotOperational, and the CS stays held

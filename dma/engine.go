@@ -102,6 +102,7 @@ type Engine struct {
 	cbs    *cbPool
 	opts   Options
 	next   [4]atomic.Uint32 // round-robin position per direction
+	resets resetWatch       // the device's reset count, for aborted waits (resetwait.go)
 
 	transfers sync.Pool // *Transfer: the Engine's own, for copies that wait
 	waitArgs  sync.Pool // *hl.WaitCSArgs
@@ -175,6 +176,10 @@ func newEngine(m *memory.Manager, opts Options) (*Engine, error) {
 		cbs:    newCBPool(devio.Of(d), m, q.userCB, opts.MappedKernelCBs),
 		opts:   opts,
 	}
+	e.resets.init(func() (uint64, error) {
+		n, err := d.ResetCount()
+		return uint64(n.Hard) + uint64(n.Soft), err
+	})
 	// The first open Engine moves the bytes of the Manager's ReadAt and
 	// WriteAt.
 	memlink.Attach(m, e)

@@ -82,7 +82,7 @@ func (e *Engine) issueCS(ctx context.Context, a *hl.CSChunksArgs) (seq uint64, q
 // timestamp comes with a CS that asked for one. When final is false the
 // CS may still be running: err is ctx's error (the context ended first) or
 // an error of the device that says nothing about the CS.
-func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts time.Duration, final bool, err error) {
+func (e *Engine) await(ctx context.Context, seq, gen uint64, a *hl.WaitCSArgs) (ts time.Duration, final bool, err error) {
 	var busy submit.Busy
 	for {
 		if err := ctx.Err(); err != nil {
@@ -103,6 +103,9 @@ func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts ti
 		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_BUSY:
 			continue
 		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_ABORTED:
+			if e.resets.pending(gen) {
+				return 0, false, fmt.Errorf("wait for CS %d: %w", seq, errResetPending)
+			}
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, ErrAborted)
 		case err == nil && out.Status == hl.HL_WAIT_CS_STATUS_TIMEDOUT:
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, ioctl.ErrTimeout)
@@ -114,6 +117,9 @@ func (e *Engine) await(ctx context.Context, seq uint64, a *hl.WaitCSArgs) (ts ti
 		case errors.Is(err, ioctl.ErrTimeout):
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, err)
 		case errors.Is(err, unix.EIO):
+			if e.resets.pending(gen) {
+				return 0, false, fmt.Errorf("wait for CS %d: %w (%w)", seq, errResetPending, err)
+			}
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, errors.Join(ErrAborted, err))
 		case errors.Is(err, ioctl.ErrClosed), errors.Is(err, unix.EINVAL):
 			return 0, true, fmt.Errorf("wait for CS %d: %w", seq, err)
@@ -180,7 +186,7 @@ func (t *Transfer) reap() bool {
 			if t.isReleased() {
 				return true // a Wait saw it done
 			}
-			ts, final, err := e.await(context.Background(), seq, &a)
+			ts, final, err := e.await(context.Background(), seq, t.resetGen, &a)
 			if final {
 				if err != nil && first == nil {
 					first = err

@@ -555,9 +555,7 @@ func testInFlightReset(t *testing.T, asic sim.ASIC) {
 func TestInFlightAbandon(t *testing.T) { forInflight(t, testInFlightAbandon) }
 
 func testInFlightAbandon(t *testing.T, asic sim.ASIC) {
-	saved := abandonAfter
-	abandonAfter = 200 * time.Millisecond
-	t.Cleanup(func() { abandonAfter = saved })
+	abandonSooner(t, 200*time.Millisecond)
 	// The command buffers of an abandoned CS stay mapped for good, on
 	// purpose. Once everything is closed, this cleanup takes them off the
 	// record of mappings, so the leak check (TestMain) does not report
@@ -597,6 +595,14 @@ func testInFlightAbandon(t *testing.T, asic sim.ASIC) {
 	if err := x.e.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+}
+
+// abandonSooner makes reapers give a transfer up after d of failed
+// waits, instead of abandonAfter's 10 s, until the test ends.
+func abandonSooner(t *testing.T, d time.Duration) {
+	saved := abandonAfter
+	abandonAfter = d
+	t.Cleanup(func() { abandonAfter = saved })
 }
 
 // TestEngineCloseConcurrent: a second Close while the first waits for the

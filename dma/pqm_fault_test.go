@@ -36,9 +36,7 @@ import (
 // the device is released (which resets it) and opened again, copies move
 // the bytes.
 func TestFaultsGaudi3BadDescriptor(t *testing.T) {
-	saved := abandonAfter
-	abandonAfter = 300 * time.Millisecond
-	t.Cleanup(func() { abandonAfter = saved })
+	abandonSooner(t, 300*time.Millisecond)
 	for _, call := range faultCalls {
 		t.Run(call.name, func(t *testing.T) {
 			x := newInflight(t, sim.Gaudi3)
@@ -67,15 +65,7 @@ func TestFaultsGaudi3BadDescriptor(t *testing.T) {
 				t.Errorf("%d channel errors, want 1", v)
 			}
 			// The driver's word, as a Notifier hears it.
-			const want = device.Events(hl.HL_NOTIFIER_EVENT_USER_ENGINE_ERR | hl.HL_NOTIFIER_EVENT_DEVICE_RESET)
-			var got device.Events
-			for !got.Has(want) {
-				ev, err := n.Wait(ctx)
-				if err != nil {
-					t.Fatalf("notifier events %v, want %v among them: %v", got, want, err)
-				}
-				got |= ev
-			}
+			awaitEvents(ctx, t, n, device.Events(hl.HL_NOTIFIER_EVENT_USER_ENGINE_ERR|hl.HL_NOTIFIER_EVENT_DEVICE_RESET))
 			if !x.s.Device(0).WatchdogActive() {
 				t.Error("the driver does not wait for the device's release")
 			}
@@ -107,44 +97,66 @@ func TestFaultsGaudi3BadDescriptor(t *testing.T) {
 			if v := x.s.Device(0).Violations(); len(v) != 0 {
 				t.Errorf("the strict simulator recorded %v", v)
 			}
-			if err := n.Close(); err != nil {
-				t.Errorf("Notifier.Close: %v", err)
-			}
-			// Released, the device resets; opened again, it copies.
-			x.m.Close()
-			if err := x.d.Close(); err != nil {
-				t.Fatalf("close the device: %v", err)
-			}
-			x.reopen(t)
-			x.operational(t)
-			host, err := x.m.AllocHost(inflightSize, memory.HostOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer host.Close()
-			fill(host.Bytes(), 7)
-			back, err := x.m.AllocHost(inflightSize, memory.HostOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer back.Close()
-			dev, err := x.m.Alloc(inflightSize, memory.AllocOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dev.Close()
-			ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel2()
-			if err := copyVA(ctx2, x.e, dev.VA(), host.VA(), inflightSize); err != nil {
-				t.Fatalf("a copy after the device was released and opened again: %v", err)
-			}
-			if err := copyVA(ctx2, x.e, back.VA(), dev.VA(), inflightSize); err != nil {
-				t.Fatalf("a copy back: %v", err)
-			}
-			if !bytes.Equal(back.Bytes(), host.Bytes()) {
-				t.Error("the copies after the reopen did not move the bytes")
-			}
+			x.releaseAndCopy(t, n)
 		})
+	}
+}
+
+// awaitEvents waits, within ctx, until the Notifier n has heard every
+// event of want.
+func awaitEvents(ctx context.Context, t *testing.T, n *device.Notifier, want device.Events) {
+	t.Helper()
+	var got device.Events
+	for !got.Has(want) {
+		ev, err := n.Wait(ctx)
+		if err != nil {
+			t.Fatalf("notifier events %v, want %v among them: %v", got, want, err)
+		}
+		got |= ev
+	}
+}
+
+// releaseAndCopy closes the Notifier n, the Manager and the device, which
+// releases the device and lets the reset the driver postponed run; opens
+// it again (reopen); and checks that copies there and back move the
+// bytes.
+func (x *inflight) releaseAndCopy(t *testing.T, n *device.Notifier) {
+	t.Helper()
+	if err := n.Close(); err != nil {
+		t.Errorf("Notifier.Close: %v", err)
+	}
+	x.m.Close()
+	if err := x.d.Close(); err != nil {
+		t.Fatalf("close the device: %v", err)
+	}
+	x.reopen(t)
+	x.operational(t)
+	host, err := x.m.AllocHost(inflightSize, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	fill(host.Bytes(), 7)
+	back, err := x.m.AllocHost(inflightSize, memory.HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	dev, err := x.m.Alloc(inflightSize, memory.AllocOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := copyVA(ctx, x.e, dev.VA(), host.VA(), inflightSize); err != nil {
+		t.Fatalf("a copy after the device was released and opened again: %v", err)
+	}
+	if err := copyVA(ctx, x.e, back.VA(), dev.VA(), inflightSize); err != nil {
+		t.Fatalf("a copy back: %v", err)
+	}
+	if !bytes.Equal(back.Bytes(), host.Bytes()) {
+		t.Error("the copies after the reopen did not move the bytes")
 	}
 }
 

@@ -28,8 +28,10 @@ type Prepared struct {
 	// seq is the CS of a Run whose context ended before the device was
 	// done with it, 0 for none: the next Run waits for it first, and Close
 	// leaves the resources to a reaper until it is done.
-	seq    uint64
-	closed bool
+	seq uint64
+	// resetGen is the generation of seq (Transfer.resetGen).
+	resetGen uint64
+	closed   bool
 
 	// On a Gaudi3 (pqm.go): the encoded jobs, the tickets of the last Run
 	// and whether the device may still run them.
@@ -109,12 +111,13 @@ func (p *Prepared) Run(ctx context.Context) error {
 	}
 	if p.seq != 0 {
 		// Its outcome was the earlier Run's to report.
-		if _, final, err := e.await(ctx, p.seq, &p.wait); !final {
+		if _, final, err := e.await(ctx, p.seq, p.resetGen, &p.wait); !final {
 			return err
 		}
 		p.seq = 0
 	}
 	p.args = p.saved
+	p.resetGen = e.resets.gen()
 	seq, queued, err := e.issueCS(ctx, &p.args)
 	if err != nil {
 		if queued {
@@ -123,7 +126,7 @@ func (p *Prepared) Run(ctx context.Context) error {
 		return err
 	}
 	p.seq = seq
-	_, final, err := e.await(ctx, seq, &p.wait)
+	_, final, err := e.await(ctx, seq, p.resetGen, &p.wait)
 	if final {
 		p.seq = 0
 	}
@@ -147,7 +150,7 @@ func (p *Prepared) Close() error {
 	e.untrack(nil, p)
 	// The resources, and the Engine's in-flight count the Prepared holds,
 	// go to a Transfer that finishes when the device is done.
-	t := &Transfer{transferState: transferState{e: e, cbs: p.cbs, holds: p.holds}}
+	t := &Transfer{transferState: transferState{e: e, cbs: p.cbs, holds: p.holds, resetGen: p.resetGen}}
 	p.cbs, p.holds = nil, nil
 	if p.e.pq != nil {
 		return p.closePQM(t)

@@ -39,6 +39,11 @@ type transferState struct {
 	tickets  []pqm.Ticket
 	deadline time.Time
 
+	// resetGen is the device's reset count the Engine saw last when the
+	// transfer was made: an aborted wait is its CSs' end only once the
+	// count moved past it (resetwait.go).
+	resetGen uint64
+
 	mu        sync.Mutex
 	finished  bool // the result is known (err, ts)
 	released  bool // the memory and command buffers went back (or are going)
@@ -89,6 +94,7 @@ const inlineJobs = 8
 // init prepares a zero Transfer for e.
 func (t *Transfer) init(e *Engine) {
 	t.e = e
+	t.resetGen = e.resets.gen()
 	t.seqs, t.cbs, t.holds = t.store.seqArr[:0], t.store.cbArr[:0], t.holdArr[:0]
 	t.tickets = t.store.ticketArr[:0]
 }
@@ -193,7 +199,7 @@ func (t *Transfer) wait(ctx context.Context) error {
 	var first error
 	var last time.Duration
 	for _, seq := range t.seqs {
-		ts, final, err := t.e.await(ctx, seq, a)
+		ts, final, err := t.e.await(ctx, seq, t.resetGen, a)
 		if !final {
 			// The CS may still run: the transfer stays the device's, and a
 			// reaper finishes it when the device is done.

@@ -32,7 +32,12 @@ const forever = math.MaxUint64
 
 // Wait waits, within ctx, for the command submission seq to complete. A
 // submission the device timed out or a reset aborted is an error
-// (ioctl.ErrTimeout, unix.EIO). While a reset is under way the driver
+// (ioctl.ErrTimeout, unix.EIO). EIO does not say the engines stopped:
+// the driver also answers it when it postpones a reset until the device
+// is released (an eventfd registered, after a CS timeout or an engine
+// error; common/device.c hl_device_cond_reset), and the submission's
+// engines run on until that reset. A caller that frees memory on EIO
+// checks first that device.Device.ResetCount moved, as package dma does. While a reset is under way the driver
 // answers EBUSY, which says nothing about the submission: Wait asks again
 // (internal/submit's retry policy: a pause from 1 ms doubling to 100 ms)
 // until the driver gives the submission's verdict; when ctx ends first, or
