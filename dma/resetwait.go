@@ -15,10 +15,10 @@ import (
 // CS in flight with -EIO (hl_abort_waiting_for_completions,
 // force_complete_cs in common/command_submission.c): the engines run on,
 // and a CS on another queue still reads and writes its memory. So an
-// aborted wait is final only when the device's reset count moved since
-// the Engine last saw it (INFO RESET_COUNT, hard and compute): else the
-// CS stays the device's (errResetPending), waited for again, and its
-// memory held. The driver counts a reset at its end, so a wait a reset in
+// aborted wait is final only when the device's reset count (INFO
+// RESET_COUNT, hard and compute) moved past the transfer's generation
+// (below): else the CS stays the device's (errResetPending), waited for
+// again, and its memory held. The driver counts a reset at its end, so a wait a reset in
 // progress aborts may be held a little longer than needed, never less;
 // on hardware that reset kills the holder anyway. A transfer's
 // generation is the count the Engine saw last when the transfer was

@@ -75,9 +75,10 @@ func TestSummaryGolden(t *testing.T) {
 	}
 }
 
-// TestAllParallelFailure: in a -all -parallel run where one device's CS
-// is aborted (the simulator's fault API: WAIT_CS answers EIO), that
-// device fails in the summary with the error on one line, the other is
+// TestAllParallelFailure: in a -all -parallel run where one device's
+// wait fails (the simulator's fault API: WAIT_CS answers EIO, with no
+// reset behind it, so dma holds the CS and answers ErrNotOperational),
+// that device fails in the summary with the error on one line, the other is
 // reported as it ran, and the exit status is 1; -json says the same in
 // devices[].outcome.
 func TestAllParallelFailure(t *testing.T) {
@@ -108,15 +109,15 @@ func TestAllParallelFailure(t *testing.T) {
 			if o := rep.Devices[0].Outcome; o.Result != "none" {
 				t.Errorf("sim:accel0 outcome %+v, want none", o)
 			}
-			if o := rep.Devices[1].Outcome; o.Result != "fail" || !strings.Contains(o.Reason, "command submission aborted") {
+			if o := rep.Devices[1].Outcome; o.Result != "fail" || !strings.Contains(o.Reason, "wait aborted for a device reset not done yet") {
 				t.Errorf("sim:accel1 outcome %+v, want fail for the aborted CS", o)
 			}
 			continue
 		}
 		for _, re := range []string{
-			`(?m)^error: h2d (4|16) KiB: wait for CS \d+: command submission aborted; ioctl WAIT_CS: EIO \(input/output error\)$`,
+			`(?m)^error: h2d (4|16) KiB: wait for CS \d+: wait aborted for a device reset not done yet: device not operational \(ioctl WAIT_CS: EIO \(input/output error\)\)$`,
 			`(?m)^sim:accel0  NO VERDICT +\d+\.\d\d  simulated device$`,
-			`(?m)^sim:accel1  FAIL +(-|\d+\.\d\d)  error: h2d (4|16) KiB: wait for CS \d+: command submission aborted; ioctl WAIT_CS: EIO \(input/output error\)$`,
+			`(?m)^sim:accel1  FAIL +(-|\d+\.\d\d)  error: h2d (4|16) KiB: wait for CS \d+: wait aborted for a device reset not done yet: device not operational \(ioctl WAIT_CS: EIO \(input/output error\)\)$`,
 			`(?m)^aggregate   2 at once +\d+\.\d\d  the sum of the medians of h2d: 1 of 2 devices$`,
 			`(?m)^result: FAIL: 1 of 2 devices failed$`,
 		} {
