@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -446,11 +447,30 @@ func (e *Exporter) admit(c *net.UnixConn) bool {
 
 // refuse answers a connection the accept loop will close, without
 // waiting: a fresh connection's queue has room, and a peer that made it
-// full loses the answer.
+// full loses the answer. The write is non-blocking (MSG_DONTWAIT) rather
+// than bounded by a deadline: a deadline of a few milliseconds expired
+// before the write whenever the goroutine was descheduled between the two
+// (a loaded host, a TCG guest), and Go then refuses to write at all, so a
+// refused importer heard the connection close instead of the refusal
+// (ipc TestOtherUIDRefused failed so once in CI's VM).
 func (e *Exporter) refuse(c *net.UnixConn, code Code, msg string) {
-	c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
-	e.reply(c, code, msg)
+	b := encodeReply(code, 0, 0, msg)
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	if h := testHookRefusing.Load(); h != nil {
+		(*h)()
+	}
+	rc.Write(func(fd uintptr) bool {
+		// An error (EAGAIN: the peer filled the queue) loses the answer.
+		unix.Sendmsg(int(fd), b, nil, nil, unix.MSG_DONTWAIT)
+		return true
+	})
 }
+
+// testHookRefusing, when set, runs in refuse before the answer is written.
+var testHookRefusing atomic.Pointer[func()]
 
 // handlers returns the number of connections being served (tests).
 func (e *Exporter) handlers() int {

@@ -415,3 +415,27 @@ func TestWatchOfSilentExporterTimesOut(t *testing.T) {
 }
 
 var _ = bytes.Equal
+
+// TestRefusalAfterStall: an exporter that refuses a connection's uid
+// answers it, however long its goroutine was descheduled before the
+// answer (the hook stands for that), and the importer hears the refusal
+// (ErrNotAllowed), not the connection's end. refuse bounded its write by
+// a 10 ms deadline, which expired under a stall and made Go skip the
+// write: ipc TestOtherUIDRefused failed so in CI's VM ("exporter gone:
+// ... connection closed during reply").
+func TestRefusalAfterStall(t *testing.T) {
+	e, h := newTestExporterWith(t, ExporterOptions{AllowUIDs: []uint32{12345}}) // not this process's uid
+	stall := func() { time.Sleep(50 * time.Millisecond) }
+	testHookRefusing.Store(&stall)
+	t.Cleanup(func() { testHookRefusing.Store(nil) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	im, err := ImportWith(ctx, e.Addr(), h, ImportOptions{AllowUIDs: []uint32{uint32(os.Geteuid())}})
+	if err == nil {
+		im.Close()
+		t.Fatal("an import by a uid the exporter does not allow succeeded")
+	}
+	if !errors.Is(err, ErrNotAllowed) {
+		t.Fatalf("import by a uid the exporter does not allow, its answer delayed: %v, want ErrNotAllowed", err)
+	}
+}
