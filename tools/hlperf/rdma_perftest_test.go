@@ -59,12 +59,7 @@ esac
 // clock makes runPerftest's attempt a retry (inside rxetest.RetryPeer),
 // not a failure, and the next attempt's report is returned.
 func TestRunPerftestRetriesClock(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ib_write_bw"), []byte(fakePerftest), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("FAKE_DIR", dir)
+	installFake(t, "ib_write_bw", fakePerftest)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out string
@@ -110,12 +105,7 @@ esac
 // context ended, and the attempt failed ("client failed: signal:
 // killed").
 func TestRunPerftestRetriesStuck(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ib_write_lat"), []byte(fakeStuckPerftest), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("FAKE_DIR", dir)
+	installFake(t, "ib_write_lat", fakeStuckPerftest)
 	defer func(d time.Duration) { perftestStuck = d }(perftestStuck)
 	perftestStuck = time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -141,4 +131,17 @@ func TestReportFieldsNaN(t *testing.T) {
 	if r[1] != 1000 || r[4] != 4012.35 || !math.IsNaN(r[6]) || r[8] != 451218.28 {
 		t.Errorf("report %v, want 1000 iterations, t_typical 4012.35, t_stdev NaN, 99.9%% 451218.28", r)
 	}
+}
+
+// installFake puts script, as the program name, first on PATH for the
+// test, in a directory of its own that FAKE_DIR names (the scripts keep
+// their state there).
+func installFake(t *testing.T, name, script string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKE_DIR", dir)
 }
