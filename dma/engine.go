@@ -15,6 +15,7 @@ import (
 	"github.com/gaudi-go/gaudi/internal/memlink"
 	"github.com/gaudi-go/gaudi/internal/pqm"
 	"github.com/gaudi-go/gaudi/internal/submit"
+	"github.com/gaudi-go/gaudi/internal/warm"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
@@ -110,6 +111,10 @@ type Engine struct {
 	// inflight counts the unfinished Transfers and open Prepareds, and
 	// the reapers that wait for Transfers (flight.go).
 	inflight sync.WaitGroup
+	// reapers runs the reapers on goroutines kept between transfers, so
+	// a reaper's wait into the driver does not grow a new stack each time
+	// (internal/warm); Close stops it after the last reaper.
+	reapers *warm.Pool
 
 	// On a Gaudi3 (pqm.go): the claimed PDMA channels, the host memory of
 	// their rings and counters, pooled jobs, and what ends the reapers
@@ -175,6 +180,8 @@ func newEngine(m *memory.Manager, opts Options) (*Engine, error) {
 		q:      q,
 		cbs:    newCBPool(devio.Of(d), m, q.userCB, opts.MappedKernelCBs),
 		opts:   opts,
+		// One reaper per transfer in flight; a few stay for the next.
+		reapers: warm.New(4),
 	}
 	e.resets.init(func() (uint64, error) {
 		n, err := d.ResetCount()
@@ -239,6 +246,7 @@ func (e *Engine) Close() error {
 		errs = append(errs, p.Close())
 	}
 	e.inflight.Wait()
+	e.reapers.Stop()
 	e.mu.Lock()
 	leaked := e.leaked
 	e.mu.Unlock()

@@ -162,11 +162,11 @@ func (e *Engine) adopt(t *Transfer) {
 	// The Transfer, unfinished, holds the Engine's in-flight count, so it
 	// is above zero and Add may race with Close's Wait.
 	e.inflight.Add(1)
-	go func() {
+	e.reapers.Go(func() {
 		defer e.inflight.Done()
 		t.reap()
 		t.unref()
-	}()
+	})
 }
 
 // reap waits, without a context, until the device is done with every CS

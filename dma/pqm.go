@@ -10,6 +10,7 @@ import (
 	"github.com/gaudi-go/gaudi/internal/memlink"
 	"github.com/gaudi-go/gaudi/internal/pqm"
 	"github.com/gaudi-go/gaudi/internal/submit"
+	"github.com/gaudi-go/gaudi/internal/warm"
 	"github.com/gaudi-go/gaudi/ioctl"
 	"github.com/gaudi-go/gaudi/memory"
 	"github.com/gaudi-go/gaudi/packet"
@@ -86,6 +87,8 @@ func newPQM(m *memory.Manager, opts Options) (*Engine, error) {
 		opts:   opts,
 		pq:     pool,
 		pqHost: host,
+		// As newEngine's.
+		reapers: warm.New(4),
 	}
 	for i := range e.q.byDir {
 		e.q.byDir[i] = queueSet{ids}

@@ -12,6 +12,7 @@ import (
 	"github.com/gaudi-go/gaudi/dma"
 	"github.com/gaudi-go/gaudi/ib"
 	"github.com/gaudi-go/gaudi/ib/cm"
+	"github.com/gaudi-go/gaudi/internal/warm"
 	"github.com/gaudi-go/gaudi/memory"
 )
 
@@ -76,6 +77,9 @@ type Conn struct {
 	stop context.CancelFunc
 	bg   sync.WaitGroup // dispatcher, CM watcher
 	xfer sync.WaitGroup // transfers, also those finishing in the background
+	// bodies runs the transfers' bodies on goroutines kept from one
+	// transfer to the next (internal/warm): one per side stays.
+	bodies *warm.Pool
 	// mu orders begin's xfer.Add before Close's xfer.Wait: closing is set
 	// under it, and no transfer begins after.
 	mu      sync.Mutex
@@ -287,7 +291,7 @@ func (l *Listener) Close() error {
 // QP to INIT and posts the control receives. It owns id and a reference
 // to sc from then on, also when it fails.
 func newConn(id *cm.ID, sc *sharedChannel, m *memory.Manager, e *dma.Engine, opts Options) (_ *Conn, err error) {
-	c := &Conn{mem: m, eng: e, opts: opts, chunk: opts.ChunkSize, ch: sc, id: id, broken: make(chan struct{})}
+	c := &Conn{mem: m, eng: e, opts: opts, chunk: opts.ChunkSize, ch: sc, id: id, broken: make(chan struct{}), bodies: warm.New(2)}
 	c.life, c.stop = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -660,6 +664,7 @@ func (c *Conn) Close() error {
 			c.shut(ErrClosed)
 		}
 		c.xfer.Wait()
+		c.bodies.Stop()
 		c.stop()
 		c.bg.Wait()
 		// In order, each only if made: the QP (after which the NIC names

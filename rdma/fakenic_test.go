@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gaudi-go/gaudi/ib"
+	"github.com/gaudi-go/gaudi/internal/warm"
 	"github.com/gaudi-go/gaudi/memory"
 	"golang.org/x/sys/unix"
 )
@@ -356,7 +357,7 @@ func newFakeConn(t testing.TB, n *node, end *fakeEnd, opts Options) *Conn {
 	if err := opts.normalize(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Conn{mem: n.m, eng: n.e, opts: opts, chunk: opts.ChunkSize, broken: make(chan struct{})}
+	c := &Conn{mem: n.m, eng: n.e, opts: opts, chunk: opts.ChunkSize, broken: make(chan struct{}), bodies: warm.New(2)}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.initSides()
 	if err := c.allocRings(); err != nil {

@@ -57,7 +57,7 @@ func (c *Conn) run(ctx context.Context, s *side, op string, r memory.DeviceRange
 		err error
 	}
 	done := make(chan outcome, 1)
-	go func() {
+	c.bodies.Go(func() {
 		res, err := body(bg.Done())
 		if rerr := memlink.Release(buf); rerr != nil && err == nil {
 			err = rerr
@@ -69,7 +69,7 @@ func (c *Conn) run(ctx context.Context, s *side, op string, r memory.DeviceRange
 		cancel()
 		c.end(s)
 		done <- outcome{res, err}
-	}()
+	})
 	select {
 	case o := <-done:
 		return o.res, o.err
