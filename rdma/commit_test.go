@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"testing"
 	"time"
@@ -57,22 +58,28 @@ func TestCommittedRing(t *testing.T) {
 // TestCommittedLength: a receiver committed to its ring checks the
 // length from the chunks, since no descriptor lets the sender check it:
 // a longer or a shorter Send fails both sides with ErrLength, as a
-// mismatch does with a descriptor.
+// mismatch does with a descriptor. Also where each end cuts its length
+// into chunks of its own (transferChunk): the first chunk's length
+// differs.
 func TestCommittedLength(t *testing.T) {
 	a, z := newNodes(t, sim.Gaudi2)
 	for _, tc := range []struct {
 		name      string
 		send, dst uint64
+		chunk     uint32 // 0: 64 KiB
 	}{
-		{"longer", 192 << 10, 128 << 10},
-		{"shorter", 64 << 10, 128 << 10},
-		{"longer last chunk", 100 << 10, 96 << 10},
-		{"empty into some", 0, 64 << 10},
-		{"some into empty", 64 << 10, 0},
+		{"longer", 192 << 10, 128 << 10, 0},
+		{"shorter", 64 << 10, 128 << 10, 0},
+		{"longer last chunk", 100 << 10, 96 << 10, 0},
+		{"empty into some", 0, 64 << 10, 0},
+		{"some into empty", 64 << 10, 0, 0},
+		{"split longer", 4 << 20, 2 << 20, DefaultChunkSize},
+		{"split shorter", 2 << 20, 4 << 20, DefaultChunkSize},
+		{"split one page longer", 4<<20 + 4096, 4 << 20, DefaultChunkSize},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src, dst := a.alloc(t, 256<<10, 13), z.alloc(t, 256<<10, 0)
-			opts := Options{Path: PathPipelined, ChunkSize: 64 << 10, KeepAlive: -1}
+			src, dst := a.alloc(t, 5<<20, 13), z.alloc(t, 5<<20, 0)
+			opts := Options{Path: PathPipelined, ChunkSize: cmp.Or(tc.chunk, 64<<10), KeepAlive: -1}
 			_, client, server := fakePair(t, a, z, opts, opts)
 			ctx := timeout(t)
 			if sent, recvd := transfer(ctx, client, server, src.All(), dst.All()); sent.err != nil || recvd.err != nil {

@@ -38,8 +38,11 @@ func (p Path) String() string {
 // the protocol in which the receiver ends each transfer with a fin
 // (wire.go), so that a peer of version 1, whose ring descriptor comes in
 // the CM's private data, is refused at connect (ErrOlderDescriptor)
-// rather than failing its first transfer.
-const DescriptorVersion = 2
+// rather than failing its first transfer. Version 3, the same layout
+// again, marks the protocol in which both ends cut a short transfer into
+// chunks of its own (transferChunk), which a peer of version 2 would not
+// expect.
+const DescriptorVersion = 3
 
 // DescriptorSize is the length of a marshalled descriptor of
 // DescriptorVersion. It fits the private data of every RDMA CM message:

@@ -64,3 +64,37 @@ func TestPeerError(t *testing.T) {
 		t.Errorf("goneError matches wrongly: %v", g)
 	}
 }
+
+// TestTransferChunk: a transfer shorter than splitPieces of the
+// connection's chunks is cut into chunks of whole 64 KiB, at least
+// minSplitChunk, at most splitPieces of them; longer ones and small
+// connection chunks keep the connection's.
+func TestTransferChunk(t *testing.T) {
+	const k, m = 1 << 10, 1 << 20
+	for _, tc := range []struct {
+		n     uint64
+		chunk uint32
+		want  uint64
+	}{
+		{1 * m, DefaultChunkSize, 1 * m},
+		{1*m + 1, DefaultChunkSize, 1 * m},
+		{3 * m, DefaultChunkSize, 1 * m},
+		{4 * m, DefaultChunkSize, 1 * m},
+		{6 * m, DefaultChunkSize, 1536 * k},
+		{6*m + 1, DefaultChunkSize, 1600 * k}, // rounded up to 64 KiB
+		{15 * m, DefaultChunkSize, 15 * m / 4},
+		{16 * m, DefaultChunkSize, 4 * m},
+		{64 * m, DefaultChunkSize, 4 * m},
+		{64 * k, DefaultChunkSize, 1 * m}, // one chunk of its length
+		{0, DefaultChunkSize, 1 * m},
+		{4 * m, 2 * m, 1 * m},
+		{1 * m, 1 * m, 1 * m},
+		{4 * m, 512 * k, 512 * k},
+		{1 * m, 64 * k, 64 * k},
+		{200 * m, maxChunk, 50 * m},
+	} {
+		if got := transferChunk(tc.n, tc.chunk); got != tc.want {
+			t.Errorf("transferChunk(%d, %d) = %d, want %d", tc.n, tc.chunk, got, tc.want)
+		}
+	}
+}

@@ -227,9 +227,10 @@ func (c *Conn) shutErr(s *side, f *failure) error {
 func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, error) {
 	f := &failure{c: c, s: &c.snd, role: roleBit}
 	n := src.Len()
-	// Both ends settled the chunk size at connect (setPeer), so the
-	// chunks are known before the receiver's descriptor comes.
-	chunk := uint64(c.chunk)
+	// Both ends settled the chunk size at connect (setPeer), and cut a
+	// short transfer alike (transferChunk), so the chunks are known
+	// before the receiver's descriptor comes.
+	chunk := transferChunk(n, c.chunk)
 	nchunks := (n + chunk - 1) / chunk
 	if nchunks > maxChunks {
 		return Result{}, f.finish(fmt.Errorf("%d chunks of %d bytes, at most %d: %w", nchunks, chunk, maxChunks, ErrLength))
@@ -255,7 +256,7 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	// its ring sends none, and checks the length itself.
 	var d Descriptor
 	if c.peerCommitted {
-		d = Descriptor{Path: PathPipelined, RKey: c.peer.RKey, Addr: c.peer.Addr, Len: n, ChunkSize: c.chunk, Slots: c.peer.Slots}
+		d = Descriptor{Path: PathPipelined, RKey: c.peer.RKey, Addr: c.peer.Addr, Len: n, ChunkSize: uint32(chunk), Slots: c.peer.Slots}
 	}
 	for d.Path == PathAuto {
 		select {
@@ -283,8 +284,8 @@ func (c *Conn) send(src memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	if d.Len != n {
 		return Result{}, f.finish(fmt.Errorf("sending %d bytes to a receiver of %d: %w", n, d.Len, ErrLength))
 	}
-	if d.Path == PathPipelined && d.ChunkSize != c.chunk {
-		return Result{}, f.finish(fmt.Errorf("receiver's chunk %d, the connection's %d: %w", d.ChunkSize, c.chunk, ErrProtocol))
+	if d.Path == PathPipelined && uint64(d.ChunkSize) != chunk {
+		return Result{}, f.finish(fmt.Errorf("receiver's chunk %d, the transfer's %d: %w", d.ChunkSize, chunk, ErrProtocol))
 	}
 	res := Result{Path: PathPipelined, PeerPath: d.Path, Bytes: n, Chunks: int(nchunks)}
 	if rb != nil {
@@ -493,7 +494,8 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 	if err != nil {
 		return Result{}, f.finish(err)
 	}
-	d := Descriptor{Path: PathPipelined, RKey: c.rkey.rkey, Addr: c.rkey.iova, Len: n, ChunkSize: c.chunk, Slots: uint16(c.opts.Depth)}
+	chunk := transferChunk(n, c.chunk)
+	d := Descriptor{Path: PathPipelined, RKey: c.rkey.rkey, Addr: c.rkey.iova, Len: n, ChunkSize: uint32(chunk), Slots: uint16(c.opts.Depth)}
 	if rb != nil {
 		// The NIC writes dst itself; the registration goes once the
 		// sender's done (or the QP's error state) says it stopped.
@@ -509,7 +511,6 @@ func (c *Conn) recv(dst memory.DeviceRange, cancel <-chan struct{}) (Result, err
 			return Result{}, f.finish(err)
 		}
 	}
-	chunk := uint64(c.chunk)
 	nchunks := int((n + chunk - 1) / chunk)
 	if rb != nil {
 		nchunks = 0 // the sender's chunks land without a word to us

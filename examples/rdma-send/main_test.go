@@ -96,8 +96,8 @@ func TestKernelTwoProcesses(t *testing.T) {
 			}
 			for _, w := range []struct{ out, want string }{
 				{recvOut.String(), "receiver: verified: 12582912 bytes of device memory identical to the sender's"},
-				{recvOut.String(), "receiver: 12582912 bytes in 3 chunks, path pipelined (sender's: pipelined)"},
-				{sendOut.String(), "sent in 3 chunks, path pipelined (receiver's: pipelined)"},
+				{recvOut.String(), "receiver: 12582912 bytes in 4 chunks, path pipelined (sender's: pipelined)"},
+				{sendOut.String(), "sent in 4 chunks, path pipelined (receiver's: pipelined)"},
 			} {
 				if !strings.Contains(w.out, w.want) {
 					t.Errorf("output lacks %q", w.want)
