@@ -64,9 +64,10 @@ integration: ## tests that need root, BPF or a VM kernel (run as root)
 	$(GO) test -count=1 -run 'Integration' ./...
 
 .PHONY: vmtest
-vmtest: ## real-kernel tests in a QEMU guest (Debian 6.12, rxe, udmabuf); rdma's benchmarks again in a one-CPU guest
+vmtest: ## real-kernel tests in a QEMU guest (Debian 6.12, rxe, udmabuf); rdma's benchmarks again in a one-CPU guest and in a two-CPU guest whose CPUs run at once
 	GO="$(GO)" ./scripts/vmtest/run.sh
 	GAUDI_VMTEST_SMP=1 GAUDI_VMTEST_RUN='^$$' GAUDI_VMTEST_BENCHARGS='-test.cpu=1 -test.benchtime=3x' GO="$(GO)" ./scripts/vmtest/run.sh ./rdma
+	GAUDI_VMTEST_SMP=2 GAUDI_VMTEST_TCG=multi GAUDI_VMTEST_RUN='^$$' GAUDI_VMTEST_BENCHARGS='-test.cpu=2 -test.benchtime=3x' GO="$(GO)" ./scripts/vmtest/run.sh ./rdma
 
 .PHONY: vmtest-pair
 vmtest-pair: ## opt-in: two QEMU guests on one virtual network, rxe on each NIC, ib/cm's Go-to-Go TestTwoGuests and examples/rdma-send's device memory to device memory across them
