@@ -106,11 +106,12 @@
 //     of one chunk overlap the wire of another, as they do on a Gaudi.
 //     This is the guest the 0.8 goal is measured in.
 //
-// Runs of 2026-11-29 (-test.benchtime 3x), pipelined against WRITE, at 1,
-// 4, 16 and 64 MiB: in the two-CPU guest running at once, 0.84, 0.90,
-// 0.95 and 0.96 in one boot, 0.85, 0.90, 0.95 and 0.96 in another
-// (27.8 MB/s against 33.0 at 1 MiB); in the one-CPU guest 0.80, 0.82,
-// 0.84 and 0.87. What raised the figures: the sender stages its first
+// Seven boots of 2026-11-29 (-test.benchtime 3x) in the two-CPU guest
+// running at once, pipelined against WRITE: 0.84 to 0.89 at 1 MiB (28.0
+// MB/s against 33.4 in one), 0.83 to 0.92 at 4 MiB, 0.93 to 0.98 at 16
+// MiB and 0.92 to 1.01 at 64 MiB; four boots in the one-CPU guest: 0.80
+// to 0.83, 0.81 to 0.84, 0.84 to 0.94 and 0.74 to 0.92. What raised the
+// figures: the sender stages its first
 // chunks while the receiver's descriptor is on its way; the done rides on
 // the last chunk and the last credit on the fin; a receiver committed to
 // its ring takes no descriptor; a Conn asks a NIC that cannot register
