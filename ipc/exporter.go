@@ -303,8 +303,7 @@ func (e *Exporter) Revoke(h Handle) error {
 func (w *watcher) notify(msg []byte) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.c.SetWriteDeadline(time.Now().Add(noticeTimeout))
-	if _, err := w.c.Write(msg); err != nil {
+	if err := writeWithin(w.c, msg, noticeTimeout); err != nil {
 		w.c.Close()
 		return false
 	}
@@ -447,26 +446,18 @@ func (e *Exporter) admit(c *net.UnixConn) bool {
 
 // refuse answers a connection the accept loop will close, without
 // waiting: a fresh connection's queue has room, and a peer that made it
-// full loses the answer. The write is non-blocking (MSG_DONTWAIT) rather
-// than bounded by a deadline: a deadline of a few milliseconds expired
+// full loses the answer. The write is tried once, without waiting
+// (writeWithin, given no time), rather than bounded by a deadline: a deadline of a few milliseconds expired
 // before the write whenever the goroutine was descheduled between the two
 // (a loaded host, a TCG guest), and Go then refuses to write at all, so a
 // refused importer heard the connection close instead of the refusal
 // (ipc TestOtherUIDRefused failed so once in CI's VM).
 func (e *Exporter) refuse(c *net.UnixConn, code Code, msg string) {
-	b := encodeReply(code, 0, 0, msg)
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
 	if h := testHookRefusing.Load(); h != nil {
 		(*h)()
 	}
-	rc.Write(func(fd uintptr) bool {
-		// An error (EAGAIN: the peer filled the queue) loses the answer.
-		unix.Sendmsg(int(fd), b, nil, nil, unix.MSG_DONTWAIT)
-		return true
-	})
+	// No wait for room: a peer that filled the queue loses the answer.
+	writeWithin(c, encodeReply(code, 0, 0, msg), 0)
 }
 
 // testHookRefusing, when set, runs in refuse before the answer is written.
@@ -613,9 +604,7 @@ func (e *Exporter) watch(c *net.UnixConn) {
 		delete(e.watchers, w)
 		e.mu.Unlock()
 	}()
-	c.SetDeadline(time.Now().Add(noticeTimeout))
-	_, err := c.Write(encodeReply(CodeOK, uint64(e.keepalive), 0, ""))
-	c.SetDeadline(time.Time{})
+	err := writeWithin(c, encodeReply(CodeOK, uint64(e.keepalive), 0, ""), noticeTimeout)
 	w.mu.Unlock()
 	if err != nil {
 		return

@@ -125,8 +125,7 @@ func (w *Watcher) read() {
 			return
 		}
 		if kind == noticeKeepalive {
-			w.c.SetWriteDeadline(time.Now().Add(w.keepalive))
-			w.c.Write(encodeAck()) // a failure shows as the end of the connection
+			writeWithin(w.c, encodeAck(), w.keepalive) // a failure shows as the end of the connection
 			continue
 		}
 		select {

@@ -3,6 +3,7 @@ package ipc
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,6 +135,53 @@ func TestWatchSlowWatcherDropped(t *testing.T) {
 	}
 	if !errors.Is(err2, ErrExporterGone) {
 		t.Errorf("dropped watcher: %v, want ErrExporterGone", err2)
+	}
+}
+
+// TestWatchNoticeAfterStall: a notice whose write is delayed past
+// noticeTimeout (the exporter's goroutine descheduled before it writes)
+// still reaches a watcher that reads: the timeout bounds only a wait for
+// room in a full queue. Before, the deadline was set first and Go refused
+// the late write, so the exporter dropped a watcher that was reading,
+// which took it for "everything revoked".
+func TestWatchNoticeAfterStall(t *testing.T) {
+	e, err := NewExporter("", ExporterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	fd, err := newMemfd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := e.ExportFD(fd, testDev, 0x1000, testSize, 0)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := Watch(ctx, e.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var once sync.Once
+	stall := func() { once.Do(func() { time.Sleep(noticeTimeout + 200*time.Millisecond) }) }
+	testHookWriting.Store(&stall)
+	t.Cleanup(func() { testHookWriting.Store(nil) })
+	if err := e.Revoke(h); err != nil {
+		t.Fatal(err)
+	}
+	id, err := w.Next(ctx)
+	if err != nil {
+		t.Fatalf("notice written late: %v, want the revoked id", err)
+	}
+	if id != h.BufferID {
+		t.Errorf("revoked id %x, want %x", id, h.BufferID)
+	}
+	if n := e.Watchers(); n != 1 {
+		t.Errorf("exporter has %d watchers after a late notice, want 1", n)
 	}
 }
 
