@@ -71,6 +71,7 @@ func TestDescriptorBadInput(t *testing.T) {
 		{"cut", good[:DescriptorSize-1], ErrShortDescriptor},
 		{"older version", with(offVersion, 0), ErrOlderDescriptor},
 		{"version 1 (no fin)", with(offVersion, 1), ErrOlderDescriptor},
+		{"version 2 (no split of short transfers)", with(offVersion, 2), ErrOlderDescriptor},
 		{"newer version", with(offVersion, DescriptorVersion+1), ErrNewerDescriptor},
 		{"newer version, short", with(offVersion, 9)[:8], ErrNewerDescriptor},
 		{"magic", with(0, 'X'), ErrBadDescriptor},
