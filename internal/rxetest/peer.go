@@ -114,6 +114,29 @@ func (p *Peer) Stuck(t testing.TB, bound time.Duration) {
 	t.Skipf("%s (%s killed after %v, output %q): its failure, not ours; another attempt follows", ErrPeerStuck, p.Name, bound, p.out.String())
 }
 
+// ErrPeerRejected is the reason given when an attempt ended because a
+// perftest client was rejected by its perftest server although the
+// kernel showed that server listening (see Peer.Refused).
+const ErrPeerRejected = "the perftest server rejected its perftest client"
+
+// Rejected reports whether the peer's connection was rejected
+// (RDMA_CM_EVENT_REJECTED). Call it once Exited is closed.
+func (p *Peer) Rejected() bool {
+	return strings.Contains(p.out.String(), "RDMA_CM_EVENT_REJECTED")
+}
+
+// Refused ends the attempt whose perftest client was rejected by its
+// perftest server, which was listening (no code of ours in the
+// exchange): skipped with ErrPeerRejected, for RetryPeer to run another
+// with a new server. Running the client alone again got stuck: in CI, a
+// rejected ib_write_lat client's successor and the server then sat 45 s
+// without a line. Call it once Exited is closed.
+func (p *Peer) Refused(t testing.TB) {
+	t.Helper()
+	retrySkips.Store(t, struct{}{})
+	t.Skipf("%s (%s, output %q): its failure, not ours; another attempt follows", ErrPeerRejected, p.Name, p.out.String())
+}
+
 // PeerAttempts bounds the runs of a test whose perftest peer gives up on
 // its clock or gets stuck.
 const PeerAttempts = 3
@@ -149,5 +172,5 @@ func RetryPeer(t *testing.T, run func(t *testing.T)) {
 			return
 		}
 	}
-	t.Fatalf("no verdict: in each of %d runs, %s (perftest's get_cpu_mhz: r^2 < 0.9) and exited before the exchange ended, or %s", PeerAttempts, ErrPeerClock, ErrPeerStuck)
+	t.Fatalf("no verdict: in each of %d runs, %s (perftest's get_cpu_mhz: r^2 < 0.9) and exited before the exchange ended, or %s, or %s", PeerAttempts, ErrPeerClock, ErrPeerStuck, ErrPeerRejected)
 }

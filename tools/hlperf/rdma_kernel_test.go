@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,7 @@ func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr
 	args = append([]string{"-R", "-p", strconv.Itoa(port)}, args...)
 	srv := rxetest.StartPeer(ctx, t, tool, args...)
 	t.Cleanup(cancel)
+	listening := awaitListen(ctx, t, srv, port)
 	// perftest's -R client retries while nobody listens yet; retry the
 	// whole client too while the server is still starting, until the
 	// server exits or ctx ends. A client that neither finished nor failed
@@ -110,6 +112,10 @@ func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr
 			c.Fail(t, fmt.Sprintf("client failed: %v", c.Err()))
 		case stuck:
 			c.Stuck(t, perftestStuck)
+		case listening && c.Rejected():
+			// Not a server still starting: the pair broke its own
+			// handshake, and the server may wait for this client forever.
+			c.Refused(t)
 		}
 		select {
 		case <-srv.Exited():
@@ -122,6 +128,47 @@ func runPerftest(ctx context.Context, t *testing.T, tool string, addr netip.Addr
 		time.Sleep(200 * time.Millisecond) // the server has not listened yet: try again
 	}
 }
+
+// awaitListen waits until the kernel's RDMA CM shows a listener on port
+// (iproute2's rdma res show cm_id src-port PORT, state LISTEN), or srv
+// exited, ctx ended or listenBound passed, and reports whether it saw
+// the listener; without the rdma tool it returns false at once. A client started before its server listens is
+// rejected ("RDMA_CM_EVENT_REJECTED; error: 8") and started again; in
+// the two CI failures of this test, every attempt whose first client was
+// so rejected then got stuck (no line from either perftest process in 45
+// s), and no attempt without a rejection did. Fake perftests have no
+// listener to wait for: installFake turns this off.
+var awaitListen = func(ctx context.Context, t *testing.T, srv *rxetest.Peer, port int) bool {
+	t.Helper()
+	tool, err := exec.LookPath("rdma")
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, listenBound)
+	defer cancel()
+	for {
+		out, err := exec.CommandContext(ctx, tool, "res", "show", "cm_id", "src-port", strconv.Itoa(port)).CombinedOutput()
+		if err != nil && ctx.Err() == nil {
+			t.Logf("rdma res show cm_id: %v: %s; not waiting for the listener", err, out)
+			return false
+		}
+		if strings.Contains(string(out), "LISTEN") {
+			t.Logf("listening: %s", bytes.TrimSpace(out))
+			return true
+		}
+		select {
+		case <-srv.Exited():
+			return false
+		case <-ctx.Done():
+			t.Logf("no RDMA CM listener on port %d after %v; starting the client anyway", port, listenBound)
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// listenBound bounds awaitListen.
+const listenBound = 20 * time.Second
 
 // perftestStuck bounds one perftest client's run: the longest point
 // (ib_write_bw, 16 times 4 MiB) takes about 10 s under TCG.
