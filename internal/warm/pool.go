@@ -12,20 +12,19 @@ package warm
 import (
 	"runtime/metrics"
 	"sync"
-	"sync/atomic"
 )
 
-// Pool runs functions on goroutines it keeps for reuse: up to MaxIdle wait
-// for the next function after theirs returns. It is safe for concurrent
-// use. Make one with New; a nil *Pool runs each function on a goroutine
-// of its own.
+// Pool runs functions on goroutines it keeps for reuse: up to the
+// maxIdle given to New wait for the next function after theirs returns.
+// It is safe for concurrent use. Make one with New; a nil *Pool runs each
+// function on a goroutine of its own.
 type Pool struct {
-	work    chan func()   // unbuffered: a send succeeds only if a worker waits
-	stop    chan struct{} // closed by Stop
-	maxIdle int32
-	idle    atomic.Int32
-	// mu orders a new goroutine's running.Add before Stop's Wait.
+	maxIdle int
 	mu      sync.Mutex
+	// idle holds the channels of the goroutines waiting for work, each
+	// with room for one function: Go hands a function to one without
+	// waiting for it to be scheduled.
+	idle    []chan func()
 	stopped bool
 	running sync.WaitGroup // the pool's goroutines
 }
@@ -33,7 +32,7 @@ type Pool struct {
 // New returns a Pool that keeps up to maxIdle goroutines waiting (at
 // least one).
 func New(maxIdle int) *Pool {
-	return &Pool{work: make(chan func()), stop: make(chan struct{}), maxIdle: int32(max(maxIdle, 1))}
+	return &Pool{maxIdle: max(maxIdle, 1)}
 }
 
 // Go runs f on a goroutine of the pool that waits for work, or on a new
@@ -43,18 +42,22 @@ func (p *Pool) Go(f func()) {
 		go f()
 		return
 	}
-	select {
-	case p.work <- f:
-		return
-	default:
-	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.stopped {
+		p.mu.Unlock()
 		go f()
 		return
 	}
+	if n := len(p.idle); n > 0 {
+		ch := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		ch <- f // room for one, and nobody else has ch now
+		return
+	}
 	p.running.Add(1)
+	p.mu.Unlock()
 	go p.worker(f)
 }
 
@@ -62,19 +65,17 @@ func (p *Pool) Go(f func()) {
 // pool has enough waiting or stops.
 func (p *Pool) worker(f func()) {
 	defer p.running.Done()
-	for {
+	ch := make(chan func(), 1)
+	for f != nil {
 		f()
-		if p.idle.Add(1) > p.maxIdle {
-			p.idle.Add(-1)
+		p.mu.Lock()
+		if p.stopped || len(p.idle) >= p.maxIdle {
+			p.mu.Unlock()
 			return
 		}
-		select {
-		case f = <-p.work:
-			p.idle.Add(-1)
-		case <-p.stop:
-			p.idle.Add(-1)
-			return
-		}
+		p.idle = append(p.idle, ch)
+		p.mu.Unlock()
+		f = <-ch // nil once Stop closed ch
 	}
 }
 
@@ -89,7 +90,10 @@ func (p *Pool) Stop() {
 	p.mu.Lock()
 	if !p.stopped {
 		p.stopped = true
-		close(p.stop)
+		for _, ch := range p.idle {
+			close(ch)
+		}
+		p.idle = nil
 	}
 	p.mu.Unlock()
 	p.running.Wait()
@@ -100,7 +104,9 @@ func (p *Pool) Idle() int {
 	if p == nil {
 		return 0
 	}
-	return int(p.idle.Load())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
 }
 
 // GoroutinesStarted returns how many goroutines the process has started

@@ -8,8 +8,8 @@ import (
 )
 
 // waitIdle waits until n of p's goroutines wait for work.
-func waitIdle(p *Pool, n int32) {
-	for p.idle.Load() != n {
+func waitIdle(p *Pool, n int) {
+	for p.Idle() != n {
 		runtime.Gosched()
 	}
 }
@@ -35,7 +35,7 @@ func TestEveryFunctionRuns(t *testing.T) {
 	if got := ran.Load(); got != callers*each {
 		t.Errorf("%d functions ran by the time Stop returned, want %d", got, callers*each)
 	}
-	if n := p.idle.Load(); n != 0 {
+	if n := p.Idle(); n != 0 {
 		t.Errorf("%d goroutines still wait for work after Stop", n)
 	}
 }
@@ -97,9 +97,16 @@ func TestIdleBounded(t *testing.T) {
 	if n := GoroutinesStarted() - before; n > 1 {
 		t.Errorf("%d goroutines started for %d calls with %d waiting", n, maxIdle, maxIdle)
 	}
-	if n := p.idle.Load(); n > maxIdle {
+	if n := int32(p.Idle()); n > maxIdle {
 		t.Errorf("%d goroutines wait for work, at most %d may", n, maxIdle)
 	}
+}
+
+// stopping reports whether Stop was called on p.
+func stopping(p *Pool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped
 }
 
 // TestStopWaits: Stop returns only after the functions running on the
@@ -121,7 +128,9 @@ func TestStopWaits(t *testing.T) {
 		p.Stop()
 		stopped <- finished.Load()
 	}()
-	<-p.stop // Stop has begun
+	for !stopping(p) { // Stop has begun
+		runtime.Gosched()
+	}
 	close(release)
 	if !<-stopped {
 		t.Error("Stop returned before the function running on the pool did")
