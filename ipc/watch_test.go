@@ -145,20 +145,7 @@ func TestWatchSlowWatcherDropped(t *testing.T) {
 // the late write, so the exporter dropped a watcher that was reading,
 // which took it for "everything revoked".
 func TestWatchNoticeAfterStall(t *testing.T) {
-	e, err := NewExporter("", ExporterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	fd, err := newMemfd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := e.ExportFD(fd, testDev, 0x1000, testSize, 0)
-	unix.Close(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, h := newTestExporter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	w, err := Watch(ctx, e.Addr())
